@@ -1,0 +1,26 @@
+# Every third-party dependency comes from a Debian bookworm package (scripts/setup installs them).
+find_package(absl REQUIRED CONFIG)
+find_package(nlohmann_json 3.10 REQUIRED CONFIG)
+find_package(yaml-cpp REQUIRED CONFIG)
+find_package(CLI11 REQUIRED CONFIG)
+find_package(Threads REQUIRED)
+
+if(WAVEPOOL_BUILD_TESTS)
+  find_package(GTest REQUIRED CONFIG)
+endif()
+if(WAVEPOOL_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED CONFIG)
+endif()
+
+# The CUDA toolkit is optional: components with CUDA paths test WAVEPOOL_HAVE_CUDA_TOOLKIT.
+if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+  set(CUDAToolkit_ROOT /usr/local/cuda)
+endif()
+find_package(CUDAToolkit QUIET)
+if(CUDAToolkit_FOUND)
+  set(WAVEPOOL_HAVE_CUDA_TOOLKIT ON)
+  message(STATUS "wavepool: CUDA toolkit ${CUDAToolkit_VERSION} at ${CUDAToolkit_BIN_DIR}")
+else()
+  set(WAVEPOOL_HAVE_CUDA_TOOLKIT OFF)
+  message(STATUS "wavepool: no CUDA toolkit; CUDA paths are not built")
+endif()

@@ -1,0 +1,64 @@
+#include "wavepool/planner/device.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace wavepool::planner {
+namespace {
+
+constexpr double kGB = 1e9;
+constexpr Bytes kGiB = Bytes{1} << 30;
+
+// Datasheet figures (SXM parts, dense tensor throughput, per-direction link bandwidth).
+std::vector<DeviceSpec> BuildCatalog() {
+  std::vector<DeviceSpec> catalog;
+  // Tesla V100-SXM2-32GB: 80 SMs, 15.7 TFLOP/s FP32, 125 tensor, 900 GB/s HBM2,
+  // NVLink 2.0 6 x 25 GB/s per direction, 100 Gb/s EDR InfiniBand per GPU.
+  catalog.push_back({"v100", "NVIDIA Tesla V100-SXM2-32GB", 80, 15.7e12, 125e12, 900 * kGB,
+                     32 * kGiB, 150 * kGB, 8, 12.5 * kGB, Microseconds(4)});
+  // A100-SXM4-40GB: 108 SMs, 19.5 TFLOP/s FP32, 312 FP16 tensor, 1555 GB/s HBM2, NVLink 3 through
+  // NVSwitch 300 GB/s per direction, 200 Gb/s HDR InfiniBand per GPU.
+  catalog.push_back({"a100-40gb", "NVIDIA A100-SXM4-40GB", 108, 19.5e12, 312e12, 1555 * kGB,
+                     40 * kGiB, 300 * kGB, 8, 25 * kGB, Microseconds(4)});
+  // H100-SXM5-80GB: 132 SMs, 67 TFLOP/s FP32, 989 BF16 tensor, 3.35 TB/s HBM3, NVLink 4 through
+  // NVSwitch 450 GB/s per direction, 400 Gb/s NDR InfiniBand per GPU.
+  catalog.push_back({"h100", "NVIDIA H100-SXM5-80GB", 132, 67e12, 989e12, 3350 * kGB, 80 * kGiB,
+                     450 * kGB, 8, 50 * kGB, Microseconds(3)});
+  // H200-SXM-141GB: the H100's compute with 4.8 TB/s HBM3e and 141 GB.
+  catalog.push_back({"h200", "NVIDIA H200-SXM-141GB", 132, 67e12, 989e12, 4800 * kGB,
+                     Bytes{141} * 1000 * 1000 * 1000, 450 * kGB, 8, 50 * kGB, Microseconds(3)});
+  return catalog;
+}
+
+constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+    {"v100-sxm2", "v100"}, {"v100-32gb", "v100"},  {"a100", "a100-40gb"},
+    {"a100-sxm4", "a100-40gb"}, {"h100-sxm", "h100"}, {"h100-80gb", "h100"},
+    {"h200-sxm", "h200"}, {"h200-141gb", "h200"},
+};
+
+}  // namespace
+
+const std::vector<DeviceSpec>& DeviceCatalog() {
+  static const std::vector<DeviceSpec>* const catalog = new std::vector<DeviceSpec>(BuildCatalog());
+  return *catalog;
+}
+
+absl::StatusOr<DeviceSpec> FindDevice(std::string_view name) {
+  std::string key = absl::AsciiStrToLower(std::string(name));
+  for (const auto& [alias, canonical] : kAliases) {
+    if (key == alias) key = std::string(canonical);
+  }
+  std::vector<std::string> known;
+  for (const DeviceSpec& device : DeviceCatalog()) {
+    if (device.name == key) return device;
+    known.push_back(device.name);
+  }
+  return absl::NotFoundError(absl::StrCat("unknown device \"", std::string(name),
+                                          "\"; known devices: ", absl::StrJoin(known, ", ")));
+}
+
+}  // namespace wavepool::planner
