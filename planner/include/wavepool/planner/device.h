@@ -23,6 +23,7 @@ struct DeviceSpec {
   double nvlink_bytes_per_second = 0;  // per GPU, per direction, through NVLink/NVSwitch
   int gpus_per_node = 8;
   double network_bytes_per_second = 0;  // per GPU, per direction, between nodes (its NIC)
+  double host_link_bytes_per_second = 0;  // per GPU, per direction, host <-> device (PCIe)
   Seconds kernel_launch_overhead{0};    // host-side cost per kernel launch
 };
 
