@@ -36,9 +36,8 @@ std::vector<DeviceSpec> BuildCatalog() {
 }
 
 constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
-    {"v100-sxm2", "v100"}, {"v100-32gb", "v100"},  {"a100", "a100-40gb"},
-    {"a100-sxm4", "a100-40gb"}, {"h100-sxm", "h100"}, {"h100-80gb", "h100"},
-    {"h200-sxm", "h200"}, {"h200-141gb", "h200"},
+    {"v100-sxm2", "v100"}, {"v100-32gb", "v100"}, {"a100", "a100-40gb"}, {"a100-sxm4", "a100-40gb"},
+    {"h100-sxm", "h100"},  {"h100-80gb", "h100"}, {"h200-sxm", "h200"},  {"h200-141gb", "h200"},
 };
 
 }  // namespace

@@ -1,0 +1,263 @@
+// YAML text -> JSON values, with the line of every field.
+#include <algorithm>
+#include <exception>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "json_codec.h"
+#include "wavepool/api/field_path.h"
+#include "wavepool/api/yaml.h"
+#include "yaml-cpp/depthguard.h"
+#include "yaml-cpp/yaml.h"
+#include "yaml_scalar.h"
+
+namespace wavepool::api {
+namespace {
+
+std::string Position(const YAML::Mark& mark) {
+  if (mark.is_null()) return "";
+  return absl::StrCat("line ", mark.line + 1, ", column ", mark.column + 1, ": ");
+}
+
+absl::Status ErrorAt(const YAML::Mark& mark, std::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat(Position(mark), std::string(problem)));
+}
+
+// Converts one yaml-cpp node tree into JSON, recording the line of every field. Not
+// thread-safe; one per document.
+class Converter {
+ public:
+  explicit Converter(SourceLines* lines) : lines_(lines) {}
+
+  // `depth` counts the collections around `node`.
+  absl::Status Convert(const YAML::Node& node, const FieldPath& path, int depth,
+                       nlohmann::json* out) {
+    if ((node.IsSequence() || node.IsMap()) && depth >= kMaxYamlDepth) {
+      return ErrorAt(node.Mark(), absl::StrCat("nesting deeper than ", kMaxYamlDepth, " levels"));
+    }
+    switch (node.Type()) {
+      case YAML::NodeType::Null:
+        return ConvertNull(node, out);
+      case YAML::NodeType::Scalar:
+        return ConvertScalar(node, out);
+      case YAML::NodeType::Sequence:
+        return ConvertSequence(node, path, depth, out);
+      case YAML::NodeType::Map:
+        return ConvertMap(node, path, depth, out);
+      case YAML::NodeType::Undefined:
+        break;
+    }
+    return ErrorAt(node.Mark(), "undefined YAML node");
+  }
+
+ private:
+  // An empty value: null, or "" when tagged !!str.
+  absl::Status ConvertNull(const YAML::Node& node, nlohmann::json* out) {
+    const std::string& tag = node.Tag();
+    if (tag == "tag:yaml.org,2002:str") {
+      *out = "";
+    } else if (tag.empty() || tag == "?" || tag == "!" || tag == "tag:yaml.org,2002:null") {
+      *out = nullptr;
+    } else {
+      return ErrorAt(node.Mark(), absl::StrCat("unsupported tag \"", tag, "\""));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ConvertScalar(const YAML::Node& node, nlohmann::json* out) {
+    const std::string& text = node.Scalar();
+    if (!IsValidUtf8(text)) return ErrorAt(node.Mark(), "text is not valid UTF-8");
+    const std::string& tag = node.Tag();
+    absl::StatusOr<nlohmann::json> value =
+        tag == "?" || tag.empty() ? ResolvePlainScalar(text) : ResolveTaggedScalar(text, tag);
+    if (!value.ok()) return ErrorAt(node.Mark(), std::string(value.status().message()));
+    *out = *std::move(value);
+    return absl::OkStatus();
+  }
+
+  absl::Status ConvertSequence(const YAML::Node& node, const FieldPath& path, int depth,
+                               nlohmann::json* out) {
+    *out = nlohmann::json::array();
+    std::size_t index = 0;
+    for (const YAML::Node& item : node) {
+      const FieldPath item_path = path.Index(index++);
+      Record(item_path, item.Mark());
+      out->push_back(nullptr);
+      absl::Status status = Convert(item, item_path, depth + 1, &out->back());
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ConvertMap(const YAML::Node& node, const FieldPath& path, int depth,
+                          nlohmann::json* out) {
+    *out = nlohmann::json::object();
+    for (const auto& entry : node) {
+      const YAML::Node& key = entry.first;
+      if (!key.IsScalar()) {
+        return ErrorAt(key.Mark(), "a mapping key must be a string, number or boolean");
+      }
+      const std::string& name = key.Scalar();
+      if (!IsValidUtf8(name)) return ErrorAt(key.Mark(), "key is not valid UTF-8");
+      if (out->contains(name)) {
+        return ErrorAt(key.Mark(), absl::StrCat("duplicate key ", Quote(name)));
+      }
+      const FieldPath field_path = path.Child(name);
+      Record(field_path, key.Mark());
+      absl::Status status = Convert(entry.second, field_path, depth + 1, &(*out)[name]);
+      if (!status.ok()) return status;
+    }
+    return absl::OkStatus();
+  }
+
+  void Record(const FieldPath& path, const YAML::Mark& mark) {
+    if (lines_ != nullptr && !mark.is_null()) lines_->Add(path.str(), mark.line + 1);
+  }
+
+  SourceLines* lines_;
+};
+
+// The number of values in `node` with aliases expanded, counting no further than past `limit`:
+// an alias bomb is refused before anything is built. yaml-cpp's own depth guard bounds the
+// recursion.
+int CountValues(const YAML::Node& node, int limit) {
+  int count = 1;
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) {
+      if (count > limit) break;
+      count += CountValues(item, limit - count);
+    }
+  } else if (node.IsMap()) {
+    for (const auto& entry : node) {
+      if (count > limit) break;
+      count += 1 + CountValues(entry.second, limit - count);
+    }
+  }
+  return count;
+}
+
+// Turns whatever yaml-cpp or the standard library throws into a Status.
+template <typename F>
+absl::Status CatchParseErrors(F&& parse) {
+  try {
+    return parse();
+  } catch (const YAML::DeepRecursion& e) {
+    return ErrorAt(e.mark, absl::StrCat("nesting deeper than ", e.depth(), " levels"));
+  } catch (const YAML::Exception& e) {
+    return ErrorAt(e.mark, e.msg);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("YAML document too large for memory");
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read YAML: ", e.what()));
+  }
+}
+
+absl::Status ParseYaml(std::string_view text, std::vector<YamlDocument>* documents) {
+  return CatchParseErrors([&]() -> absl::Status {
+    const std::vector<YAML::Node> nodes = YAML::LoadAll(std::string(text));
+    for (const YAML::Node& node : nodes) {
+      if (CountValues(node, kMaxYamlNodes) > kMaxYamlNodes) {
+        return ErrorAt(node.Mark(),
+                       absl::StrCat("document expands to more than ", kMaxYamlNodes, " values"));
+      }
+      YamlDocument document;
+      document.line = node.Mark().is_null() ? 0 : node.Mark().line + 1;
+      Converter converter(&document.lines);
+      absl::Status status = converter.Convert(node, FieldPath(), 0, &document.value);
+      if (!status.ok()) return status;
+      documents->push_back(std::move(document));
+    }
+    return absl::OkStatus();
+  });
+}
+
+// Levels of nested arrays and objects in a JSON value ("[[]]" is 2), counted without recursion.
+int JsonDepth(const nlohmann::json& root) {
+  int deepest = 0;
+  std::vector<std::pair<const nlohmann::json*, int>> pending;
+  if (root.is_structured()) pending.emplace_back(&root, 1);
+  while (!pending.empty()) {
+    auto [value, depth] = pending.back();
+    pending.pop_back();
+    deepest = std::max(deepest, depth);
+    for (const nlohmann::json& child : *value) {
+      if (child.is_structured()) pending.emplace_back(&child, depth + 1);
+    }
+  }
+  return deepest;
+}
+
+bool LooksLikeJson(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  for (char c : text) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) continue;
+    return c == '{' || c == '[';
+  }
+  return false;
+}
+
+// JSON text as JSON (exact number rules); nullopt when it is not valid JSON.
+absl::StatusOr<std::optional<YamlDocument>> ParseJson(std::string_view text) {
+  nlohmann::json value =
+      nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return std::optional<YamlDocument>();
+  if (JsonDepth(value) > kMaxYamlDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("nesting deeper than ", kMaxYamlDepth, " levels"));
+  }
+  YamlDocument document;
+  document.value = std::move(value);
+  document.line = 1;
+  // Lines come from the YAML reading of the same text, when it agrees.
+  std::vector<YamlDocument> as_yaml;
+  if (ParseYaml(text, &as_yaml).ok() && as_yaml.size() == 1 && as_yaml[0].value == document.value) {
+    document.lines = std::move(as_yaml[0].lines);
+  }
+  return std::optional<YamlDocument>(std::move(document));
+}
+
+}  // namespace
+
+int SourceLines::LineOf(std::string_view path) const {
+  std::string current(path);
+  while (true) {
+    auto it = lines_.find(current);
+    if (it != lines_.end()) return it->second;
+    if (current.empty()) return 0;
+    current = ParentPath(current);
+  }
+}
+
+absl::StatusOr<std::vector<YamlDocument>> ParseDocuments(std::string_view text) {
+  std::vector<YamlDocument> documents;
+  if (LooksLikeJson(text)) {
+    absl::StatusOr<std::optional<YamlDocument>> json = ParseJson(text);
+    if (!json.ok()) return json.status();
+    if (json->has_value()) {
+      documents.push_back(std::move(**json));
+      return documents;
+    }
+    // Not JSON: flow-style YAML such as {a: 1} is still welcome.
+  }
+  absl::Status status = ParseYaml(text, &documents);
+  if (!status.ok()) return status;
+  return documents;
+}
+
+absl::StatusOr<nlohmann::json> YamlToJson(std::string_view text) {
+  absl::StatusOr<std::vector<YamlDocument>> documents = ParseDocuments(text);
+  if (!documents.ok()) return documents.status();
+  if (documents->empty()) return nlohmann::json();
+  if (documents->size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected one YAML document, got ", documents->size()));
+  }
+  return std::move((*documents)[0].value);
+}
+
+}  // namespace wavepool::api

@@ -1,0 +1,179 @@
+// ModelBuilder's composite layers: a ResNet bottleneck block and the BERT blocks as single
+// layers (the granularity DeepPool profiles them at), the loss, and opaque layers.
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "model_builder_internal.h"
+#include "wavepool/planner/model_builder.h"
+
+namespace wavepool::planner {
+namespace {
+
+using internal::kGeluFlopsPerItem;
+using internal::kNormFlopsPerItem;
+using internal::kSoftmaxFlopsPerItem;
+using internal::WindowOutput;
+
+double D(std::int64_t value) { return static_cast<double>(value); }
+
+}  // namespace
+
+// torchvision.models.resnet.Bottleneck (v1.5: the stride sits on the 3x3 conv).
+LayerId ModelBuilder::ResNetBottleneck(const std::string& name, LayerId in, std::int64_t planes,
+                                       int stride, int base_width) {
+  Layer layer;
+  if (!Start(name, LayerKind::kResNetBottleneck, {in}, layer)) return kInput;
+  if (planes < 1 || base_width < 1) {
+    return Fail(layer, absl::StrCat("planes (", planes, ") and base_width (", base_width,
+                                    ") must be >= 1"));
+  }
+  if (!CheckWindow(layer, 3, 3, stride, 1, 1)) return kInput;
+  const std::int64_t width = planes * base_width / 64;
+  if (width < 1) {
+    return Fail(layer, absl::StrCat("width planes*base_width/64 = ", planes, "*", base_width,
+                                    "/64 rounds down to 0"));
+  }
+  const std::int64_t cin = layer.input.dims[0];
+  const std::int64_t out = planes * 4;  // Bottleneck.expansion
+  const std::int64_t hw = layer.input.dims[1] * layer.input.dims[2];
+  const std::int64_t ho = WindowOutput(layer.input.dims[1], 3, stride, 1);
+  const std::int64_t wo = WindowOutput(layer.input.dims[2], 3, stride, 1);
+  const std::int64_t ohw = ho * wo;
+  const bool downsample = stride != 1 || cin != out;
+  layer.output.dims = {out, ho, wo};
+  layer.window = {3, 3, stride, stride, 1, 1, 1};
+  layer.attrs.planes = planes;
+  layer.attrs.base_width = base_width;
+  layer.params = cin * width + 2 * width                    // conv1 1x1 + bn1
+                 + 9 * width * width + 2 * width            // conv2 3x3 + bn2
+                 + width * out + 2 * out                    // conv3 1x1 + bn3
+                 + (downsample ? cin * out + 2 * out : 0);  // downsample 1x1 + bn
+  const double bn_relu = kNormFlopsPerItem + 1;
+  layer.forward_flops = 2 * D(cin * width * hw) + bn_relu * D(width * hw) +
+                        2 * D(9 * width * width * ohw) + bn_relu * D(width * ohw) +
+                        2 * D(width * out * ohw) + kNormFlopsPerItem * D(out * ohw) +
+                        (downsample ? (2 * D(cin) + kNormFlopsPerItem) * D(out * ohw) : 0) +
+                        2 * D(out * ohw);  // residual add and the final ReLU
+  layer.internal_activation_items =
+      width * hw + width * ohw + out * ohw + (downsample ? out * ohw : 0);
+  return Append(std::move(layer));
+}
+
+// Hugging Face BertEmbeddings (dropout not modelled: it adds no FLOPs worth counting).
+LayerId ModelBuilder::Embedding(const std::string& name, LayerId in, std::int64_t vocab,
+                                std::int64_t max_positions, std::int64_t type_vocab,
+                                std::int64_t hidden) {
+  Layer layer;
+  if (!Start(name, LayerKind::kEmbedding, {in}, layer)) return kInput;
+  if (layer.input.dims.size() != 1) {
+    return Fail(layer,
+                absl::StrCat("needs a {seq_len} input of token ids, got ", layer.input.ToString()));
+  }
+  if (vocab < 1 || max_positions < 1 || type_vocab < 0 || hidden < 1) {
+    return Fail(
+        layer, absl::StrCat("vocab (", vocab, "), max_positions (", max_positions, ") and hidden (",
+                            hidden, ") must be >= 1, type_vocab (", type_vocab, ") >= 0"));
+  }
+  const std::int64_t tokens = layer.input.dims[0];
+  if (tokens > max_positions) {
+    return Fail(layer,
+                absl::StrCat("sequence length ", tokens, " exceeds max_positions ", max_positions));
+  }
+  const std::int64_t tables = type_vocab > 0 ? 3 : 2;
+  layer.output.dims = {tokens, hidden};
+  layer.in_channels = vocab;
+  layer.out_channels = hidden;
+  layer.attrs.max_positions = max_positions;
+  layer.attrs.type_vocab = type_vocab;
+  layer.params = (vocab + max_positions + type_vocab) * hidden + 2 * hidden;
+  layer.forward_flops = D((tables - 1) * tokens * hidden) + kNormFlopsPerItem * D(tokens * hidden);
+  layer.internal_activation_items = tokens * hidden;
+  return Append(std::move(layer));
+}
+
+// Hugging Face BertAttention: BertSelfAttention + BertSelfOutput (dense, residual, LayerNorm).
+LayerId ModelBuilder::TransformerAttention(const std::string& name, LayerId in, int heads) {
+  Layer layer;
+  if (!Start(name, LayerKind::kTransformerAttention, {in}, layer)) return kInput;
+  if (layer.input.dims.size() != 2) {
+    return Fail(layer, absl::StrCat("needs a {T,D} input, got ", layer.input.ToString()));
+  }
+  const std::int64_t t = layer.input.dims[0];
+  const std::int64_t d = layer.input.dims[1];
+  if (heads < 1 || d % heads != 0) {
+    return Fail(layer,
+                absl::StrCat("heads ", heads, " must be >= 1 and divide the hidden size ", d));
+  }
+  layer.output = layer.input;
+  layer.attrs.heads = heads;
+  layer.params = 4 * (d * d + d) + 2 * d;
+  layer.forward_flops = 4 * D(t) * (2 * D(d * d) + D(d))                 // Q, K, V, output dense
+                        + 2 * (2 * D(t * t * d))                         // QK^T and AV
+                        + (1 + kSoftmaxFlopsPerItem) * D(heads * t * t)  // scale, softmax
+                        + (1 + kNormFlopsPerItem) * D(t * d);            // residual, LayerNorm
+  layer.internal_activation_items = 5 * t * d + heads * t * t;
+  return Append(std::move(layer));
+}
+
+// Hugging Face BertIntermediate (dense + GELU) and BertOutput (dense, residual, LayerNorm).
+LayerId ModelBuilder::TransformerFeedForward(const std::string& name, LayerId in,
+                                             std::int64_t intermediate) {
+  Layer layer;
+  if (!Start(name, LayerKind::kTransformerFeedForward, {in}, layer)) return kInput;
+  if (layer.input.dims.size() != 2) {
+    return Fail(layer, absl::StrCat("needs a {T,D} input, got ", layer.input.ToString()));
+  }
+  if (intermediate < 1) {
+    return Fail(layer, absl::StrCat("intermediate size must be >= 1, got ", intermediate));
+  }
+  const std::int64_t t = layer.input.dims[0];
+  const std::int64_t d = layer.input.dims[1];
+  const std::int64_t i = intermediate;
+  layer.output = layer.input;
+  layer.attrs.intermediate = intermediate;
+  layer.params = d * i + i + i * d + d + 2 * d;
+  layer.forward_flops = D(t) * (2 * D(d * i) + D(i))           // dense up
+                        + kGeluFlopsPerItem * D(t * i)         // GELU
+                        + D(t) * (2 * D(i * d) + D(d))         // dense down
+                        + (1 + kNormFlopsPerItem) * D(t * d);  // residual, LayerNorm
+  layer.internal_activation_items = 2 * t * i + t * d;
+  return Append(std::move(layer));
+}
+
+LayerId ModelBuilder::SoftmaxCrossEntropy(const std::string& name, LayerId in) {
+  Layer layer;
+  if (!Start(name, LayerKind::kSoftmaxCrossEntropy, {in}, layer)) return kInput;
+  const std::int64_t items = layer.input.Elements();
+  const std::int64_t rows = items / layer.input.dims.back();
+  layer.output.dims = {1};
+  layer.forward_flops = kSoftmaxFlopsPerItem * D(items) + D(rows);  // + pick and log per row
+  layer.internal_activation_items = items;                          // the probabilities
+  return Append(std::move(layer));
+}
+
+LayerId ModelBuilder::Opaque(const std::string& name, const std::vector<LayerId>& ins,
+                             TensorShape output, std::int64_t params, double forward_flops,
+                             double backward_flops) {
+  Layer layer;
+  if (!Start(name, LayerKind::kOpaque, ins, layer)) return kInput;
+  bool positive = !output.dims.empty();
+  for (std::int64_t d : output.dims) positive = positive && d > 0;
+  if (!positive) {
+    return Fail(layer, absl::StrCat("output shape ", output.ToString(),
+                                    " must have at least one dim, all positive"));
+  }
+  if (params < 0 || !std::isfinite(forward_flops) || forward_flops < 0 ||
+      !std::isfinite(backward_flops) || backward_flops < 0) {
+    return Fail(
+        layer, absl::StrCat("params (", params, "), forward FLOPs (", forward_flops,
+                            ") and backward FLOPs (", backward_flops, ") must be finite and >= 0"));
+  }
+  layer.output = std::move(output);
+  layer.params = params;
+  layer.forward_flops = forward_flops;
+  layer.backward_flops = backward_flops;
+  return Append(std::move(layer));
+}
+
+}  // namespace wavepool::planner

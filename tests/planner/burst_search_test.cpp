@@ -1,0 +1,68 @@
+#include "wavepool/planner/burst_search.h"
+
+#include <cstdint>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/planner/burst_random_problems.h"
+#include "tests/support/status_matchers.h"
+
+namespace wavepool::planner {
+namespace {
+
+using ::wavepool::planner::testing::ExhaustiveOptimum;
+using ::wavepool::planner::testing::RandomGraphShape;
+using ::wavepool::planner::testing::RandomProblem;
+
+void ExpectOptimal(const BurstProblem& problem, std::uint32_t seed) {
+  const Nanos reference = ExhaustiveOptimum(problem);
+  ASSERT_LT(reference, kInfeasible) << "seed " << seed << ": the all-ones plan is always feasible";
+  auto result = SearchBurstAssignment(problem);
+  ASSERT_OK(result.status()) << "seed " << seed;
+  EXPECT_EQ(result->iteration, reference) << "seed " << seed;
+  ASSERT_OK_AND_ASSIGN(BurstEvaluation evaluation, EvaluateAssignment(problem, result->assignment));
+  EXPECT_EQ(evaluation.iteration, result->iteration) << "seed " << seed;
+}
+
+TEST(BurstSearch, MatchesExhaustiveOnRandomChains) {
+  RandomGraphShape shape;
+  shape.allow_forks = false;
+  shape.max_layers = 6;
+  for (std::uint32_t seed = 1; seed <= 120; ++seed) {
+    const GpuCounts mode = seed % 2 ? GpuCounts::kPowersOfTwo : GpuCounts::kAllIntegers;
+    ExpectOptimal(RandomProblem(seed, shape, mode, mode == GpuCounts::kPowersOfTwo ? 8 : 5), seed);
+  }
+}
+
+TEST(BurstSearch, MatchesExhaustiveOnRandomBranchingGraphs) {
+  RandomGraphShape shape;
+  shape.allow_nested = false;
+  shape.max_layers = 7;
+  for (std::uint32_t seed = 1000; seed < 1150; ++seed) {
+    const GpuCounts mode = seed % 2 ? GpuCounts::kPowersOfTwo : GpuCounts::kAllIntegers;
+    ExpectOptimal(RandomProblem(seed, shape, mode, mode == GpuCounts::kPowersOfTwo ? 8 : 4), seed);
+  }
+}
+
+TEST(BurstSearch, MatchesExhaustiveWithNestedForks) {
+  RandomGraphShape shape;
+  shape.max_layers = 8;
+  shape.max_branch_layers = 4;
+  for (std::uint32_t seed = 2000; seed < 2100; ++seed) {
+    ExpectOptimal(RandomProblem(seed, shape, GpuCounts::kPowersOfTwo, 4), seed);
+  }
+}
+
+TEST(BurstSearch, MatchesExhaustiveWithTwoNestedForksInOneBranch) {
+  // a -> {b -> {c, d} -> e -> {f, g} -> h, i} -> j: the first branch holds two nested forks in
+  // series, the case priced with a full min-plus product.
+  const std::vector<std::vector<LayerId>> inputs = {{},     {0}, {1}, {1}, {2, 3},
+                                                    {4},    {4}, {5, 6}, {0}, {7, 8}};
+  for (std::uint32_t seed = 3000; seed < 3040; ++seed) {
+    std::mt19937 rng(seed);
+    ExpectOptimal(testing::RandomCosts(inputs, rng, GpuCounts::kPowersOfTwo, 2), seed);
+  }
+}
+
+}  // namespace
+}  // namespace wavepool::planner
