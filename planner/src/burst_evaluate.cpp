@@ -14,20 +14,22 @@ class Evaluator {
   Evaluator(const BurstProblem& problem, const BurstAssignment& assignment, BurstEvaluation* out)
       : problem_(problem), assignment_(assignment), out_(out) {}
 
-  // Runs `series` entered from `producer` at count index `in_count` (producer < 0: the model
-  // input), inside a group of `cap` GPUs starting at `rank`, from time `start`. Returns when it
-  // ends.
-  absl::StatusOr<Nanos> Series(const SpSeries& series, LayerId producer, int in_count, int cap,
-                               int rank, Nanos start) {
+  // Runs `series` entered from `producer` at count index `in_count` on ranks from
+  // `producer_rank` (producer < 0: the model input), inside a group of `cap` GPUs starting at
+  // `rank`, from time `start`. Returns when it ends.
+  absl::StatusOr<Nanos> Series(const SpSeries& series, LayerId producer, int in_count,
+                               int producer_rank, int cap, int rank, Nanos start) {
     Nanos now = start;
+    bool relocated = producer >= 0 && producer_rank != rank;
     for (const SpElement& element : series.elements) {
-      absl::StatusOr<Nanos> end = element.is_block
-                                      ? Block(element, producer, in_count, cap, rank, now)
-                                      : Layer(element.layer, producer, in_count, cap, rank, now);
+      absl::StatusOr<Nanos> end =
+          element.is_block ? Block(element, producer, in_count, cap, rank, now)
+                           : Layer(element.layer, producer, in_count, relocated, cap, rank, now);
       if (!end.ok()) return end.status();
       now = *end;
       producer = element.layer;
       in_count = assignment_.count[element.layer];
+      relocated = false;
     }
     return now;
   }
@@ -41,25 +43,32 @@ class Evaluator {
                                                       " its branch may use"));
   }
 
-  absl::Status CheckAmplification(LayerId layer, LayerId producer, int g) const {
+  absl::Status CheckAmplification(LayerId layer, LayerId producer, int g, bool relocated) const {
     const int x = assignment_.count[layer];
-    if (problem_.AmplificationOk(layer, producer, g, x)) return absl::OkStatus();
+    if (problem_.EdgeAllowed(layer, producer, g, x, relocated)) return absl::OkStatus();
+    if (producer >= 0 && problem_.layers[layer].pinned && (g != x || relocated)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "layer ", problem_.layer_names[layer], " works in place on the output of ",
+          problem_.layer_names[producer], " and must run on the same GPUs"));
+    }
     return absl::FailedPreconditionError(
         absl::StrCat("layer ", problem_.layer_names[layer], " at ", problem_.counts.gpus[x],
                      " GPUs exceeds the GPU-time amplification limit of ",
                      problem_.options.amplification_limit));
   }
 
-  absl::StatusOr<Nanos> Layer(LayerId layer, LayerId producer, int in_count, int cap, int rank,
-                              Nanos start) {
+  absl::StatusOr<Nanos> Layer(LayerId layer, LayerId producer, int in_count, bool relocated,
+                              int cap, int rank, Nanos start) {
     if (absl::Status s = CheckCap(layer, cap); !s.ok()) return s;
-    if (absl::Status s = CheckAmplification(layer, producer, in_count); !s.ok()) return s;
+    if (absl::Status s = CheckAmplification(layer, producer, in_count, relocated); !s.ok()) {
+      return s;
+    }
     const int x = assignment_.count[layer];
     LayerSchedule& schedule = out_->layers[layer];
     schedule.gpus = problem_.counts.gpus[x];
     schedule.first_rank = rank;
     schedule.start = start;
-    schedule.transfer_in = producer < 0 ? 0 : problem_.Transfer(producer, in_count, x);
+    schedule.transfer_in = producer < 0 ? 0 : problem_.Transfer(producer, in_count, x, relocated);
     schedule.work = problem_.layers[layer].work[x];
     return start + schedule.transfer_in + schedule.work;
   }
@@ -89,16 +98,18 @@ class Evaluator {
     for (size_t b = 0; b < block.branches.size(); ++b) {
       const SpSeries& branch = block.branches[b];
       const Nanos branch_start = parallel ? start : end;
-      absl::StatusOr<Nanos> done = Series(branch, fork, g, caps[b], branch_rank, branch_start);
+      absl::StatusOr<Nanos> done =
+          Series(branch, fork, g, rank, caps[b], branch_rank, branch_start);
       if (!done.ok()) return done.status();
       const LayerId last = branch.elements.empty() ? fork : branch.elements.back().layer;
       const int last_count = branch.elements.empty() ? g : assignment_.count[last];
-      const Nanos transfer = problem_.Transfer(last, last_count, h);
+      const bool relocated = !branch.elements.empty() && branch_rank != rank;
+      const Nanos transfer = problem_.Transfer(last, last_count, h, relocated);
       slowest_transfer = std::max(slowest_transfer, transfer);
       end = std::max(end, *done + transfer);
       if (parallel) branch_rank += caps[b];
     }
-    if (absl::Status s = CheckAmplification(join, -1, h); !s.ok()) return s;
+    if (absl::Status s = CheckAmplification(join, -1, h, false); !s.ok()) return s;
     LayerSchedule& schedule = out_->layers[join];
     schedule.gpus = problem_.counts.gpus[h];
     schedule.first_rank = rank;
@@ -132,7 +143,7 @@ absl::StatusOr<BurstEvaluation> EvaluateAssignment(const BurstProblem& problem,
   BurstEvaluation evaluation;
   evaluation.layers.resize(n);
   Evaluator evaluator(problem, assignment, &evaluation);
-  absl::StatusOr<Nanos> end = evaluator.Series(problem.tree, -1, 0, problem.options.max_gpus, 0, 0);
+  absl::StatusOr<Nanos> end = evaluator.Series(problem.tree, -1, 0, 0, problem.options.max_gpus, 0, 0);
   if (!end.ok()) return end.status();
   evaluation.iteration = *end;
   for (size_t l = 0; l < n; ++l) {

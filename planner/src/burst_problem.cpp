@@ -174,21 +174,24 @@ Nanos EdgeCost::ShardTime(int level, std::int64_t shard) const {
   return base[l] + std::llround(static_cast<double>(shard) * per_sample_ns[l]);
 }
 
-Nanos BurstProblem::Transfer(LayerId producer, int g, int x) const {
-  if (g == x) return 0;
+Nanos BurstProblem::Transfer(LayerId producer, int g, int x, bool relocated) const {
+  if (g == x && !relocated) return 0;
   const int wide = std::max(g, x);  // count indices are ascending in GPUs
   const std::int64_t shard = std::max(counts.shard[g], counts.shard[x]);
   return out_edges[producer].ShardTime(counts.level[wide], shard);
 }
 
-Nanos BurstProblem::Ingress(LayerId producer, int g, int x) const {
-  if (g == x) return 0;
+Nanos BurstProblem::Ingress(LayerId producer, int g, int x, bool relocated) const {
+  if (g == x && !relocated) return 0;
   const int wide = std::max(g, x);
   return out_edges[producer].ShardTime(counts.level[wide], counts.shard[x]);
 }
 
-bool BurstProblem::AmplificationOk(LayerId layer, LayerId producer, int g, int x) const {
-  return AmplificationOkWithIngress(layer, x, producer < 0 ? 0 : Ingress(producer, g, x));
+bool BurstProblem::EdgeAllowed(LayerId layer, LayerId producer, int g, int x,
+                               bool relocated) const {
+  if (producer >= 0 && layers[layer].pinned && (g != x || relocated)) return false;
+  return AmplificationOkWithIngress(layer, x,
+                                    producer < 0 ? 0 : Ingress(producer, g, x, relocated));
 }
 
 bool BurstProblem::AmplificationOkWithIngress(LayerId layer, int x, Nanos ingress) const {
@@ -298,6 +301,8 @@ absl::StatusOr<BurstProblem> BuildBurstProblem(const ModelGraph& model,
     }
     cost.single = cost.work.front();
     cost.exempt = cost.single < exempt_below;
+    cost.pinned = layer.inputs.size() == 1 &&
+                  (layer.reuses_input_memory || layer.kind == LayerKind::kFlatten);
     problem.layers.push_back(std::move(cost));
   }
   absl::StatusOr<SpSeries> tree = DecomposeSeriesParallel(problem.inputs, problem.layer_names);

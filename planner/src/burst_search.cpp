@@ -38,8 +38,19 @@ class BurstSearch {
 
  private:
   int CountsUpTo(int cap) const { return p_.CountsUpTo(cap); }
-  StepTable Table(LayerId producer, LayerId layer, int n_in, int n_out) const {
-    return burst::MakeStepTable(p_, producer, layer, n_in, n_out);
+  StepTable Table(LayerId producer, LayerId layer, int n_in, int n_out,
+                  bool relocated = false) const {
+    return burst::MakeStepTable(p_, producer, layer, n_in, n_out, relocated);
+  }
+  // Which branches of `block` run on ranks other than the fork's when side by side with `caps`.
+  static std::vector<bool> Relocated(const SpElement& block, const std::vector<int>& caps) {
+    std::vector<bool> relocated(caps.size(), false);
+    int offset = 0;
+    for (size_t b = 0; b < caps.size(); ++b) {
+      relocated[b] = offset > 0 && !block.branches[b].elements.empty();
+      offset += caps[b];
+    }
+    return relocated;
   }
   static LayerId ProducerOf(const SpSeries& series, size_t i, LayerId fork) {
     return i == 0 ? fork : series.elements[i - 1].layer;
@@ -47,18 +58,21 @@ class BurstSearch {
 
   Matrix BlockMatrix(const SpElement& block, LayerId fork, int cap, const Nanos* live_rows);
   const Matrix& NestedBlockMatrix(const SpElement& block, LayerId fork, int cap);
-  BranchVariant MakeVariant(const SpSeries& branch, LayerId fork, int n_c, int cap_b);
+  BranchVariant MakeVariant(const SpSeries& branch, LayerId fork, int n_c, int cap_b,
+                            bool relocated);
   void VariantRow(const BranchVariant& variant, LayerId fork, int g, int n_c, Nanos* out);
   Matrix BranchMatrixAroundNested(const SpSeries& branch, LayerId fork, int n_c, int cap_b,
-                                  size_t last_nested);
+                                  size_t last_nested, bool relocated);
   void ForwardThrough(const SpSeries& branch, size_t from, int n_b, int n_c, std::vector<Nanos> in,
-                      Nanos* out);
+                      bool relocated, Nanos* out);
 
-  RowPass PassRow(const SpSeries& branch, LayerId fork, int g, int n_c, int cap_b);
+  RowPass PassRow(const SpSeries& branch, LayerId fork, int g, int n_c, int cap_b,
+                  bool relocated);
   absl::Status ExtractBlock(const SpElement& block, LayerId fork, int g, int h, int cap,
                             BurstAssignment* out);
-  absl::Status ExtractBranch(const SpSeries& branch, LayerId fork, int g, int h, int n_c, int cap_b,
-                             const RowPass& pass, BurstAssignment* out);
+  absl::Status ExtractBranch(const SpSeries& branch, LayerId fork, int g, int h, int n_c,
+                             int cap_b, bool relocated, const RowPass& pass,
+                             BurstAssignment* out);
 
   const BurstProblem& p_;
   std::map<std::pair<LayerId, int>, Matrix> nested_;
@@ -93,17 +107,18 @@ Matrix BurstSearch::BlockMatrix(const SpElement& block, LayerId fork, int cap,
   // branch on its share (side by side); a share equal to the group reuses the first variant.
   std::vector<BranchVariant> variants;
   for (const SpSeries& branch : block.branches) {
-    variants.push_back(MakeVariant(branch, fork, n_c, cap));
+    variants.push_back(MakeVariant(branch, fork, n_c, cap, false));
   }
   const std::vector<int> caps =
       p_.options.parallel_branches ? p_.ParallelCaps(block, cap) : std::vector<int>{};
+  const std::vector<bool> relocated = Relocated(block, caps);
   std::vector<size_t> side_by_side;
   for (size_t b = 0; b < caps.size(); ++b) {
-    if (caps[b] == cap || block.branches[b].elements.empty()) {
+    if (!relocated[b] && (caps[b] == cap || block.branches[b].elements.empty())) {
       side_by_side.push_back(b);
     } else {
       side_by_side.push_back(variants.size());
-      variants.push_back(MakeVariant(block.branches[b], fork, n_c, caps[b]));
+      variants.push_back(MakeVariant(block.branches[b], fork, n_c, caps[b], relocated[b]));
     }
   }
   const LayerId join = block.layer;
@@ -137,23 +152,24 @@ const Matrix& BurstSearch::NestedBlockMatrix(const SpElement& block, LayerId for
   return it->second;
 }
 
-BranchVariant BurstSearch::MakeVariant(const SpSeries& branch, LayerId fork, int n_c, int cap_b) {
+BranchVariant BurstSearch::MakeVariant(const SpSeries& branch, LayerId fork, int n_c, int cap_b,
+                                       bool relocated) {
   BranchVariant variant;
   variant.branch = &branch;
   variant.cap = cap_b;
   if (branch.elements.empty()) return variant;
   for (size_t i = branch.elements.size(); i-- > 0;) {
     if (!branch.elements[i].is_block) continue;
-    variant.full = BranchMatrixAroundNested(branch, fork, n_c, cap_b, i);
+    variant.full = BranchMatrixAroundNested(branch, fork, n_c, cap_b, i, relocated);
     variant.has_full = true;
     return variant;
   }
   const int n_b = CountsUpTo(cap_b);
   for (size_t i = 0; i < branch.elements.size(); ++i) {
     variant.tables.push_back(Table(ProducerOf(branch, i, fork), branch.elements[i].layer,
-                                   i == 0 ? n_c : n_b, n_b));
+                                   i == 0 ? n_c : n_b, n_b, relocated && i == 0));
   }
-  variant.tables.push_back(Table(branch.elements.back().layer, -1, n_b, n_c));
+  variant.tables.push_back(Table(branch.elements.back().layer, -1, n_b, n_c, relocated));
   return variant;
 }
 
@@ -179,7 +195,7 @@ void BurstSearch::VariantRow(const BranchVariant& variant, LayerId fork, int g, 
 
 // Forward, row by row, through branch elements [from, end) (layers only) and into the join.
 void BurstSearch::ForwardThrough(const SpSeries& branch, size_t from, int n_b, int n_c,
-                                 std::vector<Nanos> in, Nanos* out) {
+                                 std::vector<Nanos> in, bool relocated, Nanos* out) {
   std::vector<Nanos> next(static_cast<size_t>(n_b));
   for (size_t i = from; i < branch.elements.size(); ++i) {
     const LayerId layer = branch.elements[i].layer;
@@ -187,7 +203,7 @@ void BurstSearch::ForwardThrough(const SpSeries& branch, size_t from, int n_b, i
     burst::ForwardStep(t, in.data(), next.data(), &scratch_);
     in.swap(next);
   }
-  const StepTable to_join = Table(branch.elements.back().layer, -1, n_b, n_c);
+  const StepTable to_join = Table(branch.elements.back().layer, -1, n_b, n_c, relocated);
   burst::ForwardStep(to_join, in.data(), out, &scratch_);
 }
 
@@ -195,14 +211,14 @@ void BurstSearch::ForwardThrough(const SpSeries& branch, size_t from, int n_b, i
 // by row from the nested block's matrix, the part before it by left steps (burst_steps.h), so that
 // no cubic matrix product is needed unless the branch holds a second nested fork.
 Matrix BurstSearch::BranchMatrixAroundNested(const SpSeries& branch, LayerId fork, int n_c,
-                                             int cap_b, size_t last_nested) {
+                                             int cap_b, size_t last_nested, bool relocated) {
   const int n_b = CountsUpTo(cap_b);
   const Matrix& nested = NestedBlockMatrix(branch.elements[last_nested],
                                            branch.elements[last_nested - 1].layer, cap_b);
   Matrix tail(n_b, n_c);
   for (int y = 0; y < n_b; ++y) {
     std::vector<Nanos> in(nested.Row(y), nested.Row(y) + n_b);
-    ForwardThrough(branch, last_nested + 1, n_b, n_c, std::move(in), tail.Row(y));
+    ForwardThrough(branch, last_nested + 1, n_b, n_c, std::move(in), relocated, tail.Row(y));
   }
   for (size_t j = last_nested; j-- > 0;) {
     const SpElement& element = branch.elements[j];
@@ -210,14 +226,16 @@ Matrix BurstSearch::BranchMatrixAroundNested(const SpSeries& branch, LayerId for
       tail = burst::MinPlus(NestedBlockMatrix(element, branch.elements[j - 1].layer, cap_b), tail);
       continue;
     }
-    const StepTable t = Table(ProducerOf(branch, j, fork), element.layer, j == 0 ? n_c : n_b, n_b);
+    const StepTable t = Table(ProducerOf(branch, j, fork), element.layer, j == 0 ? n_c : n_b, n_b,
+                              relocated && j == 0);
     burst::AddWorkToRows(t, &tail);
     tail = burst::LeftStep(t, tail);
   }
   return tail;
 }
 
-RowPass BurstSearch::PassRow(const SpSeries& branch, LayerId fork, int g, int n_c, int cap_b) {
+RowPass BurstSearch::PassRow(const SpSeries& branch, LayerId fork, int g, int n_c, int cap_b,
+                             bool relocated) {
   RowPass pass;
   if (branch.elements.empty()) {
     for (int h = 0; h < n_c; ++h) pass.at_join.push_back(p_.Transfer(fork, g, h));
@@ -237,14 +255,15 @@ RowPass BurstSearch::PassRow(const SpSeries& branch, LayerId fork, int g, int n_
       }
     } else {
       const StepTable t =
-          Table(ProducerOf(branch, i, fork), element.layer, static_cast<int>(in.size()), n_b);
+          Table(ProducerOf(branch, i, fork), element.layer, static_cast<int>(in.size()), n_b,
+                relocated && i == 0);
       burst::ForwardStep(t, in.data(), out.data(), &scratch_);
     }
     pass.after.push_back(out);
     in = std::move(out);
   }
   pass.at_join.assign(static_cast<size_t>(n_c), kInfeasible);
-  const StepTable to_join = Table(branch.elements.back().layer, -1, n_b, n_c);
+  const StepTable to_join = Table(branch.elements.back().layer, -1, n_b, n_c, relocated);
   burst::ForwardStep(to_join, in.data(), pass.at_join.data(), &scratch_);
   return pass;
 }
@@ -256,17 +275,18 @@ absl::Status BurstSearch::ExtractBlock(const SpElement& block, LayerId fork, int
   std::vector<RowPass> serial;
   Nanos serial_time = 0;
   for (const SpSeries& branch : block.branches) {
-    serial.push_back(PassRow(branch, fork, g, n_c, cap));
+    serial.push_back(PassRow(branch, fork, g, n_c, cap, false));
     serial_time = burst::SaturatingAdd(serial_time, serial.back().at_join[h]);
   }
   const std::vector<int> caps =
       p_.options.parallel_branches ? p_.ParallelCaps(block, cap) : std::vector<int>{};
+  const std::vector<bool> relocated = Relocated(block, caps);
   std::vector<RowPass> parallel;
   Nanos parallel_time = kInfeasible;
   if (!caps.empty()) {
     parallel_time = 0;
     for (size_t b = 0; b < n; ++b) {
-      parallel.push_back(PassRow(block.branches[b], fork, g, n_c, caps[b]));
+      parallel.push_back(PassRow(block.branches[b], fork, g, n_c, caps[b], relocated[b]));
       parallel_time = std::max(parallel_time, parallel.back().at_join[h]);
     }
   }
@@ -277,20 +297,23 @@ absl::Status BurstSearch::ExtractBlock(const SpElement& block, LayerId fork, int
   out->mode[block.layer] = side_by_side ? BranchMode::kParallel : BranchMode::kSerial;
   out->count[block.layer] = h;
   for (size_t b = 0; b < n; ++b) {
-    absl::Status s = ExtractBranch(block.branches[b], fork, g, h, n_c, side_by_side ? caps[b] : cap,
-                                   side_by_side ? parallel[b] : serial[b], out);
+    absl::Status s =
+        ExtractBranch(block.branches[b], fork, g, h, n_c, side_by_side ? caps[b] : cap,
+                      side_by_side && relocated[b], side_by_side ? parallel[b] : serial[b], out);
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
-absl::Status BurstSearch::ExtractBranch(const SpSeries& branch, LayerId fork, int g, int h, int n_c,
-                                        int cap_b, const RowPass& pass, BurstAssignment* out) {
+absl::Status BurstSearch::ExtractBranch(const SpSeries& branch, LayerId fork, int g, int h,
+                                        int n_c, int cap_b, bool relocated, const RowPass& pass,
+                                        BurstAssignment* out) {
   if (branch.elements.empty()) return absl::OkStatus();
   const int n_b = CountsUpTo(cap_b);
   const LayerId last = branch.elements.back().layer;
   int y = FirstIndex(n_b, [&](int k) {
-    return burst::SaturatingAdd(pass.after.back()[k], p_.Transfer(last, k, h)) == pass.at_join[h];
+    return burst::SaturatingAdd(pass.after.back()[k], p_.Transfer(last, k, h, relocated)) ==
+           pass.at_join[h];
   });
   for (size_t i = branch.elements.size(); i-- > 0;) {
     if (y < 0) return Inconsistent(absl::StrCat("a branch of fork ", p_.layer_names[fork]));
@@ -310,9 +333,11 @@ absl::Status BurstSearch::ExtractBranch(const SpSeries& branch, LayerId fork, in
       }
     } else {
       const Nanos work = p_.layers[element.layer].work[y];
+      const bool moved = relocated && i == 0;
       z = FirstIndex(static_cast<int>(before.size()), [&](int k) {
-        return before[k] < kInfeasible && p_.AmplificationOk(element.layer, producer, k, y) &&
-               before[k] + p_.Transfer(producer, k, y) + work == target;
+        return before[k] < kInfeasible &&
+               p_.EdgeAllowed(element.layer, producer, k, y, moved) &&
+               before[k] + p_.Transfer(producer, k, y, moved) + work == target;
       });
     }
     y = z;
@@ -330,7 +355,7 @@ absl::StatusOr<BurstSearchResult> BurstSearch::Run() {
   std::vector<std::vector<int>> block_source(elements.size());
   const LayerId first = elements.front().layer;
   for (int x = 0; x < n; ++x) {
-    after[0][x] = p_.AmplificationOk(first, -1, x, x) ? p_.layers[first].work[x] : kInfeasible;
+    after[0][x] = p_.EdgeAllowed(first, -1, x, x) ? p_.layers[first].work[x] : kInfeasible;
   }
   for (size_t i = 1; i < elements.size(); ++i) {
     const LayerId producer = elements[i - 1].layer;
@@ -372,7 +397,7 @@ absl::StatusOr<BurstSearchResult> BurstSearch::Run() {
     }
     const Nanos work = p_.layers[element.layer].work[x];
     x = FirstIndex(n, [&](int g) {
-      return after[i - 1][g] < kInfeasible && p_.AmplificationOk(element.layer, producer, g, x) &&
+      return after[i - 1][g] < kInfeasible && p_.EdgeAllowed(element.layer, producer, g, x) &&
              after[i - 1][g] + p_.Transfer(producer, g, x) + work == after[i][x];
     });
     if (x < 0) return Inconsistent(absl::StrCat("layer ", p_.layer_names[element.layer]));

@@ -21,12 +21,12 @@ int FirstInterNodeIndex(const CountSet& counts) {
   return static_cast<int>(it - counts.level.begin());
 }
 
-void FillCosts(StepTable* t);
+void FillCosts(StepTable* t, bool relocated);
 
 }  // namespace
 
 StepTable MakeStepTable(const BurstProblem& problem, LayerId producer, LayerId layer, int n_in,
-                        int n_out) {
+                        int n_out, bool relocated) {
   const CountSet& counts = problem.counts;
   const EdgeCost& edge = problem.out_edges[producer];
   StepTable t;
@@ -48,9 +48,10 @@ StepTable MakeStepTable(const BurstProblem& problem, LayerId producer, LayerId l
   t.down_ok[1].assign(n_out, 1);
   t.work.assign(n_out, 0);
   if (layer < 0) {
-    FillCosts(&t);
+    FillCosts(&t, relocated);
     return t;
   }
+  const bool pinned = problem.layers[layer].pinned;
   for (int x = 0; x < n_out; ++x) {
     const size_t own_level = x >= t.split ? 1 : 0;
     t.same_ok[x] = problem.AmplificationOkWithIngress(layer, x, 0);
@@ -61,17 +62,23 @@ StepTable MakeStepTable(const BurstProblem& problem, LayerId producer, LayerId l
           problem.AmplificationOkWithIngress(layer, x, t.base[level] + t.f_out[level][x]);
     }
     t.work[x] = problem.layers[layer].work[x];
+    if (pinned) t.up_ok[x] = t.down_ok[0][x] = t.down_ok[1][x] = 0;  // only the same GPUs
   }
-  FillCosts(&t);
+  FillCosts(&t, relocated);
   return t;
 }
 
 namespace {
 
-void FillCosts(StepTable* t) {
+void FillCosts(StepTable* t, bool relocated) {
   const auto penalty = [](std::uint8_t ok) { return ok ? Nanos{0} : kInfeasible; };
   for (int x = 0; x < t->n_out; ++x) {
-    t->same_cost.push_back(penalty(t->same_ok[x]));
+    // A relocated "same count" move is priced like a move to a larger count: x's level, x's
+    // shard, and the same ingress test.
+    const size_t own_level = x >= t->split ? 1 : 0;
+    t->same_cost.push_back(relocated ? (t->up_ok[x] ? t->base[own_level] + t->f_out[own_level][x]
+                                                    : kInfeasible)
+                                     : penalty(t->same_ok[x]));
     t->up_cost.push_back(penalty(t->up_ok[x]));
     for (size_t level = 0; level < 2; ++level) {
       t->down_cost[level].push_back(t->down_ok[level][x] ? t->base[level] + t->f_out[level][x]
@@ -175,7 +182,11 @@ WAVEPOOL_VECTOR_CLONES Matrix LeftStep(const StepTable& t, const Matrix& right) 
                                           std::vector<Nanos>(cols, kInfeasible)};
   for (int g = 0; g < t.n_in; ++g) {
     Nanos* row = result.Row(g);
-    if (g < t.n_out && t.same_ok[g]) std::copy(right.Row(g), right.Row(g) + cols, row);
+    if (g < t.n_out && t.same_cost[g] < kInfeasible) {
+      const Nanos same = t.same_cost[g];
+      const Nanos* src = right.Row(g);
+      for (int h = 0; h < cols; ++h) row[h] = src[h] + same;
+    }
     const size_t level = g >= t.split ? 1 : 0;
     const Nanos base = t.base[level];
     const Nanos* acc = below[level].data();

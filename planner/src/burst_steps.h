@@ -51,14 +51,17 @@ struct StepTable {
   std::vector<std::uint8_t> up_ok;          // x reached from a smaller count passes
   std::array<std::vector<std::uint8_t>, 2> down_ok;  // x reached from a larger count of level L
   std::vector<Nanos> work;  // added to every reachable x (0 for a bare transfer)
-  // The masks as additive costs, for ForwardStep's branch-free loops: 0 or kInfeasible, and
+  // The masks as additive costs, for the steps' branch-free loops: arriving from the same count
+  // (0, or a full re-shard when relocated; kInfeasible when over the limit), and
   // A_L + F_L(s_x) (or kInfeasible) for arriving from a larger count of level L.
   std::vector<Nanos> same_cost, up_cost;
   std::array<std::vector<Nanos>, 2> down_cost;
 };
 
+// `relocated`: the layer's GPUs start at another rank than the producer's, so an equal count
+// still moves every sample (BurstProblem::Transfer).
 StepTable MakeStepTable(const BurstProblem& problem, LayerId producer, LayerId layer, int n_in,
-                        int n_out);
+                        int n_out, bool relocated = false);
 
 // Reusable buffers so that steps do not allocate.
 struct StepScratch {

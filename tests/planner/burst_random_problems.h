@@ -87,6 +87,7 @@ inline BurstProblem RandomCosts(std::vector<std::vector<LayerId>> inputs, std::m
     }
     cost.single = cost.work.front();
     cost.exempt = std::uniform_int_distribution<int>(0, 5)(rng) == 0;
+    cost.pinned = inputs[l].size() == 1 && std::uniform_int_distribution<int>(0, 4)(rng) == 0;
     p.layers.push_back(cost);
     EdgeCost edge;
     edge.base = {small(rng) / 2, small(rng)};

@@ -82,12 +82,14 @@ TEST(BurstSearch, AmplificationLimitKeepsAWastefulLayerOnOneGpu) {
 
 TEST(BurstSearch, WorkedForkRunsBranchesSideBySideWhenThatIsFaster) {
   // f -> {x, y} -> j, B = 2 (shards 2 and 1), transfers 1 + 1 * max shard = 3 ns.
-  // f: 10/6, x and y: 40/22, j: 0/0. Serial on 2 GPUs: 6 + 22 + 22 = 50.
-  // Side by side, one GPU each: 6 + max(3 + 40, 3 + 40) + 0 = 49 (x and y at 1 GPU, j at 1 GPU).
-  BurstProblem p = TwoCountProblem({{}, {0}, {0}, {1, 2}}, {{10, 6}, {40, 22}, {40, 22}, {0, 0}},
+  // f: 10/6, x and y: 40/30 (they scale poorly), j: 0/0. Serial on 2 GPUs: 6 + 30 + 30 = 66.
+  // Side by side, one GPU each (x on rank 0, y on rank 1), join on 1 GPU (rank 0):
+  // x: 3 (2 -> 1 GPUs) + 40; y: 3 + 40 + 3 (its output moves from rank 1 to the join's rank 0).
+  // Total 6 + max(43, 46) + 0 = 52.
+  BurstProblem p = TwoCountProblem({{}, {0}, {0}, {1, 2}}, {{10, 6}, {40, 30}, {40, 30}, {0, 0}},
                                    10.0, 1, 1.0, 2);
   ASSERT_OK_AND_ASSIGN(BurstSearchResult result, SearchBurstAssignment(p));
-  EXPECT_EQ(result.iteration, 49);
+  EXPECT_EQ(result.iteration, 52);
   EXPECT_THAT(result.assignment.count, ElementsAre(1, 0, 0, 0));
   EXPECT_EQ(result.assignment.mode[3], BranchMode::kParallel);
   ASSERT_OK_AND_ASSIGN(BurstEvaluation evaluation, EvaluateAssignment(p, result.assignment));
@@ -97,11 +99,11 @@ TEST(BurstSearch, WorkedForkRunsBranchesSideBySideWhenThatIsFaster) {
 }
 
 TEST(BurstSearch, WorkedForkRunsBranchesInTurnWithoutParallelBranches) {
-  BurstProblem p = TwoCountProblem({{}, {0}, {0}, {1, 2}}, {{10, 6}, {40, 22}, {40, 22}, {0, 0}},
+  BurstProblem p = TwoCountProblem({{}, {0}, {0}, {1, 2}}, {{10, 6}, {40, 30}, {40, 30}, {0, 0}},
                                    10.0, 1, 1.0, 2);
   p.options.parallel_branches = false;
   ASSERT_OK_AND_ASSIGN(BurstSearchResult result, SearchBurstAssignment(p));
-  EXPECT_EQ(result.iteration, 50);
+  EXPECT_EQ(result.iteration, 66);  // everything on 2 GPUs: 6 + 30 + 30
   EXPECT_EQ(result.assignment.mode[3], BranchMode::kSerial);
 }
 

@@ -4,7 +4,7 @@
 //
 // For a layer l at GPU count g (per-GPU batch s_g = ceil(B / g)):
 //   work(l, g)     = compute(l, s_g) + sync(l, g)          (forward+backward, gradient all-reduce)
-//   transfer(e, g -> x) = 0 when g == x, else
+//   transfer(e, g -> x) = 0 when g == x on the same first rank, else
 //                    A_L + F_{e,L}(max(s_g, s_x))           (samples re-sharded, forward + backward)
 // where e is the edge's producer, L = level(max(g, x)) is intra-node when the larger count fits
 // one node and inter-node otherwise, A_L = 2 alpha_L, F_{e,L}(s) = round(2 * s * bytes_e * beta_L):
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "wavepool/api/enums.h"
 #include "wavepool/planner/comm.h"
 #include "wavepool/planner/compute_cost.h"
 #include "wavepool/planner/model.h"
@@ -33,7 +34,8 @@ using Nanos = std::int64_t;
 // "Unreachable": large enough to dominate any plan, small enough that adding two never overflows.
 inline constexpr Nanos kInfeasible = std::numeric_limits<Nanos>::max() / 4;
 
-enum class GpuCounts { kPowersOfTwo, kAllIntegers };
+// Powers of two (DeepPool's artifact) or every integer up to the job's GPUs.
+using GpuCounts = api::GpuCounts;
 
 struct BurstOptions {
   int max_gpus = 1;                 // G
@@ -66,6 +68,10 @@ struct LayerCost {
   std::vector<Nanos> work;  // by count index
   Nanos single = 0;         // work at one GPU (the whole batch)
   bool exempt = false;      // from the amplification limit
+  // Runs on its producer's GPUs: an in-place layer (ReLU or BatchNorm writing into its input,
+  // a flatten view) cannot move its input to other GPUs. DeepPool's artifact penalises changing
+  // the count before these layers; here it is a constraint.
+  bool pinned = false;
 };
 
 // A series-parallel decomposition of the model graph: a series of elements, each a layer or a
@@ -94,13 +100,16 @@ struct BurstProblem {
   double amp_budget_scale = 0;      // == options.amplification_limit
 
   int num_layers() const { return static_cast<int>(layers.size()); }
-  // Transfer from count index g to x along `producer`'s edge.
-  Nanos Transfer(LayerId producer, int g, int x) const;
+  // Transfer from count index g to x along `producer`'s edge. `relocated`: the receiving GPUs
+  // start at another rank than the sending ones (a branch running beside others), so even an
+  // equal count moves every sample.
+  Nanos Transfer(LayerId producer, int g, int x, bool relocated = false) const;
   // What the receiving layer is charged in its amplification.
-  Nanos Ingress(LayerId producer, int g, int x) const;
-  // Whether `layer` at count index x, reached from count index g over `producer`'s edge
-  // (producer < 0: no transfer, as for the first layer or a join), respects the limit.
-  bool AmplificationOk(LayerId layer, LayerId producer, int g, int x) const;
+  Nanos Ingress(LayerId producer, int g, int x, bool relocated = false) const;
+  // Whether `layer` may run at count index x when reached from count index g over `producer`'s
+  // edge (producer < 0: no transfer, as for the first layer or a join): it respects the
+  // amplification limit, and a pinned layer stays on its producer's GPUs.
+  bool EdgeAllowed(LayerId layer, LayerId producer, int g, int x, bool relocated = false) const;
   // The same test for a given ingress time.
   bool AmplificationOkWithIngress(LayerId layer, int x, Nanos ingress) const;
   // Number of count indices whose GPU count is <= cap (a prefix of the counts).
@@ -108,7 +117,8 @@ struct BurstProblem {
   // GPUs each branch of `block` may use when the branches run at the same time inside a group of
   // `cap_gpus` GPUs: every non-empty branch gets at least one, the rest is shared in proportion to
   // the branches' one-GPU work (largest remainder, ties to the earlier branch); empty branches get
-  // 0. Empty result when there are more non-empty branches than GPUs.
+  // 0. Branch b runs on the group's ranks from the sum of the caps before it. Empty result when
+  // there are more non-empty branches than GPUs.
   std::vector<int> ParallelCaps(const SpElement& block, int cap_gpus) const;
 };
 

@@ -1,0 +1,103 @@
+#include "model_loading.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "wavepool/planner/builtin_profiles.h"
+#include "wavepool/planner/layer_table.h"
+#include "wavepool/planner/profile.h"
+#include "wavepool/planner/zoo.h"
+
+namespace wavepool::cli {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const std::string reason = std::strerror(errno);
+    return errno == ENOENT ? absl::NotFoundError(absl::StrCat("open ", path, ": ", reason))
+                           : absl::PermissionDeniedError(absl::StrCat("open ", path, ": ", reason));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("read ", path, ": failed"));
+  return text.str();
+}
+
+absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags) {
+  if (flags.model.empty() == flags.layer_table.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --model and --layer-table");
+  }
+  if (!flags.model.empty()) return planner::BuiltinModel(flags.model);
+  absl::StatusOr<std::string> text = ReadFile(flags.layer_table);
+  if (!text.ok()) return text.status();
+  const std::string name = std::filesystem::path(flags.layer_table).stem().string();
+  absl::StatusOr<planner::ModelGraph> model = planner::ParseLayerTable(name, *text);
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flags.layer_table, ": ", model.status().message()));
+  }
+  return model;
+}
+
+absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(const PlanFlags& flags,
+                                                             const planner::ModelGraph& model,
+                                                             const planner::DeviceSpec& device) {
+  if (flags.precision != "mixed" && flags.precision != "fp32") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--precision: must be mixed or fp32, got ", flags.precision));
+  }
+  const planner::Precision precision =
+      flags.precision == "fp32" ? planner::Precision::kFp32 : planner::Precision::kMixed;
+  planner::ComputeCostModelPtr analytic = planner::MakeAnalyticCostModel(device, precision);
+  if (flags.analytic) return analytic;
+  std::optional<planner::LayerProfile> profile;
+  if (!flags.profile.empty()) {
+    absl::StatusOr<std::string> text = ReadFile(flags.profile);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<std::vector<planner::LayerProfile>> all = planner::ParseProfileCsv(*text);
+    if (!all.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(flags.profile, ": ", all.status().message()));
+    }
+    std::vector<std::string> names;
+    for (planner::LayerProfile& candidate : *all) {
+      names.push_back(candidate.model);
+      if (all->size() == 1 || candidate.model == model.name()) profile = std::move(candidate);
+    }
+    if (!profile) {
+      return absl::InvalidArgumentError(absl::StrCat(flags.profile, ": no profile of model ",
+                                                     model.name(), " (it has ",
+                                                     absl::StrJoin(names, ", "), ")"));
+    }
+  } else {
+    profile = planner::FindBuiltinProfile(model.name(), device.name);
+  }
+  if (!profile) return analytic;
+  absl::StatusOr<planner::ComputeCostModelPtr> profiled =
+      planner::MakeProfiledCostModel(*profile, model, std::move(analytic));
+  if (!profiled.ok() && !flags.profile.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flags.profile, ": ", profiled.status().message()));
+  }
+  return profiled;
+}
+
+absl::StatusOr<planner::NetworkModel> LoadNetwork(const PlanFlags& flags,
+                                                  const planner::DeviceSpec& device) {
+  if (flags.network.empty()) return planner::DefaultNetworkModel(device);
+  absl::StatusOr<std::string> text = ReadFile(flags.network);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<planner::NetworkModel> network = planner::ParseNetworkModel(*text);
+  if (!network.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flags.network, ": ", network.status().message()));
+  }
+  return network;
+}
+
+}  // namespace wavepool::cli

@@ -1,0 +1,130 @@
+#include "wavepool/cli/plan_command.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "model_loading.h"
+#include "plan_report.h"
+#include "wavepool/api/enums.h"
+#include "wavepool/api/plan.h"
+#include "wavepool/planner/planner.h"
+
+namespace wavepool::cli {
+namespace {
+
+// An API enum from a flag, case-insensitively ("auto" and "Auto" both work on the command line).
+template <typename E>
+absl::StatusOr<E> ParseFlag(const std::string& flag, const std::string& value) {
+  const std::string names = api::EnumNames<E>();  // "Auto, On, Off"
+  for (absl::string_view name : absl::StrSplit(names, ", ")) {
+    if (absl::AsciiStrToLower(name) == absl::AsciiStrToLower(value)) {
+      return *api::ParseEnum<E>(std::string_view(name.data(), name.size()));
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, ": must be one of ", names, ", got \"", value, "\""));
+}
+
+absl::StatusOr<planner::PlanRequest> MakeRequest(const PlanFlags& flags) {
+  planner::PlanRequest r;
+  r.job = flags.job;
+  r.gpus = flags.gpus;
+  r.global_batch = flags.global_batch > 0 ? flags.global_batch : flags.gpus;
+  r.amplification_limit = flags.amp_limit;
+  r.dataset_samples = flags.dataset_samples;
+  absl::StatusOr<api::GpuCounts> counts = ParseFlag<api::GpuCounts>("gpu-counts", flags.gpu_counts);
+  absl::StatusOr<api::Strategy> strategy = ParseFlag<api::Strategy>("strategy", flags.strategy);
+  absl::StatusOr<api::Toggle> tick_tock = ParseFlag<api::Toggle>("tick-tock", flags.tick_tock);
+  absl::StatusOr<api::Toggle> split = ParseFlag<api::Toggle>("cpu-split", flags.cpu_split);
+  absl::StatusOr<api::Toggle> preload = ParseFlag<api::Toggle>("preload", flags.preload);
+  absl::StatusOr<api::Toggle> compression =
+      ParseFlag<api::Toggle>("weight-compression", flags.weight_compression);
+  absl::StatusOr<api::Optimizer> optimizer = ParseFlag<api::Optimizer>("optimizer", flags.optimizer);
+  for (const absl::Status& s : {counts.status(), strategy.status(), tick_tock.status(),
+                                split.status(), preload.status(), compression.status(),
+                                optimizer.status()}) {
+    if (!s.ok()) return s;
+  }
+  r.gpu_counts = *counts;
+  r.strategy = *strategy;
+  r.tick_tock = *tick_tock;
+  r.cpu_split = *split;
+  r.preload = *preload;
+  r.weight_compression = *compression;
+  r.optimizer_moments = *optimizer == api::Optimizer::kSgd ? 1 : 2;
+  return r;
+}
+
+absl::StatusOr<std::string> Plan(const PlanFlags& flags) {
+  absl::StatusOr<planner::DeviceSpec> device = planner::FindDevice(flags.device);
+  if (!device.ok()) return device.status();
+  absl::StatusOr<planner::ModelGraph> model = LoadModel(flags);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<planner::ComputeCostModelPtr> compute = LoadComputeCost(flags, *model, *device);
+  if (!compute.ok()) return compute.status();
+  absl::StatusOr<planner::NetworkModel> network = LoadNetwork(flags, *device);
+  if (!network.ok()) return network.status();
+  absl::StatusOr<planner::PlanRequest> request = MakeRequest(flags);
+  if (!request.ok()) return request.status();
+  const planner::CommModel comm(*network);
+  const planner::PlanContext context{*model, *device, **compute, comm};
+  absl::StatusOr<planner::PlanReport> report = planner::MakePlan(context, *request);
+  if (!report.ok()) return report.status();
+  if (flags.json) return api::ToJson(report->plan).dump(2) + "\n";
+  std::string out = FormatPlan(*report, *model, *device, flags.layers);
+  if (flags.compare) absl::StrAppend(&out, "\nstrategies:\n", FormatComparison(*report));
+  return out;
+}
+
+}  // namespace
+
+CLI::App* AddPlanCommand(CLI::App* app, PlanFlags* flags) {
+  CLI::App* plan = app->add_subcommand(
+      "plan", "Plan how a model trains on GPUs: burst-parallel, data-parallel, tick-tock");
+  plan->add_option("--model", flags->model, "Built-in model (vgg16, resnet50, ...)");
+  plan->add_option("--layer-table", flags->layer_table, "Model described layer by layer (CSV)");
+  plan->add_option("--profile", flags->profile, "Measured per-layer profile (CSV)");
+  plan->add_flag("--analytic", flags->analytic, "Use the analytical cost model, not a profile");
+  plan->add_option("--precision", flags->precision, "Analytical model precision: mixed or fp32")
+      ->capture_default_str();
+  plan->add_option("--device", flags->device, "GPU: v100, a100, h100, h200")->capture_default_str();
+  plan->add_option("--network", flags->network, "Network model file (JSON or YAML)");
+  plan->add_option("--gpus", flags->gpus, "GPUs the job may use")->capture_default_str();
+  plan->add_option("--global-batch", flags->global_batch, "Samples per iteration (default: --gpus)");
+  plan->add_option("--amp-limit", flags->amp_limit, "GPU-time amplification limit per layer")
+      ->capture_default_str();
+  plan->add_option("--gpu-counts", flags->gpu_counts, "PowersOfTwo or AllIntegers")
+      ->capture_default_str();
+  plan->add_option("--strategy", flags->strategy,
+                   "Auto, DataParallel, BurstParallel, TickTock, ModelParallelWaves")
+      ->capture_default_str();
+  plan->add_option("--tick-tock", flags->tick_tock, "Auto, On, Off")->capture_default_str();
+  plan->add_option("--cpu-split", flags->cpu_split, "Auto, On, Off")->capture_default_str();
+  plan->add_option("--preload", flags->preload, "Auto, On, Off")->capture_default_str();
+  plan->add_option("--weight-compression", flags->weight_compression, "Auto, On, Off")
+      ->capture_default_str();
+  plan->add_option("--optimizer", flags->optimizer, "SGD, Adam, AdamW")->capture_default_str();
+  plan->add_option("--dataset-samples", flags->dataset_samples, "Samples per epoch")
+      ->capture_default_str();
+  plan->add_option("--job", flags->job, "namespace/name written into the plan");
+  plan->add_flag("--compare", flags->compare, "Rank every strategy with its breakdown");
+  plan->add_flag("--json", flags->json, "Print the Plan document");
+  plan->add_flag("--layers", flags->layers, "Also list every layer's GPUs");
+  return plan;
+}
+
+int RunPlan(const PlanFlags& flags, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::string> text = Plan(flags);
+  if (!text.ok()) {
+    err << "wavepool plan: " << text.status().message() << "\n";
+    return 1;
+  }
+  out << *text;
+  return 0;
+}
+
+}  // namespace wavepool::cli

@@ -1,0 +1,23 @@
+// Human-readable renderings of a PlanReport for `wavepool plan`.
+#ifndef WAVEPOOL_CLI_SRC_PLAN_REPORT_H_
+#define WAVEPOOL_CLI_SRC_PLAN_REPORT_H_
+
+#include <string>
+
+#include "wavepool/planner/model.h"
+#include "wavepool/planner/planner.h"
+
+namespace wavepool::cli {
+
+// The plan: a summary, its stages, transfers and sync groups, memory, GPU time left for
+// background jobs, and the decisions behind it. `per_layer` adds the GPUs of every layer.
+std::string FormatPlan(const planner::PlanReport& report, const planner::ModelGraph& model,
+                       const planner::DeviceSpec& device, bool per_layer);
+
+// Every strategy ranked: the ParaDL oracle's, burst-parallel, data-parallel under the burst cost
+// model, and tick-tock when it was analysed.
+std::string FormatComparison(const planner::PlanReport& report);
+
+}  // namespace wavepool::cli
+
+#endif  // WAVEPOOL_CLI_SRC_PLAN_REPORT_H_

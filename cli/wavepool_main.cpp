@@ -1,0 +1,26 @@
+// The wavepool command: parses flags and runs a subcommand.
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "wavepool/cli/plan_command.h"
+#include "wavepool/cli/version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"wavepool: shared GPU clusters that train faster and fuller"};
+  app.require_subcommand(1);
+  wavepool::cli::PlanFlags plan_flags;
+  CLI::App* plan = wavepool::cli::AddPlanCommand(&app, &plan_flags);
+  CLI::App* version = app.add_subcommand("version", "Print the version");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    return status == 0 ? 0 : 2;
+  }
+  if (*version) {
+    std::cout << "wavepool " << wavepool::cli::Version() << "\n";
+    return 0;
+  }
+  if (*plan) return wavepool::cli::RunPlan(plan_flags, std::cout, std::cerr);
+  return 2;
+}

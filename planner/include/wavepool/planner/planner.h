@@ -1,0 +1,73 @@
+// The planner's front door: a model, a device and a job's request in, the Plan the runtime will
+// execute out, with every prediction behind the decision (burst-parallel search, data-parallel
+// baseline, ParaDL oracle ranking, tick-tock and data-movement analyses).
+#ifndef WAVEPOOL_PLANNER_PLANNER_H_
+#define WAVEPOOL_PLANNER_PLANNER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "wavepool/api/enums.h"
+#include "wavepool/api/plan.h"
+#include "wavepool/planner/burst_evaluate.h"
+#include "wavepool/planner/comm.h"
+#include "wavepool/planner/compute_cost.h"
+#include "wavepool/planner/data_movement.h"
+#include "wavepool/planner/device.h"
+#include "wavepool/planner/model.h"
+#include "wavepool/planner/oracle.h"
+#include "wavepool/planner/ticktock.h"
+
+namespace wavepool::planner {
+
+// What a job asks for (the planning half of a TrainingJob's spec).
+struct PlanRequest {
+  std::string job;  // "namespace/name", or empty outside a cluster
+  int gpus = 1;
+  std::int64_t global_batch = 1;
+  double amplification_limit = 2.0;
+  api::GpuCounts gpu_counts = api::GpuCounts::kPowersOfTwo;
+  api::Strategy strategy = api::Strategy::kAuto;
+  api::Toggle tick_tock = api::Toggle::kAuto;
+  api::Toggle cpu_split = api::Toggle::kAuto;
+  api::Toggle preload = api::Toggle::kAuto;
+  api::Toggle weight_compression = api::Toggle::kAuto;
+  int optimizer_moments = 1;                 // SGD with momentum 1, Adam 2
+  std::int64_t dataset_samples = 1'280'000;  // for per-epoch predictions
+  Seconds amplification_exempt_below = Microseconds(300);
+};
+
+// What the planner plans on. Borrowed: everything must outlive the MakePlan call.
+struct PlanContext {
+  const ModelGraph& model;
+  const DeviceSpec& device;
+  const ComputeCostModel& compute;
+  const CommModel& comm;
+};
+
+struct PlanReport {
+  api::Plan plan;
+  // The burst-parallel optimum and the data-parallel plan on every GPU, both under the burst
+  // search's cost model (so their times compare directly).
+  BurstEvaluation burst;
+  BurstEvaluation data_parallel;
+  std::vector<int> burst_gpus;          // GPUs per layer in the burst plan, by LayerId
+  std::vector<Prediction> oracle;       // ParaDL strategies, ranked
+  std::optional<TickTockAnalysis> tick_tock;
+  std::optional<ModelParallelWavesAnalysis> model_parallel;
+  std::optional<DataMovementReport> data_movement;
+  std::string compute_source;           // ComputeCostModel::Description()
+  std::vector<std::string> decisions;   // why the strategy and switches were chosen, for people
+};
+
+// Plans one job. InvalidArgument names a bad request field; FailedPrecondition explains a request
+// that cannot be planned: a global batch smaller than the GPUs, a model whose plan does not fit
+// the device's memory, a strategy forced on that cannot work (tick-tock waves that do not fit).
+absl::StatusOr<PlanReport> MakePlan(const PlanContext& context, const PlanRequest& request);
+
+}  // namespace wavepool::planner
+
+#endif  // WAVEPOOL_PLANNER_PLANNER_H_

@@ -1,0 +1,282 @@
+#include "wavepool/planner/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "plan_assembly.h"
+#include "wavepool/api/validation.h"
+#include "wavepool/planner/burst_search.h"
+
+namespace wavepool::planner {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+absl::Status ValidateRequest(const PlanRequest& r) {
+  if (r.gpus < 1) return absl::InvalidArgumentError(absl::StrCat("gpus: must be >= 1, got ", r.gpus));
+  if (r.global_batch < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("global batch: must be >= 1, got ", r.global_batch));
+  }
+  if (r.global_batch < r.gpus) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "global batch ", r.global_batch, " is smaller than the ", r.gpus,
+        " GPUs: every GPU needs at least one sample (use at most ", r.global_batch,
+        " GPUs or a global batch of at least ", r.gpus, ")"));
+  }
+  if (!(r.amplification_limit >= 1.0) || !std::isfinite(r.amplification_limit)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("amplification limit: must be >= 1.0, got ", r.amplification_limit));
+  }
+  if (r.optimizer_moments < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer moments: must be >= 0, got ", r.optimizer_moments));
+  }
+  if (r.dataset_samples < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset samples: must be >= 1, got ", r.dataset_samples));
+  }
+  return absl::OkStatus();
+}
+
+std::string Millis(double seconds) { return absl::StrFormat("%.2f ms", seconds * 1e3); }
+std::string GiB(Bytes bytes) { return absl::StrFormat("%.1f GiB", static_cast<double>(bytes) / kGiB); }
+
+bool IsUniform(const BurstAssignment& a) {
+  for (size_t l = 0; l < a.count.size(); ++l) {
+    if (a.count[l] != a.count.front() || a.mode[l] == BranchMode::kParallel) return false;
+  }
+  return true;
+}
+
+// The search's view of data parallelism on every GPU: one count for every layer, no limit.
+absl::StatusOr<BurstEvaluation> EvaluateDataParallel(const BurstProblem& problem,
+                                                     BurstAssignment* assignment) {
+  BurstProblem unlimited = problem;
+  unlimited.amp_budget_scale = std::numeric_limits<double>::infinity();
+  assignment->count.assign(problem.layers.size(), problem.counts.size() - 1);
+  assignment->mode.assign(problem.layers.size(), BranchMode::kSerial);
+  return EvaluateAssignment(unlimited, *assignment);
+}
+
+bool Allows(api::Toggle toggle, bool value) {
+  return toggle == api::Toggle::kAuto || (toggle == api::Toggle::kOn) == value;
+}
+
+// Chooses the data-movement switches (scalednn-data-movement §IV) for the GPUs of one node: the
+// fastest combination the request allows. Lossy weight compression changes the numerics, so Auto
+// leaves it off; it is used only when asked for.
+absl::Status DecideDataMovement(const PlanContext& c, const PlanRequest& r, PlanReport* report) {
+  api::Plan& plan = report->plan;
+  const int node_gpus = static_cast<int>(std::min<std::int64_t>(plan.gpus, c.device.gpus_per_node));
+  const std::int64_t node_batch = std::max<std::int64_t>(
+      node_gpus, r.global_batch * node_gpus / std::max<std::int64_t>(plan.gpus, 1));
+  const DataMovementRequest request = DataMovementRequestFor(
+      c.model, c.device, node_gpus, node_batch, Seconds(plan.predictions.compute_seconds));
+  CommPeerTransfer peers(c.comm);
+  absl::StatusOr<DataMovementReport> movement = CompareDataMovement(request, peers);
+  if (!movement.ok()) return movement.status();
+  const api::Toggle compression =
+      r.weight_compression == api::Toggle::kAuto ? api::Toggle::kOff : r.weight_compression;
+  const DataMovementEstimate* best = nullptr;
+  for (const DataMovementEstimate& option : movement->options) {
+    const DataMovementOption& o = option.option;
+    if (!Allows(r.cpu_split, o.split == BatchSplit::kCpuCentric) || !Allows(r.preload, o.preload) ||
+        !Allows(compression, o.compress_weights)) {
+      continue;
+    }
+    if (best == nullptr || option.iteration < best->iteration) best = &option;
+  }
+  plan.data_movement.cpu_split = best->option.split == BatchSplit::kCpuCentric;
+  plan.data_movement.preload = best->option.preload;
+  plan.data_movement.weight_compression = best->option.compress_weights;
+  report->decisions.push_back(absl::StrCat(
+      "data movement: ", DataMovementOptionName(best->option), " (", Millis(best->iteration.count()),
+      " per iteration on the ", node_gpus, " GPUs of a node; fastest of all: ",
+      DataMovementOptionName(movement->Recommended().option), ", ",
+      Millis(movement->Recommended().iteration.count()), ")"));
+  report->data_movement = *std::move(movement);
+  return absl::OkStatus();
+}
+
+// Tick-tock on a data-parallel plan (wavelet-tick-tock §3): two waves offset in time.
+absl::Status DecideTickTock(const PlanContext& c, const PlanRequest& r, bool forced,
+                            PlanReport* report) {
+  api::Plan& plan = report->plan;
+  TickTockRequest request;
+  request.per_wave_batch = plan.stages.front().per_gpu_batch;
+  request.device_memory = c.device.memory_bytes;
+  request.memory.optimizer_moments = r.optimizer_moments;
+  absl::StatusOr<TickTockAnalysis> analysis = AnalyzeTickTock(c.model, c.compute, request);
+  if (!analysis.ok()) return analysis.status();
+  const bool use = forced ? analysis->fits : analysis->verdict == TickTockVerdict::kRecommended;
+  if (forced && !analysis->fits) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tick-tock: two waves of ", request.per_wave_batch, " samples need ",
+        GiB(analysis->offsets.best_peak), " per GPU at the best offset; ", c.device.name,
+        " leaves ", GiB(analysis->usable_memory)));
+  }
+  report->decisions.push_back(absl::StrFormat(
+      "tick-tock: %s (predicted gain %.2fx, two-wave peak %s of %s usable)",
+      TickTockVerdictName(analysis->verdict), analysis->predicted_gain,
+      GiB(analysis->offsets.best_peak), GiB(analysis->usable_memory)));
+  if (use) {
+    plan.strategy = api::Strategy::kTickTock;
+    plan.waves = 2;
+    plan.wave_offset_fraction = analysis->offsets.best_offset;
+    plan.predictions.memory_per_gpu_bytes = analysis->offsets.best_peak;
+    plan.predictions.samples_per_second *= analysis->predicted_gain;
+  }
+  report->tick_tock = *std::move(analysis);
+  return absl::OkStatus();
+}
+
+// Model parallelism with tock waves (wavelet-tick-tock §3.3): one stage per GPU.
+absl::Status PlanModelParallel(const PlanContext& c, const PlanRequest& r, PlanReport* report) {
+  const int stages = std::min(r.gpus, c.model.size());
+  absl::StatusOr<std::vector<LayerId>> starts =
+      BalancedStageStarts(c.model, c.compute, r.global_batch, stages);
+  if (!starts.ok()) return starts.status();
+  ModelParallelWavesRequest request;
+  request.stages = stages;
+  request.stage_starts = *starts;
+  request.per_wave_batch = r.global_batch;
+  request.device_memory = c.device.memory_bytes;
+  request.memory.optimizer_moments = r.optimizer_moments;
+  request.placement = WavePlacement::kStationary;
+  absl::StatusOr<ModelParallelWavesAnalysis> analysis =
+      AnalyzeModelParallelWaves(c.model, c.compute, request);
+  if (!analysis.ok()) return analysis.status();
+  if (!analysis->tick_fits) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model ", c.model.name(), " split into ", stages, " stages of ", r.global_batch,
+        " samples does not fit the ", GiB(c.device.memory_bytes), " of ", c.device.name));
+  }
+  const api::Strategy strategy = report->plan.strategy;
+  report->plan = AssembleModelParallelPlan(c, r, *starts, *analysis);
+  report->plan.strategy = strategy;
+  report->decisions.push_back(absl::StrFormat(
+      "model-parallel waves: %d stages, %d tock waves fit (predicted %.2fx over plain model "
+      "parallelism)",
+      stages, analysis->tock_waves, analysis->predicted_speedup));
+  report->model_parallel = *std::move(analysis);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) {
+  if (absl::Status s = ValidateRequest(r); !s.ok()) return s;
+  PlanReport report;
+  report.compute_source = c.compute.Description();
+
+  BurstOptions options;
+  options.max_gpus = r.gpus;
+  options.global_batch = r.global_batch;
+  options.amplification_limit = r.amplification_limit;
+  options.gpu_counts = r.gpu_counts;
+  options.amplification_exempt_below = r.amplification_exempt_below;
+  absl::StatusOr<BurstProblem> problem = BuildBurstProblem(c.model, c.compute, c.comm, options);
+  if (!problem.ok()) return problem.status();
+  absl::StatusOr<BurstSearchResult> search = SearchBurstAssignment(*problem);
+  if (!search.ok()) return search.status();
+  absl::StatusOr<BurstEvaluation> burst = EvaluateAssignment(*problem, search->assignment);
+  if (!burst.ok()) return burst.status();
+  BurstAssignment data_parallel;
+  absl::StatusOr<BurstEvaluation> dp = EvaluateDataParallel(*problem, &data_parallel);
+  if (!dp.ok()) return dp.status();
+  report.burst = *burst;
+  report.data_parallel = *dp;
+  for (const LayerSchedule& s : burst->layers) report.burst_gpus.push_back(s.gpus);
+
+  OracleConfig oracle;
+  oracle.dataset_samples = r.dataset_samples;
+  oracle.global_batch = r.global_batch;
+  oracle.gpus = r.gpus;
+  oracle.device_memory = c.device.memory_bytes;
+  oracle.optimizer_state_per_param = r.optimizer_moments;
+  absl::StatusOr<std::vector<Prediction>> ranking =
+      RankStrategies(c.model, c.compute, c.comm, oracle);
+  if (!ranking.ok()) return ranking.status();
+  report.oracle = *std::move(ranking);
+
+  api::Strategy strategy = r.strategy;
+  const bool uniform = IsUniform(search->assignment);
+  if (strategy == api::Strategy::kAuto) {
+    strategy = uniform ? api::Strategy::kDataParallel : api::Strategy::kBurstParallel;
+  }
+  // Data parallelism asked for by name runs on every GPU; chosen by Auto it is the search's
+  // uniform optimum, which the amplification limit may keep on fewer GPUs.
+  const bool on_every_gpu = r.strategy == api::Strategy::kDataParallel ||
+                            r.strategy == api::Strategy::kTickTock;
+  const BurstAssignment& chosen = on_every_gpu ? data_parallel : search->assignment;
+  const BurstEvaluation& chosen_eval = on_every_gpu ? *dp : *burst;
+  report.plan = AssembleBurstPlan(c, r, *problem, chosen, chosen_eval);
+  api::Plan& plan = report.plan;
+  plan.strategy = strategy == api::Strategy::kTickTock ? api::Strategy::kDataParallel : strategy;
+  const auto amplification = [](const BurstEvaluation& e) {
+    return e.single_gpu_seconds > 0 ? e.gpu_seconds / e.single_gpu_seconds : 1.0;
+  };
+  report.decisions.push_back(absl::StrFormat(
+      "burst-parallel search: %s per iteration at %.2fx the one-GPU time (limit %.2fx per "
+      "layer); data-parallel on %d GPUs: %s at %.2fx",
+      Millis(1e-9 * static_cast<double>(burst->iteration)), amplification(*burst),
+      r.amplification_limit, problem->counts.gpus.back(),
+      Millis(1e-9 * static_cast<double>(dp->iteration)), amplification(*dp)));
+  report.decisions.push_back(
+      r.strategy != api::Strategy::kAuto
+          ? absl::StrCat("strategy ", std::string(api::ToString(r.strategy)), " was asked for")
+          : uniform ? absl::StrCat("every layer runs best on the same ",
+                                   burst->layers.front().gpus,
+                                   " GPUs under the limit: data-parallel")
+                    : std::string("layers scale unevenly: burst-parallel"));
+
+  // A model too large for data or burst parallelism falls back to model-parallel waves.
+  const bool too_large = plan.predictions.memory_per_gpu_bytes > c.device.memory_bytes;
+  if (strategy == api::Strategy::kModelParallelWaves ||
+      (too_large && r.strategy == api::Strategy::kAuto)) {
+    plan.strategy = api::Strategy::kModelParallelWaves;
+    if (too_large) {
+      report.decisions.push_back(absl::StrCat("the data/burst-parallel plan needs ",
+                                              GiB(plan.predictions.memory_per_gpu_bytes),
+                                              " per GPU; splitting the model into stages"));
+    }
+    if (absl::Status s = PlanModelParallel(c, r, &report); !s.ok()) return s;
+  }
+  const bool data_parallel_plan = plan.strategy == api::Strategy::kDataParallel;
+  if (data_parallel_plan && (strategy == api::Strategy::kTickTock ||
+                             r.tick_tock != api::Toggle::kOff)) {
+    const bool forced = strategy == api::Strategy::kTickTock || r.tick_tock == api::Toggle::kOn;
+    if (absl::Status s = DecideTickTock(c, r, forced, &report); !s.ok()) return s;
+  } else if (r.tick_tock == api::Toggle::kOn) {
+    return absl::FailedPreconditionError(
+        "tick-tock: On needs a data-parallel plan, but the plan is burst-parallel (set "
+        "strategy DataParallel or TickTock)");
+  }
+  if (absl::Status s = DecideDataMovement(c, r, &report); !s.ok()) return s;
+
+  if (plan.predictions.memory_per_gpu_bytes > c.device.memory_bytes) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model ", c.model.name(), " needs ", GiB(plan.predictions.memory_per_gpu_bytes),
+        " on its busiest GPU with this plan, more than the ", GiB(c.device.memory_bytes), " of ",
+        c.device.name, " (use more GPUs or a smaller global batch)"));
+  }
+  plan.job = r.job;
+  plan.model = c.model.name();
+  plan.device = c.device.name;
+  plan.global_batch_size = r.global_batch;
+  plan.amplification_limit = r.amplification_limit;
+  plan.gpu_counts = r.gpu_counts;
+  if (absl::Status s = api::Validate(plan); !s.ok()) {
+    return absl::InternalError(absl::StrCat("the planner made an invalid plan: ", s.message()));
+  }
+  return report;
+}
+
+}  // namespace wavepool::planner
