@@ -297,6 +297,12 @@ absl::StatusOr<BurstProblem> BuildBurstProblem(const ModelGraph& model,
       const int gpus = problem.counts.gpus[k];
       const Seconds time = compute.Time(layer, problem.counts.shard[k]).Total() +
                            comm.AllReduce(layer.ParamBytes(), gpus);
+      // The search marks what cannot be reached by adding kInfeasible, which needs costs >= 0.
+      if (!(time.count() >= 0) || !std::isfinite(time.count())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "model ", model.name(), ", layer ", layer.name, ": the cost model gives ",
+            time.count(), " s at ", problem.counts.shard[k], " samples per GPU"));
+      }
       cost.work.push_back(ToNanos(time));
     }
     cost.single = cost.work.front();

@@ -97,17 +97,15 @@ absl::StatusOr<Seconds> ParseMicros(const std::string& text) {
 }
 
 // Time at `batch` from the measured points: exact, linear between neighbours, the smallest
-// measurement below it, and the slope of the two largest above it.
+// measurement below it, and proportional to the batch above the largest (a saturated GPU's time
+// per sample stays constant; the slope between two noisy large batches can even be negative).
 Seconds Interpolate(const std::map<std::int64_t, Seconds>& points, std::int64_t batch) {
   auto hi = points.lower_bound(batch);
   if (hi != points.end() && hi->first == batch) return hi->second;
   if (hi == points.begin()) return hi->second;
   if (hi == points.end()) {
     auto last = std::prev(points.end());
-    if (last == points.begin()) return last->second * (static_cast<double>(batch) / last->first);
-    auto before = std::prev(last);
-    const double slope = (last->second - before->second).count() / (last->first - before->first);
-    return last->second + Seconds(slope * static_cast<double>(batch - last->first));
+    return last->second * (static_cast<double>(batch) / static_cast<double>(last->first));
   }
   auto lo = std::prev(hi);
   const double f = static_cast<double>(batch - lo->first) / static_cast<double>(hi->first - lo->first);

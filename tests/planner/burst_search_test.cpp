@@ -1,5 +1,8 @@
 #include "wavepool/planner/burst_search.h"
 
+#include "wavepool/planner/builtin_profiles.h"
+#include "wavepool/planner/zoo.h"
+
 #include <cstdint>
 
 #include "gmock/gmock.h"
@@ -61,6 +64,33 @@ TEST(BurstSearch, MatchesExhaustiveWithTwoNestedForksInOneBranch) {
   for (std::uint32_t seed = 3000; seed < 3040; ++seed) {
     std::mt19937 rng(seed);
     ExpectOptimal(testing::RandomCosts(inputs, rng, GpuCounts::kPowersOfTwo, 2), seed);
+  }
+}
+
+// The search reconstructs and re-evaluates its own optimum (an Internal error otherwise); this
+// runs that check on the zoo's real graphs, profiles and network at several scales.
+TEST(BurstSearch, ReconstructsItsOptimumOnZooModels) {
+  const DeviceSpec device = FindDevice("a100").value();
+  const CommModel comm(DefaultNetworkModel(device));
+  for (const char* name : {"vgg16", "wide_resnet101_2", "inception_v3", "resnet50", "bert_base",
+                           "branchy_tiny"}) {
+    ASSERT_OK_AND_ASSIGN(ModelGraph model, BuiltinModel(name));
+    const std::optional<LayerProfile> profile = FindBuiltinProfile(name, device.name);
+    ComputeCostModelPtr compute =
+        profile ? MakeProfiledCostModel(*profile, model, MakeAnalyticCostModel(device)).value()
+                : MakeAnalyticCostModel(device);
+    for (const auto& [gpus, batch, counts] :
+         {std::tuple{8, 32, GpuCounts::kPowersOfTwo}, std::tuple{64, 1024, GpuCounts::kAllIntegers},
+          std::tuple{1024, 1024, GpuCounts::kPowersOfTwo}}) {
+      BurstOptions options;
+      options.max_gpus = gpus;
+      options.global_batch = batch;
+      options.gpu_counts = counts;
+      ASSERT_OK_AND_ASSIGN(BurstProblem problem,
+                           BuildBurstProblem(model, *compute, comm, options));
+      auto result = SearchBurstAssignment(problem);
+      EXPECT_OK(result.status()) << name << " on " << gpus << " GPUs, batch " << batch;
+    }
   }
 }
 
