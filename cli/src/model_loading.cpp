@@ -16,6 +16,17 @@
 #include "wavepool/planner/zoo.h"
 
 namespace wavepool::cli {
+namespace {
+
+// True when a profile's model name is `model`'s name or one of its zoo aliases: the shipped
+// DeepPool profile calls wide_resnet101_2 "wrn101_2" (zoo.h).
+bool NamesModel(const std::string& profile_model, const std::string& model) {
+  if (profile_model == model) return true;
+  absl::StatusOr<planner::ModelGraph> builtin = planner::BuiltinModel(profile_model);
+  return builtin.ok() && builtin->name() == model;
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -55,6 +66,9 @@ absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(const PlanFlags& fl
   }
   const planner::Precision precision =
       flags.precision == "fp32" ? planner::Precision::kFp32 : planner::Precision::kMixed;
+  if (flags.analytic && !flags.profile.empty()) {
+    return absl::InvalidArgumentError("give at most one of --analytic and --profile");
+  }
   planner::ComputeCostModelPtr analytic = planner::MakeAnalyticCostModel(device, precision);
   if (flags.analytic) return analytic;
   std::optional<planner::LayerProfile> profile;
@@ -68,7 +82,9 @@ absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(const PlanFlags& fl
     std::vector<std::string> names;
     for (planner::LayerProfile& candidate : *all) {
       names.push_back(candidate.model);
-      if (all->size() == 1 || candidate.model == model.name()) profile = std::move(candidate);
+      if (all->size() == 1 || NamesModel(candidate.model, model.name())) {
+        profile = std::move(candidate);
+      }
     }
     if (!profile) {
       return absl::InvalidArgumentError(absl::StrCat(flags.profile, ": no profile of model ",
@@ -95,7 +111,8 @@ absl::StatusOr<planner::NetworkModel> LoadNetwork(const PlanFlags& flags,
   if (!text.ok()) return text.status();
   absl::StatusOr<planner::NetworkModel> network = planner::ParseNetworkModel(*text);
   if (!network.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(flags.network, ": ", network.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flags.network, ": ", network.status().message()));
   }
   return network;
 }

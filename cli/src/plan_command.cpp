@@ -30,6 +30,11 @@ absl::StatusOr<E> ParseFlag(const std::string& flag, const std::string& value) {
 }
 
 absl::StatusOr<planner::PlanRequest> MakeRequest(const PlanFlags& flags) {
+  // 0 is PlanFlags' "not given"; a negative batch is a mistake, not a request for the default.
+  if (flags.global_batch < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--global-batch: must be >= 1 (or 0 for --gpus), got ", flags.global_batch));
+  }
   planner::PlanRequest r;
   r.job = flags.job;
   r.gpus = flags.gpus;
@@ -43,10 +48,11 @@ absl::StatusOr<planner::PlanRequest> MakeRequest(const PlanFlags& flags) {
   absl::StatusOr<api::Toggle> preload = ParseFlag<api::Toggle>("preload", flags.preload);
   absl::StatusOr<api::Toggle> compression =
       ParseFlag<api::Toggle>("weight-compression", flags.weight_compression);
-  absl::StatusOr<api::Optimizer> optimizer = ParseFlag<api::Optimizer>("optimizer", flags.optimizer);
-  for (const absl::Status& s : {counts.status(), strategy.status(), tick_tock.status(),
-                                split.status(), preload.status(), compression.status(),
-                                optimizer.status()}) {
+  absl::StatusOr<api::Optimizer> optimizer =
+      ParseFlag<api::Optimizer>("optimizer", flags.optimizer);
+  for (const absl::Status& s :
+       {counts.status(), strategy.status(), tick_tock.status(), split.status(), preload.status(),
+        compression.status(), optimizer.status()}) {
     if (!s.ok()) return s;
   }
   r.gpu_counts = *counts;
@@ -60,6 +66,11 @@ absl::StatusOr<planner::PlanRequest> MakeRequest(const PlanFlags& flags) {
 }
 
 absl::StatusOr<std::string> Plan(const PlanFlags& flags) {
+  // --json prints only the Plan document; dropping the tables silently would hide a mistake.
+  if (flags.json && (flags.compare || flags.layers)) {
+    return absl::InvalidArgumentError(absl::StrCat("--json prints only the Plan document; drop ",
+                                                   flags.compare ? "--compare" : "--layers"));
+  }
   absl::StatusOr<planner::DeviceSpec> device = planner::FindDevice(flags.device);
   if (!device.ok()) return device.status();
   absl::StatusOr<planner::ModelGraph> model = LoadModel(flags);
@@ -75,7 +86,7 @@ absl::StatusOr<std::string> Plan(const PlanFlags& flags) {
   absl::StatusOr<planner::PlanReport> report = planner::MakePlan(context, *request);
   if (!report.ok()) return report.status();
   if (flags.json) return api::ToJson(report->plan).dump(2) + "\n";
-  std::string out = FormatPlan(*report, *model, *device, flags.layers);
+  std::string out = FormatPlan(*report, *model, *device, flags.gpus, flags.layers);
   if (flags.compare) absl::StrAppend(&out, "\nstrategies:\n", FormatComparison(*report));
   return out;
 }
@@ -94,7 +105,8 @@ CLI::App* AddPlanCommand(CLI::App* app, PlanFlags* flags) {
   plan->add_option("--device", flags->device, "GPU: v100, a100, h100, h200")->capture_default_str();
   plan->add_option("--network", flags->network, "Network model file (JSON or YAML)");
   plan->add_option("--gpus", flags->gpus, "GPUs the job may use")->capture_default_str();
-  plan->add_option("--global-batch", flags->global_batch, "Samples per iteration (default: --gpus)");
+  plan->add_option("--global-batch", flags->global_batch,
+                   "Samples per iteration (default, or 0: --gpus)");
   plan->add_option("--amp-limit", flags->amp_limit, "GPU-time amplification limit per layer")
       ->capture_default_str();
   plan->add_option("--gpu-counts", flags->gpu_counts, "PowersOfTwo or AllIntegers")

@@ -10,9 +10,10 @@
 namespace wavepool::cli {
 
 // The plan: a summary, its stages, transfers and sync groups, memory, GPU time left for
-// background jobs, and the decisions behind it. `per_layer` adds the GPUs of every layer.
+// background jobs, and the decisions behind it. `gpus_allowed` is the request's GPU count (the
+// plan may use fewer); `per_layer` adds the GPUs of every layer.
 std::string FormatPlan(const planner::PlanReport& report, const planner::ModelGraph& model,
-                       const planner::DeviceSpec& device, bool per_layer);
+                       const planner::DeviceSpec& device, int gpus_allowed, bool per_layer);
 
 // Every strategy ranked: the ParaDL oracle's, burst-parallel, data-parallel under the burst cost
 // model, and tick-tock when it was analysed.

@@ -51,12 +51,12 @@ class StageBuilder {
     stage_of_[layer] = open_;
   }
 
-  // Branches run one after another may share stages; branches side by side get their own, and
-  // each of their stages runs concurrently with the other branches' stages.
+  // Branches run one after another may share stages with each other and with the layers around
+  // the block (stages stay maximal); branches side by side get their own, and each of their
+  // stages runs concurrently with the other branches' stages.
   void Block(const SpElement& block) {
     if (assignment_.mode[block.layer] != BranchMode::kParallel) {
       for (const SpSeries& branch : block.branches) Series(branch);
-      open_ = -1;
       return;
     }
     std::vector<std::pair<int, int>> ranges;  // stage index range of each branch

@@ -255,9 +255,10 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
     const bool forced = strategy == api::Strategy::kTickTock || r.tick_tock == api::Toggle::kOn;
     if (absl::Status s = DecideTickTock(c, r, forced, &report); !s.ok()) return s;
   } else if (r.tick_tock == api::Toggle::kOn) {
-    return absl::FailedPreconditionError(
-        "tick-tock: On needs a data-parallel plan, but the plan is burst-parallel (set "
-        "strategy DataParallel or TickTock)");
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tick-tock: On needs a data-parallel plan, but the plan is ",
+        plan.strategy == api::Strategy::kModelParallelWaves ? "model-parallel" : "burst-parallel",
+        " (set strategy DataParallel or TickTock)"));
   }
   if (absl::Status s = DecideDataMovement(c, r, &report); !s.ok()) return s;
 

@@ -50,8 +50,9 @@ std::optional<LayerSignature> SignatureOf(const Layer& layer);
 // Binds `profile` to `model`: profiled layers are matched, in order, to graph layers with the
 // same signature; graph layers without a row (joins, layers the profile skipped) are costed by
 // `fallback`. Times at unmeasured batches are interpolated linearly between the two nearest
-// measured batches and extrapolated from the largest (time proportional to batch) above it.
-// InvalidArgument when a profile row matches no layer, naming the row and the nearest layer.
+// measured batches, extrapolated from the largest (time proportional to batch) above it, and
+// the smallest batch's time below it. InvalidArgument when a profile row matches no remaining
+// layer, naming the row and how many rows matched before it.
 absl::StatusOr<ComputeCostModelPtr> MakeProfiledCostModel(const LayerProfile& profile,
                                                           const ModelGraph& model,
                                                           ComputeCostModelPtr fallback);
