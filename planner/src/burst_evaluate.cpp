@@ -107,7 +107,8 @@ class Evaluator {
       const Nanos transfer = problem_.Transfer(last, last_count, h, relocated);
       slowest_transfer = std::max(slowest_transfer, transfer);
       end = std::max(end, *done + transfer);
-      if (parallel) branch_rank += caps[b];
+      // The next branch starts right after the GPUs this one uses (at most its share).
+      if (parallel) branch_rank = std::max(branch_rank, RanksEnd(branch));
     }
     if (absl::Status s = CheckAmplification(join, -1, h, false); !s.ok()) return s;
     LayerSchedule& schedule = out_->layers[join];
@@ -117,6 +118,17 @@ class Evaluator {
     schedule.transfer_in = slowest_transfer;
     schedule.work = problem_.layers[join].work[h];
     return end + schedule.work;
+  }
+
+  // One past the highest rank the layers of `series` use.
+  int RanksEnd(const SpSeries& series) const {
+    int end = 0;
+    for (const SpElement& element : series.elements) {
+      const LayerSchedule& s = out_->layers[element.layer];
+      end = std::max(end, s.first_rank + s.gpus);
+      for (const SpSeries& branch : element.branches) end = std::max(end, RanksEnd(branch));
+    }
+    return end;
   }
 
   const BurstProblem& problem_;

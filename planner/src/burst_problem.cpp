@@ -307,8 +307,7 @@ absl::StatusOr<BurstProblem> BuildBurstProblem(const ModelGraph& model,
     }
     cost.single = cost.work.front();
     cost.exempt = cost.single < exempt_below;
-    cost.pinned = layer.inputs.size() == 1 &&
-                  (layer.reuses_input_memory || layer.kind == LayerKind::kFlatten);
+    cost.pinned = layer.WorksInPlace();
     problem.layers.push_back(std::move(cost));
   }
   absl::StatusOr<SpSeries> tree = DecomposeSeriesParallel(problem.inputs, problem.layer_names);

@@ -18,8 +18,32 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// Bounds that keep every product of sizes and times in 64-bit integers.
+constexpr int kMaxGpus = 1 << 16;
+constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 31;
+
+absl::Status ValidateJobName(const std::string& job) {
+  if (job.empty()) return absl::OkStatus();
+  const size_t slash = job.find('/');
+  if (slash == std::string::npos || !api::IsDns1123Label(job.substr(0, slash)) ||
+      !api::IsDns1123Subdomain(job.substr(slash + 1))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job: must be namespace/name (a DNS-1123 label, a slash, a DNS-1123 subdomain), got \"",
+        job, "\""));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateRequest(const PlanRequest& r) {
-  if (r.gpus < 1) return absl::InvalidArgumentError(absl::StrCat("gpus: must be >= 1, got ", r.gpus));
+  if (r.gpus < 1 || r.gpus > kMaxGpus) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus: must be in [1, ", kMaxGpus, "], got ", r.gpus));
+  }
+  if (r.global_batch > kMaxGlobalBatch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("global batch: must be <= ", kMaxGlobalBatch, ", got ", r.global_batch));
+  }
+  if (absl::Status s = ValidateJobName(r.job); !s.ok()) return s;
   if (r.global_batch < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("global batch: must be >= 1, got ", r.global_batch));
@@ -130,19 +154,41 @@ absl::Status DecideTickTock(const PlanContext& c, const PlanRequest& r, bool for
     plan.strategy = api::Strategy::kTickTock;
     plan.waves = 2;
     plan.wave_offset_fraction = analysis->offsets.best_offset;
-    plan.predictions.memory_per_gpu_bytes = analysis->offsets.best_peak;
-    plan.predictions.samples_per_second *= analysis->predicted_gain;
+    // Two waves share each GPU; a global step (one wave's update) now comes every
+    // iteration / gain, with the same split between compute and communication.
+    api::PlanPredictions& p = plan.predictions;
+    const double gain = analysis->predicted_gain;
+    p.memory_per_gpu_bytes = analysis->offsets.best_peak;
+    p.iteration_seconds /= gain;
+    p.compute_seconds /= gain;
+    p.communication_seconds /= gain;
+    p.samples_per_second *= gain;
+    p.background_idle_gpu_seconds =
+        std::max(0.0, static_cast<double>(plan.gpus) * p.iteration_seconds - p.gpu_seconds);
   }
   report->tick_tock = *std::move(analysis);
   return absl::OkStatus();
 }
 
+// Moves stage boundaries off layers that work in place on their producer's output (they must
+// run on its GPU), dropping stages that become empty.
+std::vector<LayerId> KeepInPlaceLayersWithProducers(const ModelGraph& model,
+                                                    const std::vector<LayerId>& starts) {
+  std::vector<LayerId> kept;
+  for (LayerId start : starts) {
+    while (start > 0 && start < model.size() && model.layer(start).WorksInPlace()) ++start;
+    if (start < model.size() && (kept.empty() || start > kept.back())) kept.push_back(start);
+  }
+  return kept;
+}
+
 // Model parallelism with tock waves (wavelet-tick-tock §3.3): one stage per GPU.
 absl::Status PlanModelParallel(const PlanContext& c, const PlanRequest& r, PlanReport* report) {
-  const int stages = std::min(r.gpus, c.model.size());
-  absl::StatusOr<std::vector<LayerId>> starts =
-      BalancedStageStarts(c.model, c.compute, r.global_batch, stages);
+  absl::StatusOr<std::vector<LayerId>> starts = BalancedStageStarts(
+      c.model, c.compute, r.global_batch, std::min(r.gpus, c.model.size()));
   if (!starts.ok()) return starts.status();
+  *starts = KeepInPlaceLayersWithProducers(c.model, *starts);
+  const int stages = static_cast<int>(starts->size());
   ModelParallelWavesRequest request;
   request.stages = stages;
   request.stage_starts = *starts;
@@ -237,8 +283,10 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
                                    " GPUs under the limit: data-parallel")
                     : std::string("layers scale unevenly: burst-parallel"));
 
-  // A model too large for data or burst parallelism falls back to model-parallel waves.
-  const bool too_large = plan.predictions.memory_per_gpu_bytes > c.device.memory_bytes;
+  // A model too large for data or burst parallelism falls back to model-parallel waves. Every
+  // memory check keeps the same reserve for the framework and CUDA context (ticktock.h).
+  const Bytes usable = c.device.memory_bytes - kDefaultMemoryReserve;
+  const bool too_large = plan.predictions.memory_per_gpu_bytes > usable;
   if (strategy == api::Strategy::kModelParallelWaves ||
       (too_large && r.strategy == api::Strategy::kAuto)) {
     plan.strategy = api::Strategy::kModelParallelWaves;
@@ -262,11 +310,12 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
   }
   if (absl::Status s = DecideDataMovement(c, r, &report); !s.ok()) return s;
 
-  if (plan.predictions.memory_per_gpu_bytes > c.device.memory_bytes) {
+  if (plan.predictions.memory_per_gpu_bytes > usable) {
     return absl::FailedPreconditionError(absl::StrCat(
         "model ", c.model.name(), " needs ", GiB(plan.predictions.memory_per_gpu_bytes),
-        " on its busiest GPU with this plan, more than the ", GiB(c.device.memory_bytes), " of ",
-        c.device.name, " (use more GPUs or a smaller global batch)"));
+        " on its busiest GPU with this plan, more than the ", GiB(usable), " usable of the ",
+        GiB(c.device.memory_bytes), " of ", c.device.name,
+        " (use more GPUs or a smaller global batch)"));
   }
   plan.job = r.job;
   plan.model = c.model.name();

@@ -480,7 +480,7 @@ TEST(PlanCommandErrors, BadValuesNameTheFlagAndWhatIsValid) {
   ExpectRejected(flags, {"--cpu-split", "Auto, On, Off", "sometimes"});
   flags = Readme();
   flags.gpus = 0;
-  ExpectRejected(flags, {"gpus", ">= 1", "got 0"});
+  ExpectRejected(flags, {"gpus", "must be in [1, 65536]", "got 0"});
   flags = Readme();
   flags.dataset_samples = 0;
   ExpectRejected(flags, {"dataset samples", "got 0"});

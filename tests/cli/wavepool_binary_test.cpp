@@ -311,7 +311,7 @@ TEST(WavepoolBinaryErrors, NegativeGlobalBatch) {
 
 TEST(WavepoolBinaryErrors, MalformedJobName) {
   ExpectPlanFails(Plan({"--model", "vgg16", "--job", "no namespace"}),
-                  {"job", "<namespace>/<name>", "no namespace"});
+                  {"job: must be namespace/name", "no namespace"});
 }
 
 }  // namespace

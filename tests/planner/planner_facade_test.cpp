@@ -391,7 +391,20 @@ TEST(PlannerErrors, RejectsBadRequestsWithCodes) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("global batch 4 is smaller than the 8 GPUs")));
   EXPECT_THAT(MakePlan(setup.Context(), Request(0, 4)),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpus: must be >= 1, got 0")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("gpus: must be in [1, 65536], got 0")));
+  EXPECT_THAT(MakePlan(setup.Context(), Request(1 << 17, std::int64_t{1} << 20)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got 131072")));
+  // Sizes beyond 2^31 samples would overflow the planner's integer times and byte counts.
+  EXPECT_THAT(MakePlan(setup.Context(), Request(4, std::numeric_limits<std::int64_t>::max())),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("global batch: must be <= 2147483648")));
+  PlanRequest bad_job = Request(8, 32);
+  bad_job.job = "no namespace";
+  EXPECT_THAT(MakePlan(setup.Context(), bad_job),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("job: must be namespace/name")));
+  bad_job.job = "team-a/vgg";
+  EXPECT_OK(MakePlan(setup.Context(), bad_job).status());
   EXPECT_THAT(MakePlan(setup.Context(), Request(-2, 4)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got -2")));
   EXPECT_THAT(

@@ -117,7 +117,7 @@ struct BurstProblem {
   // GPUs each branch of `block` may use when the branches run at the same time inside a group of
   // `cap_gpus` GPUs: every non-empty branch gets at least one, the rest is shared in proportion to
   // the branches' one-GPU work (largest remainder, ties to the earlier branch); empty branches get
-  // 0. Branch b runs on the group's ranks from the sum of the caps before it. Empty result when
+  // 0. Branch b runs on the ranks after those the branches before it use. Empty result when
   // there are more non-empty branches than GPUs.
   std::vector<int> ParallelCaps(const SpElement& block, int cap_gpus) const;
 };

@@ -111,6 +111,11 @@ struct Layer {
   std::optional<Seconds> measured_time_per_sample;
 
   bool IsJoin() const { return inputs.size() >= 2; }
+  // Works on its single input's buffer (an in-place op, or a flatten view of it), so it must run
+  // where its input is.
+  bool WorksInPlace() const {
+    return inputs.size() == 1 && (reuses_input_memory || kind == LayerKind::kFlatten);
+  }
   // Field-by-field equality (doubles compared exactly).
   bool operator==(const Layer& other) const;
   bool operator!=(const Layer& other) const { return !(*this == other); }
