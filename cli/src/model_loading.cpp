@@ -60,16 +60,19 @@ absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags) {
 absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(const PlanFlags& flags,
                                                              const planner::ModelGraph& model,
                                                              const planner::DeviceSpec& device) {
-  if (flags.precision != "mixed" && flags.precision != "fp32") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--precision: must be mixed or fp32, got ", flags.precision));
+  std::optional<planner::Precision> precision;
+  for (planner::Precision p :
+       {planner::Precision::kMixed, planner::Precision::kTf32, planner::Precision::kFp32}) {
+    if (flags.precision == planner::PrecisionName(p)) precision = p;
   }
-  const planner::Precision precision =
-      flags.precision == "fp32" ? planner::Precision::kFp32 : planner::Precision::kMixed;
+  if (!precision) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--precision: must be mixed, tf32 or fp32, got ", flags.precision));
+  }
   if (flags.analytic && !flags.profile.empty()) {
     return absl::InvalidArgumentError("give at most one of --analytic and --profile");
   }
-  planner::ComputeCostModelPtr analytic = planner::MakeAnalyticCostModel(device, precision);
+  planner::ComputeCostModelPtr analytic = planner::MakeAnalyticCostModel(device, *precision);
   if (flags.analytic) return analytic;
   std::optional<planner::LayerProfile> profile;
   if (!flags.profile.empty()) {

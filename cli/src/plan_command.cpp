@@ -100,7 +100,7 @@ CLI::App* AddPlanCommand(CLI::App* app, PlanFlags* flags) {
   plan->add_option("--layer-table", flags->layer_table, "Model described layer by layer (CSV)");
   plan->add_option("--profile", flags->profile, "Measured per-layer profile (CSV)");
   plan->add_flag("--analytic", flags->analytic, "Use the analytical cost model, not a profile");
-  plan->add_option("--precision", flags->precision, "Analytical model precision: mixed or fp32")
+  plan->add_option("--precision", flags->precision, "Analytical model precision: mixed, tf32 or fp32")
       ->capture_default_str();
   plan->add_option("--device", flags->device, "GPU: v100, a100, h100, h200")->capture_default_str();
   plan->add_option("--network", flags->network, "Network model file (JSON or YAML)");

@@ -471,7 +471,7 @@ TEST(PlanCommandErrors, AnalyticWithAProfile) {
 TEST(PlanCommandErrors, BadValuesNameTheFlagAndWhatIsValid) {
   PlanFlags flags = Readme();
   flags.precision = "bf16";
-  ExpectRejected(flags, {"--precision", "mixed or fp32", "bf16"});
+  ExpectRejected(flags, {"--precision", "mixed, tf32 or fp32", "bf16"});
   flags = Readme();
   flags.optimizer = "Lion";
   ExpectRejected(flags, {"--optimizer", "SGD, Adam, AdamW", "Lion"});

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "wavepool/planner/device.h"
 #include "wavepool/planner/model.h"
@@ -31,14 +32,33 @@ class ComputeCostModel {
 };
 using ComputeCostModelPtr = std::unique_ptr<ComputeCostModel>;
 
-enum class Precision { kFp32, kMixed };
+// The arithmetic the matrix layers (convolutions, linear layers, transformer blocks) run in.
+//   kFp32:  FP32 on CUDA cores.
+//   kTf32:  FP32 tensors, matrix products on TF32 tensor cores (PyTorch's default for cuDNN
+//           convolutions on Ampere and later); a device without TF32 (V100) runs them in FP32.
+//   kMixed: automatic mixed precision (autocast to FP16/BF16): matrix layers cast their FP32
+//           inputs and weights to 16 bits and run on the FP16/BF16 tensor cores.
+enum class Precision { kFp32, kTf32, kMixed };
 
-// Roofline with a utilisation curve: time = launches * launch overhead
-//   + max(flops / (peak * u(w)), bytes moved / memory bandwidth),
-// where w = batch * output elements is the work available to the GPU's threads and
-// u(w) = kPeakUtilisation * w / (w + sm_count * kThreadsPerSm) falls off for small batches
-// (the poor small-batch utilisation of deeppool-burst-parallel §2, Figure 4). A layer with a
-// measured per-sample time (a layer table) costs that time times the batch instead.
+// "fp32", "tf32" or "mixed".
+std::string_view PrecisionName(Precision precision);
+
+// The analytical model prices every kernel a layer launches, forward and backward, on one GPU:
+//   kernel time = kMinKernelTime + flops / (peak * u(w)) + bytes / (bandwidth * efficiency),
+//   u(w) = kPeakUtilisation * w / (w + sm_count * kHalfRateOutputsPerSm),
+// where flops are the kernel's matrix-unit FLOPs (0 for a memory-bound kernel), peak is the
+// device's dense rate for `precision`, w is the kernel's output elements (the parallelism the
+// GPU's threads get: the poor small-batch utilisation of deeppool-burst-parallel §2, Figure 4),
+// bytes are its HBM reads and writes, and efficiency is kStreamingEfficiency for element-wise
+// kernels and kStructuredEfficiency for the rest. The kernels of a layer are what PyTorch runs:
+// a convolution with fused BatchNorm and ReLU is the convolution plus BatchNorm's and ReLU's
+// passes over its output; under kMixed the casts of inputs and weights (and, for convolutions,
+// cuDNN's channels-first <-> channels-last transposes) are kernels too. Tensors between layers
+// are FP32 (kBytesPerItem, as the shipped profiles measured them); under kMixed a matrix layer's
+// operands and outputs, and the passes fused onto them, are 16-bit. The five constants were
+// fitted to the shipped H100 (mixed) and A100 (TF32) profiles (analytic_cost.cpp;
+// docs/planner.md, Compute cost).
+// A layer with a measured per-sample time (a layer table) costs that time times the batch.
 ComputeCostModelPtr MakeAnalyticCostModel(const DeviceSpec& device,
                                           Precision precision = Precision::kMixed);
 

@@ -18,13 +18,14 @@ struct DeviceSpec {
   int sm_count = 0;
   double fp32_flops_per_second = 0;    // dense, without tensor cores
   double tensor_flops_per_second = 0;  // dense FP16/BF16 on tensor cores (mixed precision)
+  double tf32_flops_per_second = 0;    // dense TF32 on tensor cores; 0: none (FP32 instead)
   double memory_bytes_per_second = 0;  // HBM bandwidth
   Bytes memory_bytes = 0;              // HBM capacity
   double nvlink_bytes_per_second = 0;  // per GPU, per direction, through NVLink/NVSwitch
   int gpus_per_node = 8;
-  double network_bytes_per_second = 0;  // per GPU, per direction, between nodes (its NIC)
+  double network_bytes_per_second = 0;    // per GPU, per direction, between nodes (its NIC)
   double host_link_bytes_per_second = 0;  // per GPU, per direction, host <-> device (PCIe)
-  Seconds kernel_launch_overhead{0};    // host-side cost per kernel launch
+  Seconds kernel_launch_overhead{0};      // host-side cost per kernel launch
 };
 
 // Every device in the catalog: v100 (SXM2 32 GB), a100-40gb, h100 (SXM5 80 GB), h200.
