@@ -42,7 +42,9 @@ class BurstSearch {
                   bool relocated = false) const {
     return burst::MakeStepTable(p_, producer, layer, n_in, n_out, relocated);
   }
-  // Which branches of `block` run on ranks other than the fork's when side by side with `caps`.
+  // Which branches of `block` run on ranks other than the fork's when side by side: every
+  // non-empty branch after the first non-empty one (the evaluator packs branches after the ranks
+  // the earlier ones use, which moves exactly the same branches).
   static std::vector<bool> Relocated(const SpElement& block, const std::vector<int>& caps) {
     std::vector<bool> relocated(caps.size(), false);
     int offset = 0;
