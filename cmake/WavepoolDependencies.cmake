@@ -3,6 +3,7 @@ find_package(absl REQUIRED CONFIG)
 find_package(nlohmann_json 3.10 REQUIRED CONFIG)
 find_package(yaml-cpp REQUIRED CONFIG)
 find_package(CLI11 REQUIRED CONFIG)
+find_package(prometheus-cpp REQUIRED CONFIG)
 find_package(Threads REQUIRED)
 
 if(WAVEPOOL_BUILD_TESTS)

@@ -1,0 +1,166 @@
+// The slow path between a worker and its node agent: messages over a unix stream socket.
+//
+// Every message is one frame, little-endian:
+//   u32 magic 'WPAG' (0x47415057) | u16 version (kProtocolVersion) | u16 type (MessageType)
+//   | u32 sequence | u32 body length (<= kMaxBodyBytes) | body
+// Strings are u16 length + bytes (<= kMaxStringBytes, UTF-8 not checked); lists are u32 count +
+// items (<= the list's limit); doubles are IEEE-754 binary64. A frame whose magic, version, type,
+// length, sequence (must grow by one per direction, starting at 1) or body does not decode is a
+// protocol error: the agent answers kError and closes the connection. Nothing in a body is trusted:
+// the agent takes the worker's pid from SO_PEERCRED, not from Register.
+//
+// Conversation: worker Register -> agent Registered (or Error); then any number of Report*
+// messages (no reply unless they are malformed); the agent may send Policy at any time; the worker
+// ends with Goodbye. A closed connection without Goodbye means the worker died.
+#ifndef WAVEPOOL_AGENT_CLIENT_PROTOCOL_H_
+#define WAVEPOOL_AGENT_CLIENT_PROTOCOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace wavepool::agent {
+
+inline constexpr std::uint32_t kFrameMagic = 0x47415057;  // "WPAG"
+inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::size_t kFrameHeaderBytes = 16;
+inline constexpr std::uint32_t kMaxBodyBytes = 1 << 20;
+inline constexpr std::size_t kMaxStringBytes = 253;
+inline constexpr std::uint32_t kMaxOpGroupsPerReport = 32768;
+inline constexpr std::uint32_t kMaxMemorySamplesPerReport = 32768;
+// Op groups are numbered 0..kMaxOpGroups-1 within a job (the gate's sensitive set is a bitmap).
+inline constexpr std::uint32_t kMaxOpGroups = 4096;
+
+enum class Role : std::uint8_t { kForeground = 1, kBackground = 2 };
+
+// What the agent asks a worker to give its CUDA streams (the worker maps it onto
+// cudaDeviceGetStreamPriorityRange).
+enum class StreamPriority : std::uint8_t { kDefault = 0, kHigh = 1, kLow = 2 };
+
+enum class OpKind : std::uint8_t {
+  kCompute = 0,    // kernels (a CUDA graph piece or an op group)
+  kAllReduce = 1,  // a collective: always sensitive to collocation
+  kReceive = 2,    // a blocking receive: background may run during a long one
+  kCopy = 3,
+};
+
+enum class MessageType : std::uint16_t {
+  kRegister = 1,
+  kRegistered = 2,
+  kReportOps = 3,
+  kReportMemory = 4,
+  kReportIteration = 5,
+  kGoodbye = 6,
+  kError = 7,
+  kPolicy = 8,
+};
+
+struct RegisterRequest {
+  std::string namespace_name;
+  std::string job;
+  std::string pod;
+  Role role = Role::kForeground;
+  std::uint32_t gpu_index = 0;
+  std::int32_t pid = 0;                    // informational; the agent uses SO_PEERCRED
+  double max_foreground_slowdown = 0;      // foreground: the job's SLO (e.g. 1.10); 0: default
+  std::uint32_t credit_limit = 0;          // requested launch credits; 0: the role's default
+  std::uint32_t batch_size = 0;            // background: its per-GPU batch, for recommendations
+};
+
+struct Registered {
+  std::uint32_t slot = 0;
+  std::string gate_path;  // the GPU's shared-memory gate to map
+  std::uint64_t gate_epoch = 0;
+  std::uint32_t gate_generation = 0;  // of the slot: a reused slot gets a new generation
+  StreamPriority stream_priority = StreamPriority::kDefault;
+  std::uint32_t credit_limit = 0;
+  std::string mps_pipe_directory;      // empty: no MPS on this GPU
+  std::uint32_t mps_client_priority = 0;  // CUDA_MPS_CLIENT_PRIORITY for this client
+};
+
+struct OpGroupReport {
+  std::uint32_t op_group = 0;  // < kMaxOpGroups
+  OpKind kind = OpKind::kCompute;
+  std::uint64_t duration_ns = 0;  // from launch-group start to its completion event
+};
+
+struct ReportOps {
+  std::vector<OpGroupReport> groups;  // <= kMaxOpGroupsPerReport
+};
+
+struct MemorySample {
+  std::int64_t time_ns = 0;  // CLOCK_MONOTONIC
+  std::uint64_t allocated_bytes = 0;
+  std::uint64_t reserved_bytes = 0;
+};
+
+struct ReportMemory {
+  std::vector<MemorySample> samples;  // <= kMaxMemorySamplesPerReport, time ascending
+};
+
+struct ReportIteration {
+  std::uint64_t iteration = 0;
+  double seconds = 0;
+  std::uint64_t samples = 0;
+};
+
+struct Goodbye {};
+
+struct ErrorReply {
+  absl::StatusCode code = absl::StatusCode::kUnknown;
+  std::string message;
+};
+
+// The agent's current instructions for a worker.
+struct Policy {
+  std::uint32_t credit_limit = 0;
+  StreamPriority stream_priority = StreamPriority::kDefault;
+  std::uint32_t recommended_batch_size = 0;  // background: 0 = keep the current one
+  std::string reason;
+};
+
+using Message = std::variant<RegisterRequest, Registered, ReportOps, ReportMemory,
+                             ReportIteration, Goodbye, ErrorReply, Policy>;
+
+MessageType TypeOf(const Message& message);
+std::string_view MessageTypeName(MessageType type);
+
+// Encodes `message` as one frame with `sequence`. InvalidArgument when a field is out of its
+// limits (a string too long, too many reports, an op group >= kMaxOpGroups).
+absl::StatusOr<std::string> EncodeFrame(const Message& message, std::uint32_t sequence);
+
+struct Frame {
+  std::uint32_t sequence = 0;
+  Message message;
+};
+
+// Decodes exactly one complete frame. InvalidArgument (naming the field) for anything malformed;
+// never reads past `bytes`.
+absl::StatusOr<Frame> DecodeFrame(std::string_view bytes);
+
+// Splits a byte stream into frames. Not thread-safe. After the first error it stays failed and
+// keeps returning that error.
+class FrameReader {
+ public:
+  // Appends received bytes.
+  void Append(std::string_view bytes);
+  // The next complete frame, nullopt when more bytes are needed, or the stream's error (an
+  // oversized length is detected from the header alone, before the body arrives).
+  absl::StatusOr<std::optional<Frame>> Next();
+
+ private:
+  std::string buffer_;
+  std::size_t consumed_ = 0;
+  absl::Status error_;
+};
+
+}  // namespace wavepool::agent
+
+#endif  // WAVEPOOL_AGENT_CLIENT_PROTOCOL_H_
