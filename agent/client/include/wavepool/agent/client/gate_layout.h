@@ -2,18 +2,34 @@
 // (`<dir>/gpu-<index>.gate`), mapped read-write by the agent and by every worker on that GPU.
 // The agent creates it; workers find their slot through Register (protocol.h).
 //
+// Cache lines (64 bytes each; a slot is 11 lines, the file 1 + 32 * 11 lines):
+//   header   [magic version slot_count epoch gpu_index] [agent_heartbeat_ns]
+//            [foreground_hold background_stop]
+//   slot i   [state generation role pid credit_limit]   agent writes, workers read
+//            [in_flight pause heartbeat_ns]             the worker's hot line
+//            [acquired_total wait_ns_total paused_ns_total]
+//            [sensitive: 8 lines, 4096 bits]            agent writes, the foreground reads
+//
 // Invariants (the hot path relies on them; every field is a lock-free, address-free atomic, so
 // the same code works across processes):
-//  - header.magic/layout_version/slot_count never change after the agent initialised the file;
-//    a worker maps a file only after checking them, and only the epoch it was told in Registered.
-//  - A slot is owned by the agent while state != kActive and by one worker (its pid) while
-//    kActive; the worker writes only in_flight, pause (foreground), heartbeat_ns and its stats.
+//  - header.magic/layout_version/slot_count/epoch/gpu_index never change after the agent
+//    initialised the file (it writes a temporary file and renames it into place, so nobody maps a
+//    half-initialised one); a worker maps a file only after checking them, and only the epoch it
+//    was told in Registered. A restarted agent creates a new file (a new inode, a new epoch): the
+//    old mapping stays valid but is no longer read by anyone.
+//  - A slot is owned by the agent while state != kActive and by one worker while kActive; the
+//    worker writes only in_flight, heartbeat_ns, its statistics and its bit of foreground_hold.
+//  - generation changes whenever the slot changes hands (Allocate and Reclaim both bump it). A
+//    worker whose generation no longer matches has been revoked: its gate touches nothing in the
+//    slot any more and follows the agent-gone rules (launch_gate.h).
 //  - 0 <= in_flight; a worker increments it only while in_flight < credit_limit (compare and
 //    swap), so in_flight <= credit_limit unless the agent lowered the limit, after which it only
-//    falls. Reclaiming a dead worker's slot sets in_flight to 0.
-//  - header.foreground_hold == the number of active foreground slots whose pause is 1 (a
-//    foreground worker raises its pause while it runs a sensitive op group; background workers
-//    wait while the hold is non-zero). Reclaim lowers a dead worker's raised pause.
+//    falls. A release never takes it below 0. Reclaiming a slot sets in_flight to 0.
+//  - Bit i of header.foreground_hold is set iff slot i is an active foreground slot whose worker
+//    raised its pause (it runs a sensitive op group); background workers wait while the hold is
+//    non-zero. One atomic OR/AND per raise/lower, so a worker killed at any instruction leaves a
+//    consistent hold, and Reclaim (or the next Allocate of the slot) clears the bit.
+//  - A slot's pause is the agent's per-slot pause of a background slot (unused for foreground).
 //  - A slot's sensitive bitmap is written by the agent only; bit g set means op group g is
 //    sensitive (the feedback loop, or an all-reduce).
 #ifndef WAVEPOOL_AGENT_CLIENT_GATE_LAYOUT_H_
@@ -42,6 +58,7 @@ struct alignas(64) GateHeader {
   std::uint32_t gpu_index;
   std::uint32_t reserved;
   alignas(64) std::atomic<std::int64_t> agent_heartbeat_ns;  // CLOCK_MONOTONIC
+  // Bit i: foreground slot i raised its pause. Non-zero: background workers hold their launches.
   alignas(64) std::atomic<std::uint32_t> foreground_hold;
   // Non-zero: every background slot is paused (the agent is draining or restarting).
   std::atomic<std::uint32_t> background_stop;
@@ -52,11 +69,11 @@ struct alignas(64) GateSlot {
   std::atomic<std::uint32_t> state;  // SlotState
   std::atomic<std::uint32_t> generation;
   std::atomic<std::uint32_t> role;  // Role
-  std::atomic<std::int32_t> pid;
+  std::atomic<std::int32_t> pid;    // in the agent's pid namespace
   std::atomic<std::int32_t> credit_limit;
   // Written by the worker on the hot path (own cache line: the agent polls, workers write).
   alignas(64) std::atomic<std::int32_t> in_flight;
-  std::atomic<std::uint32_t> pause;  // foreground: raised; background: set by the agent
+  std::atomic<std::uint32_t> pause;  // background slots: set by the agent
   std::atomic<std::int64_t> heartbeat_ns;
   // Worker statistics, read by the agent for metrics.
   alignas(64) std::atomic<std::uint64_t> acquired_total;
@@ -73,6 +90,9 @@ struct GateFile {
 
 static_assert(std::atomic<std::int64_t>::is_always_lock_free, "gate atomics must be lock-free");
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "gate atomics must be lock-free");
+static_assert(kMaxSlotsPerGpu <= 32, "foreground_hold has one bit per slot");
+static_assert(sizeof(GateHeader) == 3 * 64 && sizeof(GateSlot) == 11 * 64,
+              "the layout is shared across processes and versions: change kGateLayoutVersion");
 
 }  // namespace wavepool::agent
 

@@ -6,6 +6,12 @@
 //
 // A LaunchGate is safe for concurrent use by the threads of its worker process; one slot belongs
 // to one process. The mapping is released by the destructor; nothing may use the gate after it.
+// Credits still held at destruction stay counted until the agent reclaims the slot.
+//
+// Agent-gone rules (SetAgentAlive(false), or the slot was revoked by Reclaim): a foreground
+// worker keeps training unpaced (TryAcquire always succeeds, without counting the credit), a
+// background worker stays paused (TryAcquire never succeeds). A revoked gate never writes to its
+// old slot again: the worker must register and attach anew.
 #ifndef WAVEPOOL_AGENT_CLIENT_LAUNCH_GATE_H_
 #define WAVEPOOL_AGENT_CLIENT_LAUNCH_GATE_H_
 
@@ -15,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "wavepool/agent/client/gate_layout.h"
 #include "wavepool/agent/client/protocol.h"
@@ -23,32 +30,37 @@ namespace wavepool::agent {
 
 class LaunchGate {
  public:
-  // Maps `registered.gate_path` and binds to its slot. FailedPrecondition when the file's magic,
-  // version or epoch differ from what Registered said, or the slot is not active for this
-  // generation; the message names the path.
+  // Maps `registered.gate_path` and binds to its slot. FailedPrecondition when the file is
+  // truncated or corrupt, its magic, version or epoch differ from what Registered said, or the
+  // slot is not active for this generation and role; the errno-derived code (NotFound,
+  // PermissionDenied, ...) when open/fstat/mmap fail. Every message names the path.
   static absl::StatusOr<std::unique_ptr<LaunchGate>> Attach(const Registered& registered,
                                                             Role role);
   ~LaunchGate();
   LaunchGate(const LaunchGate&) = delete;
   LaunchGate& operator=(const LaunchGate&) = delete;
 
-  // --- Hot path (lock-free, no system call) -------------------------------------------------
+  // --- Hot path (lock-free, no system call, no allocation) -----------------------------------
   // Takes a credit if one is free (and, for background, nothing pauses it). A foreground worker
   // whose agent is gone always succeeds (it keeps training, unpaced); a background one never does.
   bool TryAcquire();
-  // Returns a credit taken by TryAcquire or Acquire.
+  // Returns a credit taken by TryAcquire or Acquire. Never takes in_flight below 0.
+  // REQUIRES: a credit taken on this gate and not yet returned.
   void Release();
-  // Whether a background worker must hold its launches now.
+  // Whether a background worker must hold its launches now (always false for foreground).
   bool Paused() const;
-  // Whether op group `op_group` is sensitive (the foreground raises the pause around it).
+  // Whether op group `op_group` is sensitive (the foreground raises the pause around it); false
+  // for op_group >= kMaxOpGroups.
   bool IsSensitive(std::uint32_t op_group) const;
   // Foreground: raise the pause for the background while a sensitive group runs, and lower it.
+  // Idempotent (a flag, not a counter); no-ops for a background or revoked gate.
   void RaisePause();
   void LowerPause();
 
   // --- Slow path ------------------------------------------------------------------------------
-  // TryAcquire until it succeeds or `timeout` passes (spinning briefly, then sleeping with
-  // backoff); accounts the wait in the slot's statistics. DeadlineExceeded on timeout.
+  // TryAcquire until it succeeds or `timeout` passes (spinning for ~4 us, then sleeping from
+  // 1 us doubling to 100 us); accounts the wait in the slot's statistics. DeadlineExceeded on
+  // timeout (a timeout <= 0 tries once).
   absl::Status Acquire(std::chrono::nanoseconds timeout);
   // Records that the worker is alive (CLOCK_MONOTONIC nanoseconds).
   void Heartbeat(std::int64_t now_ns);
@@ -56,24 +68,34 @@ class LaunchGate {
   // the agent-gone rules above.
   void SetAgentAlive(bool alive) { agent_alive_.store(alive, std::memory_order_release); }
   bool agent_alive() const { return agent_alive_.load(std::memory_order_acquire); }
+  // Whether the agent reclaimed this gate's slot (its generation moved on).
+  bool Revoked() const;
   // The agent's heartbeat in the gate file (CLOCK_MONOTONIC nanoseconds).
   std::int64_t AgentHeartbeat() const;
 
   Role role() const { return role_; }
   std::uint32_t slot() const { return slot_index_; }
+  std::uint32_t generation() const { return generation_; }
+  const std::string& path() const { return path_; }
   std::int32_t in_flight() const;
   std::int32_t credit_limit() const;
 
  private:
-  LaunchGate(GateFile* file, std::size_t mapped_bytes, std::uint32_t slot, Role role);
+  LaunchGate(std::string path, GateFile* file, std::size_t mapped_bytes, std::uint32_t slot,
+             std::uint32_t generation, Role role);
 
-  GateFile* file_;  // the mapping, owned
-  std::size_t mapped_bytes_;
-  GateSlot* slot_;
-  std::uint32_t slot_index_;
-  Role role_;
+  bool AgentGone() const { return !agent_alive_.load(std::memory_order_relaxed) || Revoked(); }
+  void CountAcquired();
+
+  // Constant after construction.
+  const std::string path_;
+  GateFile* const file_;  // the mapping, owned
+  const std::size_t mapped_bytes_;
+  GateSlot* const slot_;
+  const std::uint32_t slot_index_;
+  const std::uint32_t generation_;
+  const Role role_;
   std::atomic<bool> agent_alive_{true};
-  std::atomic<bool> pause_raised_{false};
 };
 
 }  // namespace wavepool::agent

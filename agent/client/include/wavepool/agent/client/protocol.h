@@ -4,10 +4,22 @@
 //   u32 magic 'WPAG' (0x47415057) | u16 version (kProtocolVersion) | u16 type (MessageType)
 //   | u32 sequence | u32 body length (<= kMaxBodyBytes) | body
 // Strings are u16 length + bytes (<= kMaxStringBytes, UTF-8 not checked); lists are u32 count +
-// items (<= the list's limit); doubles are IEEE-754 binary64. A frame whose magic, version, type,
-// length, sequence (must grow by one per direction, starting at 1) or body does not decode is a
-// protocol error: the agent answers kError and closes the connection. Nothing in a body is trusted:
-// the agent takes the worker's pid from SO_PEERCRED, not from Register.
+// items (<= the list's limit); doubles are IEEE-754 binary64; enums are u8. Bodies, in order:
+//   Register        str namespace_name, str job, str pod, u8 role, u32 gpu_index, i32 pid,
+//                   f64 max_foreground_slowdown, u32 credit_limit, u32 batch_size
+//   Registered      u32 slot, str gate_path, u64 gate_epoch, u32 gate_generation,
+//                   u8 stream_priority, u32 credit_limit, str mps_pipe_directory,
+//                   u32 mps_client_priority
+//   ReportOps       u32 count, count x (u32 op_group, u8 kind, u64 duration_ns)      13 B each
+//   ReportMemory    u32 count, count x (i64 time_ns, u64 allocated, u64 reserved)    24 B each
+//   ReportIteration u64 iteration, f64 seconds, u64 samples
+//   Goodbye         (empty)
+//   Error           u16 code (absl::StatusCode, not OK), str message
+//   Policy          u32 credit_limit, u8 stream_priority, u32 recommended_batch_size, str reason
+// A frame whose magic, version, type, length, sequence (must grow by one per direction, starting
+// at 1: NextSequence) or body does not decode, or whose body has bytes left over, is a protocol
+// error: the agent answers kError and closes the connection. Nothing in a body is trusted: the
+// agent takes the worker's pid from SO_PEERCRED, not from Register.
 //
 // Conversation: worker Register -> agent Registered (or Error); then any number of Report*
 // messages (no reply unless they are malformed); the agent may send Policy at any time; the worker
@@ -68,20 +80,20 @@ struct RegisterRequest {
   std::string pod;
   Role role = Role::kForeground;
   std::uint32_t gpu_index = 0;
-  std::int32_t pid = 0;                    // informational; the agent uses SO_PEERCRED
-  double max_foreground_slowdown = 0;      // foreground: the job's SLO (e.g. 1.10); 0: default
-  std::uint32_t credit_limit = 0;          // requested launch credits; 0: the role's default
-  std::uint32_t batch_size = 0;            // background: its per-GPU batch, for recommendations
+  std::int32_t pid = 0;                // informational; the agent uses SO_PEERCRED
+  double max_foreground_slowdown = 0;  // foreground: the job's SLO (e.g. 1.10); 0: default
+  std::uint32_t credit_limit = 0;      // requested launch credits; 0: the role's default
+  std::uint32_t batch_size = 0;        // background: its per-GPU batch, for recommendations
 };
 
 struct Registered {
-  std::uint32_t slot = 0;
-  std::string gate_path;  // the GPU's shared-memory gate to map
+  std::uint32_t slot = 0;  // < kMaxSlotsPerGpu (gate_layout.h)
+  std::string gate_path;   // the GPU's shared-memory gate to map; not empty
   std::uint64_t gate_epoch = 0;
   std::uint32_t gate_generation = 0;  // of the slot: a reused slot gets a new generation
   StreamPriority stream_priority = StreamPriority::kDefault;
   std::uint32_t credit_limit = 0;
-  std::string mps_pipe_directory;      // empty: no MPS on this GPU
+  std::string mps_pipe_directory;         // empty: no MPS on this GPU
   std::uint32_t mps_client_priority = 0;  // CUDA_MPS_CLIENT_PRIORITY for this client
 };
 
@@ -96,25 +108,25 @@ struct ReportOps {
 };
 
 struct MemorySample {
-  std::int64_t time_ns = 0;  // CLOCK_MONOTONIC
+  std::int64_t time_ns = 0;  // CLOCK_MONOTONIC, >= 0
   std::uint64_t allocated_bytes = 0;
   std::uint64_t reserved_bytes = 0;
 };
 
 struct ReportMemory {
-  std::vector<MemorySample> samples;  // <= kMaxMemorySamplesPerReport, time ascending
+  std::vector<MemorySample> samples;  // <= kMaxMemorySamplesPerReport; time_ns never decreases
 };
 
 struct ReportIteration {
   std::uint64_t iteration = 0;
-  double seconds = 0;
+  double seconds = 0;  // finite, >= 0
   std::uint64_t samples = 0;
 };
 
 struct Goodbye {};
 
 struct ErrorReply {
-  absl::StatusCode code = absl::StatusCode::kUnknown;
+  absl::StatusCode code = absl::StatusCode::kUnknown;  // never kOk
   std::string message;
 };
 
@@ -126,14 +138,24 @@ struct Policy {
   std::string reason;
 };
 
-using Message = std::variant<RegisterRequest, Registered, ReportOps, ReportMemory,
-                             ReportIteration, Goodbye, ErrorReply, Policy>;
+using Message = std::variant<RegisterRequest, Registered, ReportOps, ReportMemory, ReportIteration,
+                             Goodbye, ErrorReply, Policy>;
 
 MessageType TypeOf(const Message& message);
 std::string_view MessageTypeName(MessageType type);
 
-// Encodes `message` as one frame with `sequence`. InvalidArgument when a field is out of its
-// limits (a string too long, too many reports, an op group >= kMaxOpGroups).
+// The sequence number that follows `sequence` in one direction: 1, 2, ..., 2^32-1, 1, ...
+constexpr std::uint32_t NextSequence(std::uint32_t sequence) {
+  return sequence == UINT32_MAX ? 1 : sequence + 1;
+}
+
+// `status` (not OK) as an Error message, its text cut to kMaxStringBytes; and back.
+ErrorReply ToErrorReply(const absl::Status& status);
+absl::Status ToStatus(const ErrorReply& error);
+
+// Encodes `message` as one frame with `sequence` (>= 1). InvalidArgument, naming the field, when
+// a field is out of the limits DecodeFrame enforces (a string too long, too many reports, an op
+// group >= kMaxOpGroups, an enum out of range, a negative or non-finite double).
 absl::StatusOr<std::string> EncodeFrame(const Message& message, std::uint32_t sequence);
 
 struct Frame {
@@ -141,8 +163,10 @@ struct Frame {
   Message message;
 };
 
-// Decodes exactly one complete frame. InvalidArgument (naming the field) for anything malformed;
-// never reads past `bytes`.
+// Decodes exactly one complete frame. Unimplemented for another protocol version,
+// ResourceExhausted for a body over kMaxBodyBytes, InvalidArgument (naming the field, e.g.
+// "ReportOps.groups[12].op_group: 5000 >= 4096") for anything else malformed, out of its limits
+// or followed by extra bytes; never reads past `bytes`.
 absl::StatusOr<Frame> DecodeFrame(std::string_view bytes);
 
 // Splits a byte stream into frames. Not thread-safe. After the first error it stays failed and
@@ -151,11 +175,16 @@ class FrameReader {
  public:
   // Appends received bytes.
   void Append(std::string_view bytes);
-  // The next complete frame, nullopt when more bytes are needed, or the stream's error (an
-  // oversized length is detected from the header alone, before the body arrives).
+  // The next complete frame, nullopt when more bytes are needed, or the stream's error (a bad
+  // magic, version, type or an oversized length is detected from the header alone, before the
+  // body arrives). After an error, Append drops its bytes.
   absl::StatusOr<std::optional<Frame>> Next();
+  // Bytes received and not yet returned as frames (at most one frame plus the last Append).
+  std::size_t buffered_bytes() const { return buffer_.size() - consumed_; }
 
  private:
+  absl::Status Fail(absl::Status error);
+
   std::string buffer_;
   std::size_t consumed_ = 0;
   absl::Status error_;

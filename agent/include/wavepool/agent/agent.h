@@ -1,0 +1,149 @@
+// The node agent: one per GPU node. It owns a launch gate per GPU, serves the workers' socket,
+// applies the launch policy and the slowdown feedback loop, samples the GPUs, finds their memory
+// waves, and exports everything as Prometheus metrics. (The node's GPUNode status is published by
+// the agent once the Kubernetes client exists; Status() is what it will publish.)
+//
+// An Agent is safe for concurrent use: the socket server's thread calls the SessionHandler
+// methods, its own control thread samples and applies policy, and Status() may be called from
+// anywhere. It borrows the clock and the command runner (both must outlive it) and owns the rest.
+#ifndef WAVEPOOL_AGENT_AGENT_H_
+#define WAVEPOOL_AGENT_AGENT_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "wavepool/agent/clock.h"
+#include "wavepool/agent/command_runner.h"
+#include "wavepool/agent/gate_segment.h"
+#include "wavepool/agent/gpu_device.h"
+#include "wavepool/agent/launch_policy.h"
+#include "wavepool/agent/memory_wave.h"
+#include "wavepool/agent/metrics.h"
+#include "wavepool/agent/mps_control.h"
+#include "wavepool/agent/slowdown_feedback.h"
+#include "wavepool/agent/socket_server.h"
+
+namespace wavepool::agent {
+
+struct AgentOptions {
+  std::string directory;  // socket (agent.sock), gates (gpu-<i>.gate), MPS pipes (mps/<i>/)
+  std::string hostname;
+  std::string version;
+  bool nvml_devices = false;        // the devices are NVML's (false: simulated)
+  std::uint32_t slots_per_gpu = 8;  // workers per GPU, <= kMaxSlotsPerGpu
+  mode_t mode = 0660;               // of the socket and the gates
+  gid_t group = static_cast<gid_t>(-1);
+  PacingConfig pacing;
+  FeedbackConfig feedback;
+  MpsControl::Options mps;  // directory filled in from `directory` when empty
+  // GPU sampling (memory waves need 100 Hz or more) and the policy's control period.
+  std::chrono::milliseconds sample_period{10};
+  std::chrono::milliseconds control_period{100};
+  std::chrono::seconds wave_window{30};       // of samples the wave analysis looks at
+  std::chrono::seconds wave_interval{1};      // between analyses
+  std::chrono::seconds advisor_interval{1};   // between background batch checks
+  int advisor_patience = 5;
+  std::string metrics_address;  // "" : no HTTP endpoint (the registry still works)
+  std::uint16_t metrics_port = 0;
+};
+
+// InvalidArgument naming the option.
+absl::Status Validate(const AgentOptions& options);
+
+struct TaskStatus {
+  std::string namespace_name, job, pod;
+  Role role = Role::kForeground;
+  std::int32_t pid = 0;
+  std::uint32_t slot = 0;
+  std::uint32_t credit_limit = 0;
+  double foreground_slowdown = 1;  // foreground
+  std::size_t sensitive_op_groups = 0;
+  std::uint32_t recommended_batch_size = 0;  // background
+};
+
+struct GpuStatus {
+  GpuInfo info;
+  std::string gate_path;
+  std::string mps_pipe_directory;
+  bool background_held = false;
+  std::optional<MemoryWave> memory_wave;
+  std::vector<TaskStatus> tasks;
+};
+
+struct AgentStatus {
+  std::string devices;  // GpuDevices::Describe()
+  std::string mps;      // MpsControl::Status()
+  std::uint64_t epoch = 0;
+  std::vector<GpuStatus> gpus;
+};
+
+class Agent final : public SessionHandler {
+ public:
+  static absl::StatusOr<std::unique_ptr<Agent>> Start(AgentOptions options, GpuDevicesPtr devices,
+                                                      Clock* clock, CommandRunner* runner);
+  ~Agent() override;
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Closes every session, stops MPS and the loops, removes the socket and gates. Idempotent.
+  void Stop();
+
+  AgentStatus Status() const;
+  const std::string& socket_path() const { return socket_path_; }
+  std::uint16_t metrics_port() const { return metrics_->port(); }
+  AgentMetrics& metrics() { return *metrics_; }
+
+  // SessionHandler (called by the socket server's thread).
+  absl::StatusOr<Registered> OnRegister(SessionId session, const PeerCredentials& peer,
+                                        const RegisterRequest& request) override;
+  absl::Status OnReport(SessionId session, const Message& report) override;
+  void OnClosed(SessionId session, bool said_goodbye) override;
+  void OnProtocolError(const PeerCredentials& peer, const absl::Status& error) override;
+
+ private:
+  struct Task;
+  struct Gpu;
+
+  Agent(AgentOptions options, GpuDevicesPtr devices, Clock* clock, CommandRunner* runner);
+  absl::Status Init();
+  void Loop();
+  void Sample(MonotonicNanos now);
+  void Control(MonotonicNanos now);
+  void AnalyzeWaves(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AdviseBackground(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Re-derives the background tasks' credit limits of a GPU after a foreground came or went.
+  void RepaceBackground(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendPolicy(const Task& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasRole(const Gpu& gpu, Role role) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const AgentOptions options_;
+  const GpuDevicesPtr devices_;
+  Clock* const clock_;
+  const std::string socket_path_;
+  const std::uint64_t epoch_;
+  MpsControl mps_;
+  std::unique_ptr<AgentMetrics> metrics_;
+  std::unique_ptr<SocketServer> server_;  // started last, stopped first
+
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<Gpu>> gpus_ ABSL_GUARDED_BY(mu_);
+  std::map<SessionId, std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
+
+  absl::Notification stopping_;
+  std::thread loop_;
+};
+
+}  // namespace wavepool::agent
+
+#endif  // WAVEPOOL_AGENT_AGENT_H_

@@ -1,0 +1,143 @@
+// The agent's end of the slow path (protocol.h): a unix stream socket that workers connect to,
+// served by one event-loop thread (epoll). The server enforces the protocol; what a session means
+// (a gate slot, a policy, the feedback loop) is the SessionHandler's business.
+//
+// Rules it enforces, each with an Error reply, a log line naming the peer's pid, and the
+// connection closed:
+//  - InvalidArgument: a frame that does not decode (bad magic, version, type, length over
+//    kMaxBodyBytes, a field out of its limits, trailing bytes), or a message only the agent sends.
+//  - FailedPrecondition: a sequence number that is not the next one, a first message that is not
+//    Register, a second Register.
+//  - DeadlineExceeded: no Register within Options::register_timeout.
+//  - ResourceExhausted: more than Options::max_connections connections at once.
+//  - The handler's error from OnRegister or OnReport, as it returned it.
+// A worker that does not read its socket cannot stall the loop: its unsent bytes are bounded by
+// Options::max_output_bytes, beyond which it is disconnected. Error replies are best-effort (the
+// bytes the socket takes at once).
+//
+// Thread safety: Send and Stop are safe from any thread; Send also from inside a handler callback.
+// Ownership: the server borrows the handler, which must outlive it. The socket file is removed
+// by Stop (if it is still the server's).
+#ifndef WAVEPOOL_AGENT_SOCKET_SERVER_H_
+#define WAVEPOOL_AGENT_SOCKET_SERVER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "wavepool/agent/client/log_sink.h"
+#include "wavepool/agent/client/protocol.h"
+
+namespace wavepool::agent {
+
+// The connecting process as the kernel saw it at connect time (SO_PEERCRED).
+struct PeerCredentials {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// Identifies one connection for the life of the server; never reused.
+using SessionId = std::uint64_t;
+
+// The agent core's side of the server. Every call comes from the server's thread, one at a time,
+// and must not block (no I/O that can stall, no waiting on another thread that calls Stop).
+class SessionHandler {
+ public:
+  virtual ~SessionHandler() = default;
+  // A worker registers. The result is sent back as Registered; an error is sent as Error and the
+  // connection closed (OnClosed is not called then: the session never opened).
+  virtual absl::StatusOr<Registered> OnRegister(SessionId session, const PeerCredentials& peer,
+                                                const RegisterRequest& request) = 0;
+  // A ReportOps, ReportMemory or ReportIteration of a registered session, in the order sent. An
+  // error is sent as Error and closes the session.
+  virtual absl::Status OnReport(SessionId session, const Message& report) = 0;
+  // Exactly once per session whose OnRegister succeeded: `said_goodbye` is true after Goodbye,
+  // false after EOF, a protocol or handler error, an output overflow, or Stop.
+  virtual void OnClosed(SessionId session, bool said_goodbye) = 0;
+  // A connection broke the protocol (and is being closed): a frame that does not decode
+  // (InvalidArgument; Unimplemented for another protocol version; ResourceExhausted for an
+  // oversized body) or a message out of order (FailedPrecondition). For metrics; may be ignored.
+  virtual void OnProtocolError(const PeerCredentials& peer, const absl::Status& error) {
+    (void)peer;
+    (void)error;
+  }
+};
+
+class SocketServer {
+ public:
+  struct Options {
+    std::string path;                      // the socket file; < 108 bytes
+    mode_t mode = 0660;                    // who may connect (write permission on the file)
+    gid_t group = static_cast<gid_t>(-1);  // the file's group; -1 keeps the agent's
+    std::size_t max_connections = 256;
+    // A connection that has not registered by then is closed (a silent client cannot hold one of
+    // max_connections). Registered sessions have no idle limit: a worker may be quiet for long,
+    // and its death always shows as EOF on a unix socket.
+    std::chrono::milliseconds register_timeout{5000};
+    // Unsent bytes queued for one worker (Registered, Policy, Error) before it is disconnected.
+    std::size_t max_output_bytes = 256 * 1024;
+    LogSink log = LogToStderr;
+  };
+
+  // Binds and listens on options.path and starts the loop. A leftover socket file that nobody
+  // listens on is replaced; FailedPrecondition if an agent listens on it or the path is not a
+  // socket; InvalidArgument for a bad path or option; the errno-derived code (PermissionDenied,
+  // ...) when a syscall fails, naming the path and the syscall.
+  // REQUIRES: handler != nullptr.
+  static absl::StatusOr<std::unique_ptr<SocketServer>> Start(Options options,
+                                                             SessionHandler* handler);
+  // Stop()s. REQUIRES: not called from a SessionHandler callback (Stop may be).
+  ~SocketServer();
+  SocketServer(const SocketServer&) = delete;
+  SocketServer& operator=(const SocketServer&) = delete;
+
+  // Queues `policy` for a registered session; the loop sends it in order after what was queued
+  // before. NotFound if the session is not open (or closes before the loop gets to it, in which
+  // case it is dropped); InvalidArgument if the policy does not encode.
+  absl::Status Send(SessionId session, const Policy& policy);
+  // Closes every connection (OnClosed for registered sessions), stops and joins the loop, removes
+  // the socket file. Idempotent. From inside a handler callback it only asks the loop to stop
+  // (it cannot join its own thread); the destructor joins later.
+  void Stop();
+
+  const std::string& path() const { return options_.path; }
+  // Open connections, registered or not.
+  std::size_t connection_count() const { return connection_count_.load(std::memory_order_relaxed); }
+
+ private:
+  class Loop;
+
+  SocketServer(Options options, SessionHandler* handler);
+
+  const Options options_;
+  SessionHandler* const handler_;
+  std::unique_ptr<Loop> loop_;  // owns the sockets; touched only by thread_ after Start
+  std::thread thread_;
+  int wake_fd_ = -1;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<std::size_t> connection_count_{0};
+  std::mutex stop_mu_;  // serialises Stop
+
+  // Sends queued by any thread for the loop; guarded by mu_.
+  std::mutex mu_;
+  std::unordered_set<SessionId> open_sessions_;            // registered, or registering now
+  std::vector<std::pair<SessionId, std::string>> outbox_;  // encoded Policy frames
+  std::size_t outbox_bytes_ = 0;
+};
+
+}  // namespace wavepool::agent
+
+#endif  // WAVEPOOL_AGENT_SOCKET_SERVER_H_

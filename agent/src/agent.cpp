@@ -1,0 +1,470 @@
+#include "wavepool/agent/agent.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+
+namespace wavepool::agent {
+
+struct Agent::Task {
+  SessionId session = 0;
+  TaskLabels labels;
+  std::int32_t pid = 0;
+  SlotGrant slot;
+  std::uint32_t requested_credits = 0;
+  std::uint32_t credit_limit = 0;
+  std::uint32_t batch_size = 0;                // background: as registered
+  std::uint32_t recommended_batch_size = 0;    // background: 0 = keep
+  std::unique_ptr<BackgroundAdvisor> advisor;  // background
+  std::unique_ptr<SlowdownFeedback> feedback;  // foreground
+  TaskMetrics* metrics = nullptr;              // owned by the AgentMetrics
+  std::deque<MemorySample> memory;             // the worker's allocator samples, recent
+};
+
+struct Agent::Gpu {
+  GpuInfo info;
+  std::unique_ptr<GateSegment> gate;
+  GpuMetrics* metrics = nullptr;  // owned by the AgentMetrics
+  std::deque<GpuSample> samples;  // the wave window
+  std::optional<MemoryWave> wave;
+  MonotonicNanos last_wave_ns = 0;
+  MonotonicNanos last_advice_ns = 0;
+};
+
+namespace {
+
+constexpr std::size_t kMaxTaskMemorySamples = 1 << 16;
+
+absl::Status ErrnoError(const std::string& what) {
+  return absl::Status(absl::ErrnoToStatusCode(errno), absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+}  // namespace
+
+absl::Status Validate(const AgentOptions& o) {
+  if (o.directory.empty()) return absl::InvalidArgumentError("directory: must be set");
+  if (o.hostname.empty()) return absl::InvalidArgumentError("hostname: must be set");
+  if (o.slots_per_gpu < 1 || o.slots_per_gpu > kMaxSlotsPerGpu) {
+    return absl::InvalidArgumentError(absl::StrCat("slots_per_gpu: must be in [1, ",
+                                                   kMaxSlotsPerGpu, "], got ", o.slots_per_gpu));
+  }
+  if (o.sample_period.count() <= 0 || o.control_period < o.sample_period) {
+    return absl::InvalidArgumentError(
+        "sample_period: must be > 0 and no longer than control_period");
+  }
+  if (absl::Status s = Validate(o.pacing); !s.ok()) return s;
+  return Validate(o.feedback);
+}
+
+Agent::Agent(AgentOptions options, GpuDevicesPtr devices, Clock* clock, CommandRunner* runner)
+    : options_(std::move(options)),
+      devices_(std::move(devices)),
+      clock_(clock),
+      socket_path_(options_.directory + "/agent.sock"),
+      // A fresh epoch per agent start: workers of a previous agent find their gate replaced.
+      epoch_(static_cast<std::uint64_t>(
+                 std::chrono::system_clock::now().time_since_epoch().count()) ^
+             static_cast<std::uint64_t>(getpid())),
+      mps_(
+          [&] {
+            MpsControl::Options mps = options_.mps;
+            if (mps.directory.empty()) mps.directory = options_.directory;
+            return mps;
+          }(),
+          runner) {}
+
+absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options, GpuDevicesPtr devices,
+                                                     Clock* clock, CommandRunner* runner) {
+  if (absl::Status s = Validate(options); !s.ok()) return s;
+  if (devices == nullptr || clock == nullptr || runner == nullptr) {
+    return absl::InvalidArgumentError("agent: devices, clock and runner are required");
+  }
+  std::unique_ptr<Agent> agent(new Agent(std::move(options), std::move(devices), clock, runner));
+  if (absl::Status s = agent->Init(); !s.ok()) return s;
+  return agent;
+}
+
+absl::Status Agent::Init() {
+  if (mkdir(options_.directory.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoError(absl::StrCat("mkdir ", options_.directory));
+  }
+  std::vector<MpsGpu> mps_gpus;
+  std::vector<GpuIdentity> identities;
+  bool gpm = false;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const GpuInfo& info : devices_->gpus()) {
+      auto gpu = std::make_unique<Gpu>();
+      gpu->info = info;
+      absl::StatusOr<std::unique_ptr<GateSegment>> gate = GateSegment::Create(
+          options_.directory, info.index, options_.slots_per_gpu, epoch_, options_.mode,
+          options_.group);
+      if (!gate.ok()) return gate.status();
+      gpu->gate = *std::move(gate);
+      mps_gpus.push_back({info.index, info.uuid});
+      const bool has_gpm = Measures(info, "sm_occupancy");
+      gpm = gpm || has_gpm;
+      identities.push_back({info.index, info.uuid, has_gpm});
+      gpus_.push_back(std::move(gpu));
+    }
+  }
+  mps_.Start(mps_gpus);
+  MetricsOptions metrics;
+  metrics.hostname = options_.hostname;
+  metrics.info = {options_.version, options_.nvml_devices, mps_.running() > 0, gpm};
+  metrics.gpus = identities;
+  metrics.bind_address = options_.metrics_address;
+  metrics.port = options_.metrics_port;
+  absl::StatusOr<std::unique_ptr<AgentMetrics>> created = AgentMetrics::Create(metrics);
+  if (!created.ok()) return created.status();
+  metrics_ = *std::move(created);
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& gpu : gpus_) gpu->metrics = metrics_->gpu(gpu->info.index);
+  }
+  SocketServer::Options server;
+  server.path = socket_path_;
+  server.mode = options_.mode;
+  server.group = options_.group;
+  absl::StatusOr<std::unique_ptr<SocketServer>> started = SocketServer::Start(server, this);
+  if (!started.ok()) return started.status();
+  server_ = *std::move(started);
+  loop_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+Agent::~Agent() { Stop(); }
+
+void Agent::Stop() {
+  if (!stopping_.HasBeenNotified()) stopping_.Notify();
+  if (loop_.joinable()) loop_.join();
+  if (server_ != nullptr) server_->Stop();  // closes every session: OnClosed reclaims its slot
+  mps_.Stop();
+}
+
+// Samples every sample_period and applies the policy every control_period. Waiting is on the
+// wall clock (so that Stop wakes it); timestamps come from the agent's Clock.
+void Agent::Loop() {
+  MonotonicNanos last_control = 0;
+  const auto period = absl::FromChrono(options_.sample_period);
+  do {
+    const MonotonicNanos now = clock_->Now();
+    Sample(now);
+    if (now - last_control >= std::chrono::nanoseconds(options_.control_period).count()) {
+      Control(now);
+      last_control = now;
+    }
+  } while (!stopping_.WaitForNotificationWithTimeout(period));
+}
+
+void Agent::Sample(MonotonicNanos now) {
+  for (const GpuInfo& info : devices_->gpus()) {
+    absl::StatusOr<GpuSample> sample = devices_->Sample(info.index);
+    if (!sample.ok()) continue;  // the device says what it cannot measure in its limitations
+    absl::MutexLock lock(&mu_);
+    Gpu& gpu = *gpus_[info.index];
+    gpu.metrics->SetMemory(static_cast<std::int64_t>(sample->memory_used_bytes),
+                           static_cast<std::int64_t>(info.memory_total_bytes));
+    if (sample->utilization) gpu.metrics->SetUtilization(*sample->utilization);
+    if (sample->sm_occupancy) gpu.metrics->SetSmOccupancy(*sample->sm_occupancy);
+    if (Measures(info, "processes")) {
+      double foreground = 0, background = 0;
+      for (const ProcessUtilization& p : sample->processes) {
+        for (const auto& [session, task] : tasks_) {
+          if (task->labels.gpu != info.index || task->pid != p.pid) continue;
+          (task->labels.role == Role::kForeground ? foreground : background) += p.sm_utilization;
+        }
+      }
+      gpu.metrics->SetRoleSmOccupancy(std::min(1.0, foreground), std::min(1.0, background));
+    }
+    gpu.samples.push_back(*std::move(sample));
+    const MonotonicNanos window = std::chrono::nanoseconds(options_.wave_window).count();
+    while (!gpu.samples.empty() && gpu.samples.front().time_ns < now - window) {
+      gpu.samples.pop_front();
+    }
+  }
+}
+
+void Agent::Control(MonotonicNanos now) {
+  absl::MutexLock lock(&mu_);
+  for (auto& gpu_ptr : gpus_) {
+    Gpu& gpu = *gpu_ptr;
+    gpu.gate->Beat(now);
+    gpu.metrics->SetBackgroundHold(gpu.gate->ForegroundHold() > 0);
+    if (now - gpu.last_wave_ns >= std::chrono::nanoseconds(options_.wave_interval).count()) {
+      AnalyzeWaves(gpu);
+      gpu.last_wave_ns = now;
+    }
+    if (now - gpu.last_advice_ns >= std::chrono::nanoseconds(options_.advisor_interval).count()) {
+      AdviseBackground(gpu);
+      gpu.last_advice_ns = now;
+    }
+  }
+  for (const auto& [session, task] : tasks_) {
+    const SlotSnapshot slot = gpus_[task->labels.gpu]->gate->Read(task->slot.slot);
+    task->metrics->ObserveGate({slot.credit_limit, slot.in_flight, slot.acquired_total,
+                                slot.wait_ns_total, slot.paused_ns_total});
+    if (task->feedback != nullptr) {
+      task->metrics->SetForegroundSlowdown(task->feedback->SlowdownRatio());
+      task->metrics->SetSensitiveOpGroups(
+          static_cast<std::uint32_t>(task->feedback->SensitiveCount()));
+    }
+  }
+  metrics_->SetHeartbeat(std::chrono::system_clock::now());
+}
+
+void Agent::AnalyzeWaves(Gpu& gpu) {
+  MemoryWaveOptions options;
+  options.capacity_bytes = gpu.info.memory_total_bytes;
+  absl::StatusOr<MemoryWave> wave = AnalyzeMemoryWave(
+      PointsFromGpuSamples(std::vector<GpuSample>(gpu.samples.begin(), gpu.samples.end())),
+      options);
+  if (!wave.ok()) return;  // no wave yet: keep the last one
+  gpu.wave = *wave;
+  MemoryWaveSummary summary;
+  summary.peak_bytes = static_cast<std::int64_t>(wave->peak_bytes);
+  summary.trough_bytes = static_cast<std::int64_t>(wave->trough_bytes);
+  summary.period = wave->period;
+  summary.headroom_bytes = wave->headroom_bytes.value_or(0);
+  // Tick-tock: two foreground tasks of one job on this GPU (wavelet-tick-tock §3.2); their
+  // allocator waves give the offset between the waves.
+  std::vector<const Task*> waves;
+  for (const auto& [session, task] : tasks_) {
+    if (task->labels.gpu == gpu.info.index && task->feedback != nullptr && !task->memory.empty()) {
+      waves.push_back(task.get());
+    }
+  }
+  for (size_t a = 0; a + 1 < waves.size(); ++a) {
+    for (size_t b = a + 1; b < waves.size(); ++b) {
+      if (waves[a]->labels.job != waves[b]->labels.job ||
+          waves[a]->labels.namespace_name != waves[b]->labels.namespace_name) {
+        continue;
+      }
+      auto points = [](const Task* t) {
+        return PointsFromAllocatorSamples(
+            std::vector<MemorySample>(t->memory.begin(), t->memory.end()), AllocatorField::kAllocated);
+      };
+      absl::StatusOr<PhaseOffset> offset = MeasurePhaseOffset(points(waves[a]), points(waves[b]));
+      if (offset.ok()) summary.phase_offset = offset->offset;
+    }
+  }
+  gpu.metrics->SetMemoryWave(summary);
+}
+
+void Agent::AdviseBackground(Gpu& gpu) {
+  double worst = 1, limit = options_.feedback.default_max_slowdown;
+  bool foreground = false;
+  for (const auto& [session, task] : tasks_) {
+    if (task->labels.gpu != gpu.info.index || task->feedback == nullptr) continue;
+    foreground = true;
+    if (task->feedback->SlowdownRatio() / task->feedback->max_slowdown() >= worst / limit) {
+      worst = task->feedback->SlowdownRatio();
+      limit = task->feedback->max_slowdown();
+    }
+  }
+  if (!foreground) return;
+  for (const auto& [session, task] : tasks_) {
+    if (task->labels.gpu != gpu.info.index || task->labels.role != Role::kBackground ||
+        task->batch_size == 0) {
+      continue;
+    }
+    const std::uint32_t recommended = task->advisor->Check(worst, limit, task->batch_size);
+    if (recommended == 0) continue;
+    task->recommended_batch_size = recommended;
+    task->metrics->SetRecommendedBatchSize(recommended);
+    SendPolicy(*task);
+  }
+}
+
+bool Agent::HasRole(const Gpu& gpu, Role role) const {
+  return std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& entry) {
+    return entry.second->labels.gpu == gpu.info.index && entry.second->labels.role == role;
+  });
+}
+
+void Agent::RepaceBackground(Gpu& gpu) {
+  const bool foreground = HasRole(gpu, Role::kForeground);
+  for (const auto& [session, task] : tasks_) {
+    if (task->labels.gpu != gpu.info.index || task->labels.role != Role::kBackground) continue;
+    const std::uint32_t limit =
+        CreditLimit(options_.pacing, Role::kBackground, task->requested_credits, foreground);
+    if (limit == task->credit_limit) continue;
+    task->credit_limit = limit;
+    gpu.gate->SetCreditLimit(task->slot.slot, static_cast<std::int32_t>(limit));
+    SendPolicy(*task);
+  }
+}
+
+void Agent::SendPolicy(const Task& task) {
+  Policy policy;
+  policy.credit_limit = task.credit_limit;
+  policy.stream_priority = StreamPriorityFor(task.labels.role);
+  policy.recommended_batch_size = task.recommended_batch_size;
+  policy.reason = task.recommended_batch_size != 0
+                      ? "the foreground stays over its slowdown limit"
+                      : "a foreground task came or went";
+  // A session that just closed drops the policy: nothing to do.
+  (void)server_->Send(task.session, policy);
+}
+
+absl::StatusOr<Registered> Agent::OnRegister(SessionId session, const PeerCredentials& peer,
+                                             const RegisterRequest& request) {
+  absl::MutexLock lock(&mu_);
+  auto reject = [&](absl::Status status) {
+    metrics_->CountRegistration(request.role, status.code() == absl::StatusCode::kResourceExhausted
+                                                  ? RegistrationResult::kNoFreeSlot
+                                                  : RegistrationResult::kRejected);
+    return status;
+  };
+  if (request.gpu_index >= gpus_.size()) {
+    return reject(absl::InvalidArgumentError(
+        absl::StrCat("Register.gpu_index: ", request.gpu_index, " is not a GPU of this node (it has ",
+                     gpus_.size(), ")")));
+  }
+  for (const auto& [field, value] : {std::pair{"namespace", &request.namespace_name},
+                                     std::pair{"job", &request.job}, std::pair{"pod", &request.pod}}) {
+    if (value->empty()) {
+      return reject(absl::InvalidArgumentError(absl::StrCat("Register.", field, ": empty")));
+    }
+  }
+  Gpu& gpu = *gpus_[request.gpu_index];
+  const bool foreground = request.role == Role::kForeground || HasRole(gpu, Role::kForeground);
+  auto task = std::make_unique<Task>();
+  task->session = session;
+  task->labels = {request.namespace_name, request.job, request.pod, request.role,
+                  request.gpu_index};
+  task->pid = peer.pid;
+  task->requested_credits = request.credit_limit;
+  task->credit_limit = CreditLimit(options_.pacing, request.role, request.credit_limit, foreground);
+  task->batch_size = request.batch_size;
+  absl::StatusOr<SlotGrant> grant =
+      gpu.gate->Allocate(request.role, peer.pid, static_cast<std::int32_t>(task->credit_limit));
+  if (!grant.ok()) return reject(grant.status());
+  task->slot = *grant;
+  absl::StatusOr<TaskMetrics*> metrics = metrics_->AddTask(task->labels);
+  if (!metrics.ok()) {
+    gpu.gate->Reclaim(grant->slot);
+    return reject(metrics.status());
+  }
+  task->metrics = *metrics;
+  if (request.role == Role::kForeground) {
+    task->feedback = std::make_unique<SlowdownFeedback>(request.max_foreground_slowdown,
+                                                        options_.feedback);
+  } else {
+    task->advisor = std::make_unique<BackgroundAdvisor>(options_.advisor_patience);
+  }
+  Registered reply;
+  reply.slot = grant->slot;
+  reply.gate_path = gpu.gate->path();
+  reply.gate_epoch = gpu.gate->epoch();
+  reply.gate_generation = grant->generation;
+  reply.stream_priority = StreamPriorityFor(request.role);
+  reply.credit_limit = task->credit_limit;
+  reply.mps_pipe_directory = mps_.PipeDirectory(request.gpu_index);
+  reply.mps_client_priority = MpsClientPriority(request.role);
+  tasks_[session] = std::move(task);
+  metrics_->CountRegistration(request.role, RegistrationResult::kAccepted);
+  if (request.role == Role::kForeground) RepaceBackground(gpu);
+  return reply;
+}
+
+absl::Status Agent::OnReport(SessionId session, const Message& report) {
+  absl::MutexLock lock(&mu_);
+  auto it = tasks_.find(session);
+  if (it == tasks_.end()) return absl::FailedPreconditionError("report from an unknown session");
+  Task& task = *it->second;
+  Gpu& gpu = *gpus_[task.labels.gpu];
+  if (const auto* ops = std::get_if<ReportOps>(&report)) {
+    metrics_->CountReport(ReportType::kOps);
+    if (task.feedback == nullptr) return absl::OkStatus();  // background groups: not judged
+    const bool background = HasRole(gpu, Role::kBackground);
+    std::vector<SensitivityChange> changes;
+    for (const OpGroupReport& group : ops->groups) task.feedback->Observe(group, background, &changes);
+    for (const SensitivityChange& c : changes) {
+      gpu.gate->SetSensitive(task.slot.slot, c.op_group, c.sensitive);
+    }
+  } else if (const auto* memory = std::get_if<ReportMemory>(&report)) {
+    metrics_->CountReport(ReportType::kMemory);
+    for (const MemorySample& sample : memory->samples) task.memory.push_back(sample);
+    while (task.memory.size() > kMaxTaskMemorySamples) task.memory.pop_front();
+  } else if (const auto* iteration = std::get_if<ReportIteration>(&report)) {
+    metrics_->CountReport(ReportType::kIteration);
+    return task.metrics->ObserveIteration(Seconds(iteration->seconds), iteration->samples);
+  }
+  return absl::OkStatus();
+}
+
+void Agent::OnClosed(SessionId session, bool said_goodbye) {
+  absl::MutexLock lock(&mu_);
+  auto it = tasks_.find(session);
+  if (it == tasks_.end()) return;
+  std::unique_ptr<Task> task = std::move(it->second);
+  tasks_.erase(it);
+  Gpu& gpu = *gpus_[task->labels.gpu];
+  gpu.gate->Reclaim(task->slot.slot);
+  metrics_->RemoveTask(task->metrics);
+  if (!said_goodbye) metrics_->CountReclaimedSlot();
+  if (task->labels.role == Role::kForeground) RepaceBackground(gpu);
+}
+
+void Agent::OnProtocolError(const PeerCredentials&, const absl::Status& error) {
+  switch (error.code()) {
+    case absl::StatusCode::kUnimplemented:
+      metrics_->CountProtocolError(ProtocolErrorKind::kUnsupportedVersion);
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      metrics_->CountProtocolError(ProtocolErrorKind::kOversized);
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+      metrics_->CountProtocolError(ProtocolErrorKind::kOutOfOrder);
+      break;
+    default:
+      metrics_->CountProtocolError(ProtocolErrorKind::kMalformed);
+  }
+}
+
+AgentStatus Agent::Status() const {
+  AgentStatus status;
+  status.devices = devices_->Describe();
+  status.mps = mps_.Status();
+  status.epoch = epoch_;
+  absl::MutexLock lock(&mu_);
+  for (const auto& gpu : gpus_) {
+    GpuStatus g;
+    g.info = gpu->info;
+    g.gate_path = gpu->gate->path();
+    g.mps_pipe_directory = mps_.PipeDirectory(gpu->info.index);
+    g.background_held = gpu->gate->ForegroundHold() > 0;
+    g.memory_wave = gpu->wave;
+    for (const auto& [session, task] : tasks_) {
+      if (task->labels.gpu != gpu->info.index) continue;
+      TaskStatus t;
+      t.namespace_name = task->labels.namespace_name;
+      t.job = task->labels.job;
+      t.pod = task->labels.pod;
+      t.role = task->labels.role;
+      t.pid = task->pid;
+      t.slot = task->slot.slot;
+      t.credit_limit = task->credit_limit;
+      if (task->feedback != nullptr) {
+        t.foreground_slowdown = task->feedback->SlowdownRatio();
+        t.sensitive_op_groups = task->feedback->SensitiveCount();
+      }
+      t.recommended_batch_size = task->recommended_batch_size;
+      g.tasks.push_back(t);
+    }
+    status.gpus.push_back(std::move(g));
+  }
+  return status;
+}
+
+}  // namespace wavepool::agent

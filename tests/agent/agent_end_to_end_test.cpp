@@ -1,0 +1,206 @@
+// The whole agent on simulated GPUs, with real workers' connections (AgentClient) over its unix
+// socket: registration and pacing, the feedback loop reaching the gate, dead workers reclaimed,
+// metrics. Waits are bounded polls; nothing asserts a duration.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/agent/agent.h"
+#include "wavepool/agent/client/agent_client.h"
+#include "wavepool/agent/simulated_gpu.h"
+
+namespace wavepool::agent {
+namespace {
+
+using ::testing::HasSubstr;
+using ::wavepool::testing::StatusIs;
+
+// Polls `done` every 10 ms for up to 20 s.
+bool Eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 2000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+class AgentEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/wavepool-agent-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    clock_ = MakeRealClock();
+    runner_ = MakeSystemCommandRunner();
+    SimulatedGpuOptions gpus;
+    gpus.gpus = 2;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<SimulatedGpus> devices,
+                         SimulatedGpus::Create(*clock_, gpus));
+    AgentOptions options;
+    options.directory = dir_;
+    options.hostname = "node-a";
+    options.version = "test";
+    options.mps.mode = MpsMode::kOff;
+    ASSERT_OK_AND_ASSIGN(agent_, Agent::Start(options, std::move(devices), clock_.get(),
+                                              runner_.get()));
+  }
+  void TearDown() override {
+    agent_.reset();
+    rmdir(dir_.c_str());
+  }
+
+  AgentClient::Options Worker(Role role, const std::string& pod, std::uint32_t gpu = 0) {
+    AgentClient::Options options;
+    options.socket_path = agent_->socket_path();
+    options.registration.namespace_name = "team-a";
+    options.registration.job = role == Role::kForeground ? "train" : "sweep";
+    options.registration.pod = pod;
+    options.registration.role = role;
+    options.registration.gpu_index = gpu;
+    options.registration.max_foreground_slowdown = 1.10;
+    options.registration.batch_size = 64;
+    options.flush_interval = std::chrono::milliseconds(5);
+    options.log = [](std::string_view) {};
+    return options;
+  }
+
+  std::size_t TasksOn(std::uint32_t gpu) { return agent_->Status().gpus[gpu].tasks.size(); }
+
+  std::string dir_;
+  ClockPtr clock_;
+  CommandRunnerPtr runner_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentEndToEnd, PacesTheBackgroundByWhetherAForegroundSharesItsGpu) {
+  ASSERT_OK_AND_ASSIGN(auto background, AgentClient::Connect(Worker(Role::kBackground, "bg-0")));
+  EXPECT_EQ(background->registration().credit_limit, 4u);  // alone on GPU 0
+  EXPECT_EQ(background->registration().stream_priority, StreamPriority::kLow);
+  EXPECT_EQ(background->registration().mps_client_priority, 1u);
+  {
+    ASSERT_OK_AND_ASSIGN(auto foreground, AgentClient::Connect(Worker(Role::kForeground, "fg-0")));
+    EXPECT_EQ(foreground->registration().credit_limit, 2u);
+    EXPECT_EQ(foreground->registration().stream_priority, StreamPriority::kHigh);
+    // The background is told, and its gate changes, as soon as the foreground arrives.
+    EXPECT_TRUE(Eventually([&] {
+      auto policy = background->LatestPolicy();
+      return policy && policy->credit_limit == 1 && background->gate()->credit_limit() == 1;
+    }));
+    foreground->Close();
+  }
+  EXPECT_TRUE(Eventually([&] {
+    auto policy = background->LatestPolicy();
+    return policy && policy->credit_limit == 4 && background->gate()->credit_limit() == 4;
+  }));
+  background->Close();
+  EXPECT_TRUE(Eventually([&] { return TasksOn(0) == 0; }));
+}
+
+TEST_F(AgentEndToEnd, ForegroundReportsMarkSlowedGroupsSensitiveInItsGate) {
+  ASSERT_OK_AND_ASSIGN(auto foreground, AgentClient::Connect(Worker(Role::kForeground, "fg-0")));
+  // Solo: group 5 takes 100 us alone.
+  for (int i = 0; i < 5; ++i) ASSERT_OK(foreground->ReportOp({5, OpKind::kCompute, 100'000}));
+  ASSERT_TRUE(Eventually([&] { return agent_->metrics().ExpositionText().find(
+                                          "wavepool_task_sensitive_op_groups") != std::string::npos; }));
+  EXPECT_FALSE(foreground->gate()->IsSensitive(5));
+  ASSERT_OK_AND_ASSIGN(auto background, AgentClient::Connect(Worker(Role::kBackground, "bg-0")));
+  // With the background, 140 us: past 1.10x.
+  ASSERT_OK(foreground->ReportOp({5, OpKind::kCompute, 140'000}));
+  EXPECT_TRUE(Eventually([&] { return foreground->gate()->IsSensitive(5); }));
+  // All-reduces are sensitive from the first report.
+  ASSERT_OK(foreground->ReportOp({9, OpKind::kAllReduce, 80'000}));
+  EXPECT_TRUE(Eventually([&] { return foreground->gate()->IsSensitive(9); }));
+  EXPECT_TRUE(Eventually([&] {
+    const AgentStatus status = agent_->Status();
+    for (const TaskStatus& t : status.gpus[0].tasks) {
+      if (t.role == Role::kForeground) return t.sensitive_op_groups == 2;
+    }
+    return false;
+  }));
+}
+
+TEST_F(AgentEndToEnd, ReclaimsTheSlotOfAWorkerThatDies) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // A worker that registers, takes a credit, and is then killed without a goodbye.
+    auto client = AgentClient::Connect(Worker(Role::kBackground, "doomed"));
+    const char ok = client.ok() && (*client)->gate()->TryAcquire() ? 'y' : 'n';
+    (void)write(ready[1], &ok, 1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char ok = 0;
+  ASSERT_EQ(read(ready[0], &ok, 1), 1);
+  close(ready[0]);
+  ASSERT_EQ(ok, 'y');
+  ASSERT_TRUE(Eventually([&] { return TasksOn(0) == 1; }));
+  EXPECT_EQ(agent_->Status().gpus[0].tasks[0].pid, child);  // SO_PEERCRED, not the message
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(Eventually([&] { return TasksOn(0) == 0; }));
+  EXPECT_THAT(agent_->metrics().ExpositionText(),
+              HasSubstr("wavepool_agent_reclaimed_slots_total{hostname=\"node-a\"} 1"));
+  // The slot is free again for the next worker.
+  ASSERT_OK_AND_ASSIGN(auto next, AgentClient::Connect(Worker(Role::kBackground, "next")));
+  EXPECT_EQ(next->gate()->held(), 0);
+  EXPECT_TRUE(next->gate()->TryAcquire());
+}
+
+TEST_F(AgentEndToEnd, RejectsARegistrationForAGpuTheNodeDoesNotHave) {
+  EXPECT_THAT(AgentClient::Connect(Worker(Role::kForeground, "fg-0", 7)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Register.gpu_index: 7 is not a GPU of this node (it has 2)")));
+  EXPECT_THAT(agent_->metrics().ExpositionText(),
+              HasSubstr("wavepool_agent_registrations_total{hostname=\"node-a\",result=\"rejected\","
+                        "role=\"foreground\"} 1"));
+}
+
+TEST_F(AgentEndToEnd, ExportsTaskAndGpuSeries) {
+  ASSERT_OK_AND_ASSIGN(auto foreground, AgentClient::Connect(Worker(Role::kForeground, "fg-0", 1)));
+  ASSERT_OK(foreground->ReportIteration({1, 0.25, 64}));
+  const std::string task =
+      "{hostname=\"node-a\",gpu=\"1\",job=\"train\",namespace=\"team-a\",pod=\"fg-0\","
+      "role=\"foreground\"}";
+  EXPECT_TRUE(Eventually([&] {
+    const std::string text = agent_->metrics().ExpositionText();
+    return text.find("wavepool_task_samples_total" + task + " 64") != std::string::npos &&
+           text.find("wavepool_task_launch_credit_limit" + task + " 2") != std::string::npos &&
+           text.find("wavepool_gpu_memory_total_bytes{hostname=\"node-a\",UUID=\"GPU-sim-") !=
+               std::string::npos;
+  })) << agent_->metrics().ExpositionText();
+  foreground->Close();
+  // A finished task's series go away.
+  EXPECT_TRUE(Eventually([&] {
+    return agent_->metrics().ExpositionText().find("pod=\"fg-0\"") == std::string::npos;
+  }));
+}
+
+TEST(AgentOptions, RejectsBadOptionsNamingThem) {
+  AgentOptions options;
+  EXPECT_THAT(Validate(options), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("directory")));
+  options.directory = "/tmp/x";
+  options.hostname = "h";
+  options.slots_per_gpu = 33;
+  EXPECT_THAT(Validate(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("slots_per_gpu: must be in [1, 32]")));
+  options.slots_per_gpu = 8;
+  options.pacing.foreground_credits = 0;
+  EXPECT_THAT(Validate(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("foreground_credits")));
+}
+
+}  // namespace
+}  // namespace wavepool::agent

@@ -1,0 +1,76 @@
+// Shared set-up of the gate tests: a fresh directory per test, a GateSegment in it, and the
+// Registered a worker would get for an allocated slot.
+#ifndef WAVEPOOL_TESTS_AGENT_GATE_TEST_UTIL_H_
+#define WAVEPOOL_TESTS_AGENT_GATE_TEST_UTIL_H_
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/agent/client/launch_gate.h"
+#include "wavepool/agent/gate_segment.h"
+
+namespace wavepool::agent {
+
+inline constexpr std::uint64_t kTestEpoch = 0x5eed;
+
+// What the agent answers a Register with, for slot `grant` of `segment`.
+inline Registered RegisteredFor(const GateSegment& segment, SlotGrant grant,
+                                std::int32_t credit_limit) {
+  Registered registered;
+  registered.slot = grant.slot;
+  registered.gate_path = segment.path();
+  registered.gate_epoch = segment.epoch();
+  registered.gate_generation = grant.generation;
+  registered.credit_limit = static_cast<std::uint32_t>(credit_limit);
+  return registered;
+}
+
+// Allocates a slot the way the agent does on Register.
+inline absl::StatusOr<Registered> Register(GateSegment& segment, Role role,
+                                           std::int32_t credit_limit) {
+  absl::StatusOr<SlotGrant> grant = segment.Allocate(role, getpid(), credit_limit);
+  if (!grant.ok()) return grant.status();
+  return RegisteredFor(segment, *grant, credit_limit);
+}
+
+// A test with its own directory (removed afterwards) and one GPU's gate in it.
+class GateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "wavepool-gate-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << pattern;
+    directory_ = pattern;
+    ASSERT_OK_AND_ASSIGN(segment_, GateSegment::Create(directory_, 0, kSlots, kTestEpoch));
+  }
+  void TearDown() override {
+    segment_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+
+  // A worker's gate on a new slot; fails the test (and returns null) when either step fails.
+  std::unique_ptr<LaunchGate> NewGate(Role role, std::int32_t credit_limit) {
+    absl::StatusOr<Registered> registered = Register(*segment_, role, credit_limit);
+    EXPECT_TRUE(registered.ok()) << registered.status();
+    if (!registered.ok()) return nullptr;
+    absl::StatusOr<std::unique_ptr<LaunchGate>> gate = LaunchGate::Attach(*registered, role);
+    EXPECT_TRUE(gate.ok()) << gate.status();
+    return gate.ok() ? std::move(gate).value() : nullptr;
+  }
+
+  static constexpr std::uint32_t kSlots = 8;
+  std::string directory_;
+  std::unique_ptr<GateSegment> segment_;
+};
+
+}  // namespace wavepool::agent
+
+#endif  // WAVEPOOL_TESTS_AGENT_GATE_TEST_UTIL_H_

@@ -1,0 +1,405 @@
+// Helpers for the metrics tests: a minimal HTTP/1.0 GET over loopback, child processes with a
+// bounded wait (promtool, prometheus), temporary directories, a reader of the Prometheus text
+// format that finds one sample by name and exact label set, and a reader of the instant vectors
+// that Prometheus' query API answers.
+#ifndef WAVEPOOL_TESTS_AGENT_METRICS_TEST_UTIL_H_
+#define WAVEPOOL_TESTS_AGENT_METRICS_TEST_UTIL_H_
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace wavepool::agent::metrics_testing {
+
+using Labels = std::map<std::string, std::string>;
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
+// GET http://127.0.0.1:<port><target> as HTTP/1.0 (so the server closes the connection and sends
+// no chunked body). Unavailable when the server cannot be reached or answers garbage.
+inline absl::StatusOr<HttpResponse> HttpGet(std::uint16_t port, const std::string& target,
+                                            std::chrono::seconds timeout) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout.count());
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("connect 127.0.0.1:", port, ": ", std::strerror(error)));
+  }
+  const std::string request = absl::StrCat("GET ", target, " HTTP/1.0\r\nHost: 127.0.0.1:", port,
+                                           "\r\nConnection: close\r\n\r\n");
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat("send to 127.0.0.1:", port));
+  }
+  std::string raw;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n > 0) {
+      raw.append(buffer, static_cast<std::size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
+  }
+  ::close(fd);
+  const std::size_t header_end = raw.find("\r\n\r\n");
+  int status = 0;
+  if (header_end == std::string::npos || std::sscanf(raw.c_str(), "HTTP/%*s %d", &status) != 1) {
+    return absl::UnavailableError(absl::StrCat("GET ", target, " from 127.0.0.1:", port,
+                                               ": no HTTP response in \"", raw.substr(0, 200),
+                                               "\""));
+  }
+  return HttpResponse{status, raw.substr(header_end + 4)};
+}
+
+// Percent-encodes a query-string value.
+inline std::string UrlEncode(const std::string& value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof(hex), "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// The first executable called `name` on $PATH.
+inline std::optional<std::string> FindExecutable(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/wavepool-metrics-XXXXXX";
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  bool ok() const { return !path_.empty(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+inline bool WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  return static_cast<bool>(out);
+}
+
+// A child process whose stdin comes from a file (or /dev/null) and whose stdout and stderr go to
+// one file. Killed (SIGKILL) and reaped on destruction if still running.
+class ChildProcess {
+ public:
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const std::vector<std::string>& argv,
+                                                             const std::string& stdin_path,
+                                                             const std::string& output_path) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, stdin_path.c_str(), O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    const int error = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0) {
+      return absl::UnavailableError(absl::StrCat("spawn ", argv[0], ": ", std::strerror(error)));
+    }
+    return std::unique_ptr<ChildProcess>(new ChildProcess(pid));
+  }
+
+  ~ChildProcess() {
+    if (!exit_status_.has_value()) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // The wait status once the child has exited; nullopt while it runs.
+  std::optional<int> Poll() {
+    if (exit_status_.has_value()) return exit_status_;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) exit_status_ = status;
+    return exit_status_;
+  }
+
+  // Waits up to `timeout` for the child to exit; nullopt if it is still running.
+  std::optional<int> WaitFor(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!Poll().has_value() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return exit_status_;
+  }
+
+  // SIGTERM, then SIGKILL if it has not exited within `grace`. Returns the wait status.
+  int Stop(std::chrono::milliseconds grace) {
+    if (!Poll().has_value()) {
+      ::kill(pid_, SIGTERM);
+      if (!WaitFor(grace).has_value()) {
+        ::kill(pid_, SIGKILL);
+        int status = 0;
+        ::waitpid(pid_, &status, 0);
+        exit_status_ = status;
+      }
+    }
+    return *exit_status_;
+  }
+
+ private:
+  explicit ChildProcess(pid_t pid) : pid_(pid) {}
+
+  const pid_t pid_;
+  std::optional<int> exit_status_;
+};
+
+struct CommandResult {
+  int exit_code = -1;  // -1: killed by a signal or timed out
+  std::string output;  // stdout and stderr together
+};
+
+// Runs `argv` with `input` on its stdin, waiting at most `timeout`.
+inline absl::StatusOr<CommandResult> RunWithInput(const std::vector<std::string>& argv,
+                                                  const std::string& input,
+                                                  std::chrono::seconds timeout) {
+  TempDir dir;
+  if (!dir.ok()) return absl::UnavailableError("mkdtemp failed");
+  const std::string input_path = dir.path() + "/stdin";
+  const std::string output_path = dir.path() + "/output";
+  if (!WriteFile(input_path, input)) return absl::UnavailableError("writing " + input_path);
+  auto child = ChildProcess::Start(argv, input_path, output_path);
+  if (!child.ok()) return child.status();
+  const std::optional<int> status = (*child)->WaitFor(timeout);
+  CommandResult result;
+  if (status.has_value() && WIFEXITED(*status)) result.exit_code = WEXITSTATUS(*status);
+  child->reset();  // kills it if it timed out
+  result.output = ReadFile(output_path);
+  return result;
+}
+
+// One sample line of the text format: name{labels} value.
+struct Sample {
+  std::string name;
+  Labels labels;
+  double value = 0;
+};
+
+// Parses the sample lines of a text-format exposition (comments skipped; label values unescaped
+// for \" \\ and \n). Lines it cannot parse are skipped: the promtool test checks the syntax.
+inline std::vector<Sample> ParseSamples(const std::string& text) {
+  std::vector<Sample> samples;
+  std::stringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    Sample sample;
+    std::size_t i = line.find_first_of("{ ");
+    if (i == std::string::npos) continue;
+    sample.name = line.substr(0, i);
+    if (line[i] == '{') {
+      ++i;
+      while (i < line.size() && line[i] != '}') {
+        const std::size_t eq = line.find("=\"", i);
+        if (eq == std::string::npos) break;
+        std::string key = line.substr(i, eq - i);
+        std::string value;
+        std::size_t j = eq + 2;
+        for (; j < line.size() && line[j] != '"'; ++j) {
+          if (line[j] == '\\' && j + 1 < line.size()) {
+            ++j;
+            value += line[j] == 'n' ? '\n' : line[j];
+          } else {
+            value += line[j];
+          }
+        }
+        sample.labels[key] = value;
+        i = j + 1;
+        if (i < line.size() && line[i] == ',') ++i;
+      }
+      i = line.find(' ', i);
+      if (i == std::string::npos) continue;
+    }
+    sample.value = std::strtod(line.c_str() + i + 1, nullptr);
+    samples.push_back(std::move(sample));
+  }
+  return samples;
+}
+
+// The value of the sample called `name` whose labels are exactly `labels`.
+inline std::optional<double> SampleValue(const std::string& text, const std::string& name,
+                                         const Labels& labels) {
+  for (const Sample& sample : ParseSamples(text)) {
+    if (sample.name == name && sample.labels == labels) return sample.value;
+  }
+  return std::nullopt;
+}
+
+// How many samples are called `name` and carry every label of `subset`.
+inline int CountSamples(const std::string& text, const std::string& name, const Labels& subset) {
+  int count = 0;
+  for (const Sample& sample : ParseSamples(text)) {
+    if (sample.name != name) continue;
+    bool match = true;
+    for (const auto& [key, value] : subset) {
+      auto found = sample.labels.find(key);
+      match = match && found != sample.labels.end() && found->second == value;
+    }
+    count += match ? 1 : 0;
+  }
+  return count;
+}
+
+// Reads a JSON string starting at text[pos] == '"'; advances pos past it. Handles the escapes
+// Prometheus writes (\" \\ \/ \n \t and \u00XX).
+inline std::optional<std::string> ReadJsonString(const std::string& text, std::size_t& pos) {
+  if (pos >= text.size() || text[pos] != '"') return std::nullopt;
+  std::string out;
+  for (++pos; pos < text.size(); ++pos) {
+    const char c = text[pos];
+    if (c == '"') {
+      ++pos;
+      return out;
+    }
+    if (c != '\\' || pos + 1 >= text.size()) {
+      out += c;
+      continue;
+    }
+    const char e = text[++pos];
+    if (e == 'n') {
+      out += '\n';
+    } else if (e == 't') {
+      out += '\t';
+    } else if (e == 'u' && pos + 4 < text.size()) {
+      out += static_cast<char>(std::strtol(text.substr(pos + 1, 4).c_str(), nullptr, 16));
+      pos += 4;
+    } else {
+      out += e;
+    }
+  }
+  return std::nullopt;
+}
+
+// The series of a successful `/api/v1/query` answer whose result is an instant vector
+// ({"status":"success","data":{"resultType":"vector","result":[{"metric":{...},
+// "value":[<time>,"<value>"]}, ...]}}): name from __name__, the other labels, the value.
+// nullopt for an error answer or one this reader does not understand.
+inline std::optional<std::vector<Sample>> ParseInstantVector(const std::string& body) {
+  if (body.find("\"status\":\"success\"") == std::string::npos ||
+      body.find("\"resultType\":\"vector\"") == std::string::npos) {
+    return std::nullopt;
+  }
+  std::vector<Sample> samples;
+  std::size_t pos = body.find("\"result\":[");
+  while (pos != std::string::npos) {
+    pos = body.find("{\"metric\":{", pos);
+    if (pos == std::string::npos) break;
+    pos += 11;
+    Sample sample;
+    while (pos < body.size() && body[pos] != '}') {
+      auto key = ReadJsonString(body, pos);
+      if (!key.has_value() || pos >= body.size() || body[pos] != ':') return std::nullopt;
+      ++pos;
+      auto value = ReadJsonString(body, pos);
+      if (!value.has_value()) return std::nullopt;
+      if (*key == "__name__") {
+        sample.name = *value;
+      } else {
+        sample.labels[*key] = *value;
+      }
+      if (pos < body.size() && body[pos] == ',') ++pos;
+    }
+    pos = body.find("\"value\":[", pos);
+    if (pos == std::string::npos) return std::nullopt;
+    pos = body.find(',', pos);
+    if (pos == std::string::npos) return std::nullopt;
+    ++pos;
+    auto value = ReadJsonString(body, pos);
+    if (!value.has_value()) return std::nullopt;
+    sample.value = std::strtod(value->c_str(), nullptr);
+    samples.push_back(std::move(sample));
+  }
+  return samples;
+}
+
+}  // namespace wavepool::agent::metrics_testing
+
+#endif  // WAVEPOOL_TESTS_AGENT_METRICS_TEST_UTIL_H_

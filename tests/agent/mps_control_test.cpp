@@ -1,0 +1,101 @@
+#include "wavepool/agent/mps_control.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace wavepool::agent {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// Records commands; `-d` fails for the GPUs listed in `failing`.
+class FakeRunner final : public CommandRunner {
+ public:
+  bool exists = true;
+  std::vector<std::string> failing_uuids;
+  std::vector<std::string> commands;  // "argv | env | input"
+
+  bool Exists(const std::string&) const override { return exists; }
+  absl::StatusOr<CommandResult> Run(const std::vector<std::string>& argv,
+                                    const std::vector<std::string>& env,
+                                    const std::string& input) override {
+    commands.push_back(absl::StrJoin(argv, " ") + " | " + absl::StrJoin(env, " ") + " | " + input);
+    for (const std::string& uuid : failing_uuids) {
+      if (env.front() == "CUDA_VISIBLE_DEVICES=" + uuid) return CommandResult{1, "no GPU\n"};
+    }
+    return CommandResult{0, ""};
+  }
+};
+
+std::string TempDir() {
+  std::string dir = ::testing::TempDir() + "mps-XXXXXX";
+  return mkdtemp(dir.data());
+}
+
+TEST(MpsControl, StartsOneDaemonPerGpuWithItsOwnPipes) {
+  FakeRunner runner;
+  const std::string dir = TempDir();
+  MpsControl mps({dir, "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
+  mps.Start({{0, "GPU-a"}, {1, "GPU-b"}});
+  EXPECT_EQ(mps.PipeDirectory(1), dir + "/mps/1/pipe");
+  EXPECT_EQ(mps.Status(), "MPS on 2 of 2 GPUs");
+  EXPECT_THAT(runner.commands,
+              Contains("nvidia-cuda-mps-control -d | CUDA_VISIBLE_DEVICES=GPU-b "
+                       "CUDA_MPS_PIPE_DIRECTORY=" + dir + "/mps/1/pipe CUDA_MPS_LOG_DIRECTORY=" +
+                       dir + "/mps/1/log | "));
+  mps.Stop();
+  EXPECT_THAT(runner.commands, Contains(HasSubstr("CUDA_VISIBLE_DEVICES=GPU-a CUDA_MPS_PIPE_DIRECTORY=" +
+                                                  dir + "/mps/0/pipe CUDA_MPS_LOG_DIRECTORY=" +
+                                                  dir + "/mps/0/log | quit\n")));
+  EXPECT_THAT(mps.PipeDirectory(0), IsEmpty());
+}
+
+TEST(MpsControl, DegradesCleanlyWithoutTheProgram) {
+  FakeRunner runner;
+  runner.exists = false;
+  MpsControl mps({TempDir(), "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
+  mps.Start({{0, "GPU-a"}});
+  EXPECT_THAT(mps.PipeDirectory(0), IsEmpty());
+  EXPECT_EQ(mps.Status(), "MPS off: nvidia-cuda-mps-control not found");
+  EXPECT_THAT(runner.commands, IsEmpty());
+}
+
+TEST(MpsControl, AFailingDaemonLeavesThatGpuWithoutMps) {
+  FakeRunner runner;
+  runner.failing_uuids = {"GPU-b"};
+  MpsControl mps({TempDir(), "nvidia-cuda-mps-control", MpsMode::kOn}, &runner);
+  mps.Start({{0, "GPU-a"}, {1, "GPU-b"}});
+  EXPECT_FALSE(mps.PipeDirectory(0).empty());
+  EXPECT_TRUE(mps.PipeDirectory(1).empty());
+  EXPECT_EQ(mps.Status(),
+            "MPS on 1 of 2 GPUs; GPU 1: nvidia-cuda-mps-control -d exited with 1: no GPU");
+}
+
+TEST(MpsControl, OffMeansOff) {
+  FakeRunner runner;
+  MpsControl mps({TempDir(), "nvidia-cuda-mps-control", MpsMode::kOff}, &runner);
+  mps.Start({{0, "GPU-a"}});
+  EXPECT_THAT(runner.commands, IsEmpty());
+  EXPECT_EQ(mps.Status(), "MPS off: turned off");
+}
+
+TEST(SystemCommandRunner, RunsAProgramWithInputAndEnvironment) {
+  CommandRunnerPtr runner = MakeSystemCommandRunner();
+  EXPECT_TRUE(runner->Exists("sh"));
+  EXPECT_FALSE(runner->Exists("wavepool-no-such-program"));
+  auto result = runner->Run({"sh", "-c", "read line; echo \"$GREETING $line\"; exit 3"},
+                            {"GREETING=hello"}, "world\n");
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->exit_status, 3);
+  EXPECT_EQ(result->output, "hello world\n");
+  EXPECT_FALSE(runner->Run({"wavepool-no-such-program"}, {}, "").ok());
+}
+
+}  // namespace
+}  // namespace wavepool::agent

@@ -1,0 +1,241 @@
+// Shared pieces of the socket tests: a private directory for socket and gate files, a
+// SessionHandler that records what the server tells it (and can hand out real gate slots), a raw
+// blocking client that speaks frames by hand, and a bounded wait for things other threads do.
+#ifndef WAVEPOOL_TESTS_AGENT_SOCKET_TEST_UTIL_H_
+#define WAVEPOOL_TESTS_AGENT_SOCKET_TEST_UTIL_H_
+
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "wavepool/agent/client/protocol.h"
+#include "wavepool/agent/gate_segment.h"
+#include "wavepool/agent/socket_server.h"
+
+namespace wavepool::agent::testing {
+
+// Polls `done` until it holds or 20 s pass (a bound so that a broken test fails instead of
+// hanging; never a timing assertion). Returns done().
+inline bool WaitUntil(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// A fresh directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = "/tmp/wavepool-sock-XXXXXX";  // short: sun_path holds 107 bytes
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Records every callback. With a gate directory set, OnRegister allocates a real slot in a
+// GateSegment of GPU 0 (created on first use with `epoch`) and OnClosed reclaims it; otherwise it
+// answers with `registered`. Safe for concurrent use (the server's thread writes, tests read).
+class RecordingHandler : public SessionHandler {
+ public:
+  struct Registration {
+    SessionId session;
+    PeerCredentials peer;
+    RegisterRequest request;
+  };
+
+  RecordingHandler() { registered.gate_path = "/nonexistent/gpu-0.gate"; }
+
+  absl::StatusOr<Registered> OnRegister(SessionId session, const PeerCredentials& peer,
+                                        const RegisterRequest& request) override {
+    std::lock_guard<std::mutex> lock(mu);
+    registrations.push_back({session, peer, request});
+    if (!register_error.ok()) return register_error;
+    if (gate_directory.empty()) return registered;
+    if (segment == nullptr) {
+      absl::StatusOr<std::unique_ptr<GateSegment>> created =
+          GateSegment::Create(gate_directory, 0, kMaxSlotsPerGpu, epoch);
+      if (!created.ok()) return created.status();
+      segment = std::move(*created);
+    }
+    absl::StatusOr<SlotGrant> grant = segment->Allocate(request.role, peer.pid, credit_limit);
+    if (!grant.ok()) return grant.status();
+    slots[session] = grant->slot;
+    Registered answer;
+    answer.slot = grant->slot;
+    answer.gate_path = segment->path();
+    answer.gate_epoch = segment->epoch() + epoch_skew;
+    answer.gate_generation = grant->generation;
+    answer.credit_limit = static_cast<std::uint32_t>(credit_limit);
+    answer.stream_priority =
+        request.role == Role::kForeground ? StreamPriority::kHigh : StreamPriority::kLow;
+    return answer;
+  }
+
+  absl::Status OnReport(SessionId session, const Message& report) override {
+    std::lock_guard<std::mutex> lock(mu);
+    reports.emplace_back(session, report);
+    if (const auto* ops = std::get_if<ReportOps>(&report)) {
+      for (const OpGroupReport& g : ops->groups) op_groups[session].push_back(g.op_group);
+    }
+    return report_error;
+  }
+
+  void OnClosed(SessionId session, bool said_goodbye) override {
+    std::lock_guard<std::mutex> lock(mu);
+    closed[session] = said_goodbye;
+    if (segment != nullptr && slots.count(session) != 0) segment->Reclaim(slots[session]);
+  }
+
+  // Thread-safe reads for tests.
+  std::size_t registration_count() {
+    std::lock_guard<std::mutex> lock(mu);
+    return registrations.size();
+  }
+  std::size_t closed_count() {
+    std::lock_guard<std::mutex> lock(mu);
+    return closed.size();
+  }
+  std::size_t op_count(SessionId session) {
+    std::lock_guard<std::mutex> lock(mu);
+    return op_groups[session].size();
+  }
+  SessionId last_session() {
+    std::lock_guard<std::mutex> lock(mu);
+    return registrations.empty() ? 0 : registrations.back().session;
+  }
+
+  std::mutex mu;
+  // Configuration (set before the server starts).
+  Registered registered;
+  absl::Status register_error;
+  absl::Status report_error;
+  std::string gate_directory;
+  std::uint64_t epoch = 1;
+  std::uint64_t epoch_skew = 0;  // added to the epoch sent: != 0 makes Attach fail
+  std::int32_t credit_limit = 2;
+  // Records.
+  std::vector<Registration> registrations;
+  std::vector<std::pair<SessionId, Message>> reports;
+  std::map<SessionId, std::vector<std::uint32_t>> op_groups;
+  std::map<SessionId, bool> closed;
+  std::unique_ptr<GateSegment> segment;
+  std::map<SessionId, std::uint32_t> slots;
+};
+
+// Collects log lines.
+struct LogLines {
+  LogSink Sink() {
+    return [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.emplace_back(line);
+    };
+  }
+  bool Contains(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const std::string& line : lines) {
+      if (line.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+  std::mutex mu;
+  std::vector<std::string> lines;
+};
+
+// A blocking worker-side socket that sends frames built by the test (every read waits at most
+// 20 s).
+class RawClient {
+ public:
+  explicit RawClient(const std::string& path) {
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+    connected_ = connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+    timeval timeout{20, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  }
+  ~RawClient() { close(fd_); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  bool connected() const { return connected_; }
+
+  bool SendBytes(const std::string& bytes) {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // Encodes `message` with the next sequence number (or `sequence` when given).
+  bool Send(const Message& message, std::uint32_t sequence = 0) {
+    if (sequence == 0) sequence = next_++;
+    absl::StatusOr<std::string> frame = EncodeFrame(message, sequence);
+    return frame.ok() && SendBytes(*frame);
+  }
+  // Register with a typical request.
+  bool Register(Role role = Role::kForeground) {
+    RegisterRequest request;
+    request.namespace_name = "default";
+    request.job = "resnet";
+    request.pod = "resnet-0";
+    request.role = role;
+    return Send(request);
+  }
+  // The next frame; an error on EOF, timeout or a malformed stream.
+  absl::StatusOr<Frame> Receive() {
+    for (;;) {
+      absl::StatusOr<std::optional<Frame>> next = reader_.Next();
+      if (!next.ok()) return next.status();
+      if (next->has_value()) return std::move(**next);
+      char buffer[4096];
+      const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+      if (n == 0) return absl::UnavailableError("EOF");
+      if (n < 0) return absl::UnavailableError(std::strerror(errno));
+      reader_.Append(std::string_view(buffer, static_cast<std::size_t>(n)));
+    }
+  }
+  // Reads until the server closes the connection; true on EOF (or a reset), false on a timeout or
+  // if more frames arrive than `max_frames`.
+  bool ClosedByPeer(int max_frames = 1000) {
+    for (int i = 0; i <= max_frames; ++i) {
+      absl::StatusOr<Frame> frame = Receive();
+      if (!frame.ok()) return frame.status().message() != "Resource temporarily unavailable";
+    }
+    return false;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  std::uint32_t next_ = 1;
+  FrameReader reader_;
+};
+
+}  // namespace wavepool::agent::testing
+
+#endif  // WAVEPOOL_TESTS_AGENT_SOCKET_TEST_UTIL_H_
