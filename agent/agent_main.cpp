@@ -25,6 +25,7 @@ struct Flags {
   std::string mps = "auto";
   std::string socket_group;
   int sample_period_ms = 10;
+  int telemetry_period_ms = 1000;
   int control_period_ms = 100;
 };
 
@@ -105,6 +106,9 @@ int main(int argc, char** argv) {
                  "Slowdown limit of foreground jobs that set none")
       ->capture_default_str();
   app.add_option("--sample-period-ms", flags.sample_period_ms)->capture_default_str();
+  app.add_option("--telemetry-period-ms", flags.telemetry_period_ms,
+                 "Utilisation, per-process use and SM occupancy")
+      ->capture_default_str();
   app.add_option("--control-period-ms", flags.control_period_ms)->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -116,6 +120,7 @@ int main(int argc, char** argv) {
   o.mps.mode = *mps;
   o.sample_period = std::chrono::milliseconds(flags.sample_period_ms);
   o.control_period = std::chrono::milliseconds(flags.control_period_ms);
+  o.telemetry_period = std::chrono::milliseconds(flags.telemetry_period_ms);
   if (!flags.socket_group.empty()) {
     const group* g = getgrnam(flags.socket_group.c_str());
     if (g == nullptr) return Fail(absl::NotFoundError("--socket-group: no group " + flags.socket_group));

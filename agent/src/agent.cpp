@@ -57,9 +57,10 @@ absl::Status Validate(const AgentOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat("slots_per_gpu: must be in [1, ",
                                                    kMaxSlotsPerGpu, "], got ", o.slots_per_gpu));
   }
-  if (o.sample_period.count() <= 0 || o.control_period < o.sample_period) {
+  if (o.sample_period.count() <= 0 || o.control_period < o.sample_period ||
+      o.telemetry_period < o.sample_period) {
     return absl::InvalidArgumentError(
-        "sample_period: must be > 0 and no longer than control_period");
+        "sample_period: must be > 0 and no longer than control_period and telemetry_period");
   }
   if (absl::Status s = Validate(o.pacing); !s.ok()) return s;
   return Validate(o.feedback);
@@ -154,44 +155,55 @@ void Agent::Stop() {
 // Samples every sample_period and applies the policy every control_period. Waiting is on the
 // wall clock (so that Stop wakes it); timestamps come from the agent's Clock.
 void Agent::Loop() {
-  MonotonicNanos last_control = 0;
+  MonotonicNanos last_control = 0, last_telemetry = 0;
   const auto period = absl::FromChrono(options_.sample_period);
+  auto due = [](MonotonicNanos now, MonotonicNanos last, std::chrono::milliseconds every) {
+    return last == 0 || now - last >= std::chrono::nanoseconds(every).count();
+  };
   do {
     const MonotonicNanos now = clock_->Now();
-    Sample(now);
-    if (now - last_control >= std::chrono::nanoseconds(options_.control_period).count()) {
+    const bool telemetry = due(now, last_telemetry, options_.telemetry_period);
+    Sample(now, telemetry);
+    if (telemetry) last_telemetry = now;
+    if (due(now, last_control, options_.control_period)) {
       Control(now);
       last_control = now;
     }
   } while (!stopping_.WaitForNotificationWithTimeout(period));
 }
 
-void Agent::Sample(MonotonicNanos now) {
+// Memory at every tick (the waves need 100 Hz), everything else every telemetry_period: a full
+// NVML sample costs several calls, memory one.
+void Agent::Sample(MonotonicNanos now, bool full) {
   for (const GpuInfo& info : devices_->gpus()) {
-    absl::StatusOr<GpuSample> sample = devices_->Sample(info.index);
+    absl::StatusOr<GpuSample> sample =
+        full ? devices_->Sample(info.index) : devices_->SampleMemory(info.index);
     if (!sample.ok()) continue;  // the device says what it cannot measure in its limitations
     absl::MutexLock lock(&mu_);
     Gpu& gpu = *gpus_[info.index];
     gpu.metrics->SetMemory(static_cast<std::int64_t>(sample->memory_used_bytes),
                            static_cast<std::int64_t>(info.memory_total_bytes));
-    if (sample->utilization) gpu.metrics->SetUtilization(*sample->utilization);
-    if (sample->sm_occupancy) gpu.metrics->SetSmOccupancy(*sample->sm_occupancy);
-    if (Measures(info, "processes")) {
-      double foreground = 0, background = 0;
-      for (const ProcessUtilization& p : sample->processes) {
-        for (const auto& [session, task] : tasks_) {
-          if (task->labels.gpu != info.index || task->pid != p.pid) continue;
-          (task->labels.role == Role::kForeground ? foreground : background) += p.sm_utilization;
-        }
-      }
-      gpu.metrics->SetRoleSmOccupancy(std::min(1.0, foreground), std::min(1.0, background));
-    }
+    if (full) RecordUtilization(gpu, *sample);
     gpu.samples.push_back(*std::move(sample));
     const MonotonicNanos window = std::chrono::nanoseconds(options_.wave_window).count();
     while (!gpu.samples.empty() && gpu.samples.front().time_ns < now - window) {
       gpu.samples.pop_front();
     }
   }
+}
+
+void Agent::RecordUtilization(Gpu& gpu, const GpuSample& sample) {
+  if (sample.utilization) gpu.metrics->SetUtilization(*sample.utilization);
+  if (sample.sm_occupancy) gpu.metrics->SetSmOccupancy(*sample.sm_occupancy);
+  if (!Measures(gpu.info, "processes")) return;
+  double foreground = 0, background = 0;
+  for (const ProcessUtilization& p : sample.processes) {
+    for (const auto& [session, task] : tasks_) {
+      if (task->labels.gpu != gpu.info.index || task->pid != p.pid) continue;
+      (task->labels.role == Role::kForeground ? foreground : background) += p.sm_utilization;
+    }
+  }
+  gpu.metrics->SetRoleSmOccupancy(std::min(1.0, foreground), std::min(1.0, background));
 }
 
 void Agent::Control(MonotonicNanos now) {

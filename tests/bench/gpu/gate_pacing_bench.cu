@@ -6,7 +6,7 @@
 //   gate_pacing_bench [--groups N] [--fg-us U] [--bg-us U] [--dir DIR]
 //
 // The foreground runs op groups of 4 short kernels (each a full wave of blocks spinning --fg-us
-// microseconds); the background runs long kernels (--bg-us) that fill every SM. Both run in one
+// microseconds); the background runs kernels (--bg-us) whose blocks fill every SM's thread slots. Both run in one
 // process on separate streams, each through its own slot of a real gate file, the way two
 // processes under MPS would. Kernel durations are set by spinning on the SM clock, so they do
 // not depend on memory bandwidth or data.
@@ -25,6 +25,7 @@
 
 #include "wavepool/agent/client/launch_gate.h"
 #include "wavepool/agent/gate_segment.h"
+#include "wavepool/agent/launch_policy.h"
 
 namespace {
 
@@ -76,12 +77,19 @@ Result Run(Mode mode, const Options& opt, int sms, long long cycles_per_us) {
     std::exit(1);
   }
   const bool paced = mode >= Mode::kPacing;
-  auto fg_slot = (*segment)->Allocate(Role::kForeground, getpid(), paced ? 2 : kMaxCreditLimit);
-  auto bg_slot = (*segment)->Allocate(Role::kBackground, getpid(), paced ? 1 : kMaxCreditLimit);
-  Registered fg_reg{fg_slot->slot, (*segment)->path(), (*segment)->epoch(), fg_slot->generation};
-  Registered bg_reg{bg_slot->slot, (*segment)->path(), (*segment)->epoch(), bg_slot->generation};
-  auto fg_gate = LaunchGate::Attach(fg_reg, Role::kForeground);
-  auto bg_gate = LaunchGate::Attach(bg_reg, Role::kBackground);
+  const int unpaced = static_cast<int>(kMaxCreditLimit);
+  auto fg_slot = (*segment)->Allocate(Role::kForeground, getpid(), paced ? 2 : unpaced);
+  auto bg_slot = (*segment)->Allocate(Role::kBackground, getpid(), paced ? 1 : unpaced);
+  auto registered = [&](const SlotGrant& grant) {
+    Registered r;
+    r.slot = grant.slot;
+    r.gate_path = (*segment)->path();
+    r.gate_epoch = (*segment)->epoch();
+    r.gate_generation = grant.generation;
+    return r;
+  };
+  auto fg_gate = LaunchGate::Attach(registered(*fg_slot), Role::kForeground);
+  auto bg_gate = LaunchGate::Attach(registered(*bg_slot), Role::kBackground);
   if (!fg_gate.ok() || !bg_gate.ok()) {
     std::fprintf(stderr, "attach failed\n");
     std::exit(1);
@@ -116,7 +124,9 @@ Result Run(Mode mode, const Options& opt, int sms, long long cycles_per_us) {
           std::this_thread::yield();
           continue;
         }
-        Spin<<<sms * 4, 128, 0, bg_stream>>>(opt.bg_us * cycles_per_us);
+        // Two 1024-thread blocks per SM fill every SM's thread slots: a foreground block can only
+        // start where a background block has finished (the scheduler does not preempt).
+        Spin<<<sms * 2, 1024, 0, bg_stream>>>(opt.bg_us * cycles_per_us);
         cudaEvent_t done;
         CHECK_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
         CHECK_CUDA(cudaEventRecord(done, bg_stream));

@@ -47,8 +47,11 @@ struct AgentOptions {
   PacingConfig pacing;
   FeedbackConfig feedback;
   MpsControl::Options mps;  // directory filled in from `directory` when empty
-  // GPU sampling (memory waves need 100 Hz or more) and the policy's control period.
+  // GPU memory sampling (memory waves need 100 Hz or more), the full telemetry (utilisation,
+  // per-process SM use, SM occupancy: one NVML process query costs milliseconds of CPU, measured
+  // on an H100) and the policy's control period.
   std::chrono::milliseconds sample_period{10};
+  std::chrono::milliseconds telemetry_period{1000};
   std::chrono::milliseconds control_period{100};
   std::chrono::seconds wave_window{30};       // of samples the wave analysis looks at
   std::chrono::seconds wave_interval{1};      // between analyses
@@ -118,7 +121,8 @@ class Agent final : public SessionHandler {
   Agent(AgentOptions options, GpuDevicesPtr devices, Clock* clock, CommandRunner* runner);
   absl::Status Init();
   void Loop();
-  void Sample(MonotonicNanos now);
+  void Sample(MonotonicNanos now, bool full);
+  void RecordUtilization(Gpu& gpu, const GpuSample& sample) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Control(MonotonicNanos now);
   void AnalyzeWaves(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdviseBackground(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

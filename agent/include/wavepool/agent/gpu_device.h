@@ -70,6 +70,9 @@ class GpuDevices {
   // Reads GPU `index` now. NotFound for an index not in gpus(); Unavailable when the device
   // fails to report its memory (the GPU fell off the bus, the driver went away).
   virtual absl::StatusOr<GpuSample> Sample(GpuIndex index) = 0;
+  // Only time_ns and memory_used_bytes: cheap enough for the memory waves' 100 Hz (one
+  // nvmlDeviceGetMemoryInfo on NVML) while the rest is read at the control rate.
+  virtual absl::StatusOr<GpuSample> SampleMemory(GpuIndex index) { return Sample(index); }
 
   // One line for logs and the agent's status: "NVML 12.580.159 (driver 580.159), 8 GPUs, GPM on
   // 8, per-process utilisation on 8" or "simulated, 2 GPUs".

@@ -11,6 +11,7 @@
 #define WAVEPOOL_AGENT_NVML_API_H_
 
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -174,8 +175,13 @@ const char* MissingRequiredFunction(const NvmlApi& api);
 // Initialises NVML through `api` and enumerates its GPUs, as OpenNvmlDevices does after loading.
 // `clock` (borrowed; nullptr: the real clock) stamps samples and paces GPM. `keep_loaded` is
 // released after nvmlShutdown. InvalidArgument when a required entry of `api` is null.
+// `wall_micros`, when set, reads the CPU clock NVML stamps process samples with (microseconds
+// since the epoch); process utilisation is then never read further back than a second.
+using WallMicros = std::function<std::uint64_t()>;
+inline constexpr std::uint64_t kProcessLookbackMicros = 1'000'000;
 absl::StatusOr<GpuDevicesPtr> OpenNvmlDevicesWithApi(const NvmlApi& api, Clock* clock,
-                                                     std::shared_ptr<void> keep_loaded = nullptr);
+                                                     std::shared_ptr<void> keep_loaded = nullptr,
+                                                     WallMicros wall_micros = nullptr);
 
 // "nvmlErrorString's text (code)", e.g. "Not Supported (3)"; safe when nvmlErrorString is null
 // or returns null.
