@@ -106,33 +106,17 @@ class NvmlDevices final : public GpuDevices {
   const std::vector<GpuInfo>& gpus() const override { return gpus_; }
 
   absl::StatusOr<GpuSample> SampleMemory(GpuIndex index) override {
-    NvmlGpu* gpu = Find(index);
-    if (gpu == nullptr) {
-      return absl::NotFoundError(absl::StrCat("GPU ", index, ": not among the NVML devices"));
-    }
-    GpuSample sample;
-    nvmlMemory_t memory{};
-    if (nvmlReturn_t r = api_.nvmlDeviceGetMemoryInfo(gpu->device, &memory); r != NVML_SUCCESS) {
-      return absl::UnavailableError(
-          absl::StrCat("nvmlDeviceGetMemoryInfo (GPU ", index, "): ", NvmlErrorText(api_, r)));
-    }
-    sample.memory_used_bytes = memory.used;
-    sample.time_ns = clock_->Now();
+    NvmlGpu* gpu = nullptr;
+    absl::StatusOr<GpuSample> sample = ReadMemory(index, gpu);
+    if (sample.ok()) sample->time_ns = clock_->Now();
     return sample;
   }
 
   absl::StatusOr<GpuSample> Sample(GpuIndex index) override {
-    NvmlGpu* gpu = Find(index);
-    if (gpu == nullptr) {
-      return absl::NotFoundError(absl::StrCat("GPU ", index, ": not among the NVML devices"));
-    }
-    GpuSample sample;
-    nvmlMemory_t memory{};
-    if (nvmlReturn_t r = api_.nvmlDeviceGetMemoryInfo(gpu->device, &memory); r != NVML_SUCCESS) {
-      return absl::UnavailableError(
-          absl::StrCat("nvmlDeviceGetMemoryInfo (GPU ", index, "): ", NvmlErrorText(api_, r)));
-    }
-    sample.memory_used_bytes = memory.used;
+    NvmlGpu* gpu = nullptr;
+    absl::StatusOr<GpuSample> memory_sample = ReadMemory(index, gpu);
+    if (!memory_sample.ok()) return memory_sample;
+    GpuSample& sample = *memory_sample;
     if (gpu->has_utilization) {
       nvmlUtilization_t utilization{};
       if (api_.nvmlDeviceGetUtilizationRates(gpu->device, &utilization) == NVML_SUCCESS) {
@@ -143,7 +127,7 @@ class NvmlDevices final : public GpuDevices {
     sample.time_ns = clock_->Now();
     if (gpu->has_process_utilization) sample.processes = ReadProcesses(*gpu);
     if (gpu->has_gpm) sample.sm_occupancy = RotateGpm(*gpu, sample.time_ns);
-    return sample;
+    return memory_sample;
   }
 
   std::string Describe() const override {
@@ -162,6 +146,22 @@ class NvmlDevices final : public GpuDevices {
   }
 
  private:
+  // The sample's memory_used_bytes, and the GPU it was read from (for the caller's other reads).
+  absl::StatusOr<GpuSample> ReadMemory(GpuIndex index, NvmlGpu*& gpu) {
+    gpu = Find(index);
+    if (gpu == nullptr) {
+      return absl::NotFoundError(absl::StrCat("GPU ", index, ": not among the NVML devices"));
+    }
+    nvmlMemory_t memory{};
+    if (nvmlReturn_t r = api_.nvmlDeviceGetMemoryInfo(gpu->device, &memory); r != NVML_SUCCESS) {
+      return absl::UnavailableError(
+          absl::StrCat("nvmlDeviceGetMemoryInfo (GPU ", index, "): ", NvmlErrorText(api_, r)));
+    }
+    GpuSample sample;
+    sample.memory_used_bytes = memory.used;
+    return sample;
+  }
+
   void ReadVersions() {
     if (api_.nvmlSystemGetNVMLVersion != nullptr) {
       ReadString(api_.nvmlSystemGetNVMLVersion, nvml_version_);
