@@ -4,6 +4,13 @@ find_package(nlohmann_json 3.10 REQUIRED CONFIG)
 find_package(yaml-cpp REQUIRED CONFIG)
 find_package(CLI11 REQUIRED CONFIG)
 find_package(prometheus-cpp REQUIRED CONFIG)
+find_package(cpprestsdk REQUIRED CONFIG)
+find_package(OpenSSL REQUIRED)
+# cpprestsdk's headers call OpenSSL (through Boost.Asio) directly, and Debian's cpprestsdk config
+# does not say so: link through this target, not cpprestsdk::cpprest.
+add_library(wavepool_cpprest INTERFACE)
+target_link_libraries(wavepool_cpprest INTERFACE cpprestsdk::cpprest OpenSSL::SSL OpenSSL::Crypto)
+add_library(wavepool::cpprest ALIAS wavepool_cpprest)
 find_package(Threads REQUIRED)
 
 if(WAVEPOOL_BUILD_TESTS)

@@ -1,25 +1,19 @@
-// Helpers for the metrics tests: a minimal HTTP/1.0 GET over loopback, child processes with a
+// Helpers for the metrics tests: an HTTP GET over loopback (cpprestsdk), child processes with a
 // bounded wait (promtool, prometheus), temporary directories, a reader of the Prometheus text
 // format that finds one sample by name and exact label set, and a reader of the instant vectors
-// that Prometheus' query API answers.
+// that Prometheus' query API answers (nlohmann::json).
 #ifndef WAVEPOOL_TESTS_AGENT_METRICS_TEST_UTIL_H_
 #define WAVEPOOL_TESTS_AGENT_METRICS_TEST_UTIL_H_
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -35,6 +29,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "cpprest/http_client.h"
+#include "nlohmann/json.hpp"
 
 extern char** environ;
 
@@ -47,69 +43,24 @@ struct HttpResponse {
   std::string body;
 };
 
-// GET http://127.0.0.1:<port><target> as HTTP/1.0 (so the server closes the connection and sends
-// no chunked body). Unavailable when the server cannot be reached or answers garbage.
+// GET http://127.0.0.1:<port><target>. Unavailable when the server cannot be reached in time.
 inline absl::StatusOr<HttpResponse> HttpGet(std::uint16_t port, const std::string& target,
                                             std::chrono::seconds timeout) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeout.count());
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return absl::UnavailableError(
-        absl::StrCat("connect 127.0.0.1:", port, ": ", std::strerror(error)));
+  const std::string base = absl::StrCat("http://127.0.0.1:", port);
+  try {
+    web::http::client::http_client_config config;
+    config.set_timeout(timeout);
+    web::http::client::http_client client(base, config);
+    web::http::http_response response = client.request(web::http::methods::GET, target).get();
+    return HttpResponse{response.status_code(), response.extract_utf8string(true).get()};
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("GET ", base, target, ": ", e.what()));
   }
-  const std::string request = absl::StrCat("GET ", target, " HTTP/1.0\r\nHost: 127.0.0.1:", port,
-                                           "\r\nConnection: close\r\n\r\n");
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(request.size())) {
-    ::close(fd);
-    return absl::UnavailableError(absl::StrCat("send to 127.0.0.1:", port));
-  }
-  std::string raw;
-  char buffer[16384];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
-    if (n > 0) {
-      raw.append(buffer, static_cast<std::size_t>(n));
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      break;
-    }
-  }
-  ::close(fd);
-  const std::size_t header_end = raw.find("\r\n\r\n");
-  int status = 0;
-  if (header_end == std::string::npos || std::sscanf(raw.c_str(), "HTTP/%*s %d", &status) != 1) {
-    return absl::UnavailableError(absl::StrCat("GET ", target, " from 127.0.0.1:", port,
-                                               ": no HTTP response in \"", raw.substr(0, 200),
-                                               "\""));
-  }
-  return HttpResponse{status, raw.substr(header_end + 4)};
 }
 
 // Percent-encodes a query-string value.
 inline std::string UrlEncode(const std::string& value) {
-  std::string out;
-  for (unsigned char c : value) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof(hex), "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
+  return web::uri::encode_data_string(value);
 }
 
 // The first executable called `name` on $PATH.
@@ -328,74 +279,31 @@ inline int CountSamples(const std::string& text, const std::string& name, const 
   return count;
 }
 
-// Reads a JSON string starting at text[pos] == '"'; advances pos past it. Handles the escapes
-// Prometheus writes (\" \\ \/ \n \t and \u00XX).
-inline std::optional<std::string> ReadJsonString(const std::string& text, std::size_t& pos) {
-  if (pos >= text.size() || text[pos] != '"') return std::nullopt;
-  std::string out;
-  for (++pos; pos < text.size(); ++pos) {
-    const char c = text[pos];
-    if (c == '"') {
-      ++pos;
-      return out;
-    }
-    if (c != '\\' || pos + 1 >= text.size()) {
-      out += c;
-      continue;
-    }
-    const char e = text[++pos];
-    if (e == 'n') {
-      out += '\n';
-    } else if (e == 't') {
-      out += '\t';
-    } else if (e == 'u' && pos + 4 < text.size()) {
-      out += static_cast<char>(std::strtol(text.substr(pos + 1, 4).c_str(), nullptr, 16));
-      pos += 4;
-    } else {
-      out += e;
-    }
-  }
-  return std::nullopt;
-}
-
 // The series of a successful `/api/v1/query` answer whose result is an instant vector
 // ({"status":"success","data":{"resultType":"vector","result":[{"metric":{...},
 // "value":[<time>,"<value>"]}, ...]}}): name from __name__, the other labels, the value.
-// nullopt for an error answer or one this reader does not understand.
+// nullopt for an error answer or one that is not an instant vector.
 inline std::optional<std::vector<Sample>> ParseInstantVector(const std::string& body) {
-  if (body.find("\"status\":\"success\"") == std::string::npos ||
-      body.find("\"resultType\":\"vector\"") == std::string::npos) {
-    return std::nullopt;
-  }
+  const nlohmann::json answer = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (answer.is_discarded() || answer.value("status", "") != "success") return std::nullopt;
+  const nlohmann::json& data = answer.value("data", nlohmann::json::object());
+  if (data.value("resultType", "") != "vector") return std::nullopt;
   std::vector<Sample> samples;
-  std::size_t pos = body.find("\"result\":[");
-  while (pos != std::string::npos) {
-    pos = body.find("{\"metric\":{", pos);
-    if (pos == std::string::npos) break;
-    pos += 11;
-    Sample sample;
-    while (pos < body.size() && body[pos] != '}') {
-      auto key = ReadJsonString(body, pos);
-      if (!key.has_value() || pos >= body.size() || body[pos] != ':') return std::nullopt;
-      ++pos;
-      auto value = ReadJsonString(body, pos);
-      if (!value.has_value()) return std::nullopt;
-      if (*key == "__name__") {
-        sample.name = *value;
-      } else {
-        sample.labels[*key] = *value;
+  try {
+    for (const nlohmann::json& series : data.at("result")) {
+      Sample sample;
+      for (const auto& [key, value] : series.at("metric").items()) {
+        if (key == "__name__") {
+          sample.name = value.get<std::string>();
+        } else {
+          sample.labels[key] = value.get<std::string>();
+        }
       }
-      if (pos < body.size() && body[pos] == ',') ++pos;
+      sample.value = std::stod(series.at("value").at(1).get<std::string>());
+      samples.push_back(std::move(sample));
     }
-    pos = body.find("\"value\":[", pos);
-    if (pos == std::string::npos) return std::nullopt;
-    pos = body.find(',', pos);
-    if (pos == std::string::npos) return std::nullopt;
-    ++pos;
-    auto value = ReadJsonString(body, pos);
-    if (!value.has_value()) return std::nullopt;
-    sample.value = std::strtod(value->c_str(), nullptr);
-    samples.push_back(std::move(sample));
+  } catch (const std::exception&) {  // a field missing or of another type
+    return std::nullopt;
   }
   return samples;
 }
