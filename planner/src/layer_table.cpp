@@ -12,6 +12,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "csv.h"
 #include "layer_table_internal.h"
 #include "layer_table_row.h"
 #include "wavepool/planner/model_builder.h"
@@ -27,21 +29,16 @@ using internal::Trim;
 
 constexpr LayerId kInput = ModelBuilder::kInput;
 
-// Splits at every `separator` and trims each field.
-std::vector<std::string> SplitFields(std::string_view text, char separator) {
-  std::vector<std::string> fields;
-  size_t start = 0;
-  while (true) {
-    const size_t end = text.find(separator, start);
-    fields.emplace_back(
-        Trim(text.substr(start, end == std::string_view::npos ? end : end - start)));
-    if (end == std::string_view::npos) return fields;
-    start = end + 1;
-  }
-}
-
 absl::Status LineError(int line, const std::string& message) {
   return absl::InvalidArgumentError(absl::StrCat("layer table line ", line, ": ", message));
+}
+
+// The comma-separated fields of one line (RFC 4180 quoting), each trimmed.
+absl::StatusOr<std::vector<std::string>> ReadFields(int line, std::string_view text) {
+  absl::StatusOr<std::vector<std::string>> fields = csv::SplitRow(text);
+  if (!fields.ok()) return LineError(line, std::string(fields.status().message()));
+  for (std::string& field : *fields) field = std::string(Trim(field));
+  return fields;
 }
 
 // The parser's state between rows. Errors name the line (and column) of the row at fault.
@@ -93,12 +90,13 @@ absl::StatusOr<ModelGraph> TableParser::Parse(std::string_view text) {
     if (columns_.empty()) {
       status = ReadHeader(line, content);
     } else {
-      std::vector<std::string> fields = SplitFields(content, ',');
-      if (fields.size() != columns_.size()) {
-        return LineError(line, absl::StrCat(fields.size(), " fields, but the header (line ",
+      absl::StatusOr<std::vector<std::string>> fields = ReadFields(line, content);
+      if (!fields.ok()) return fields.status();
+      if (fields->size() != columns_.size()) {
+        return LineError(line, absl::StrCat(fields->size(), " fields, but the header (line ",
                                             header_line_, ") names ", columns_.size(), " columns"));
       }
-      status = AddRow(Row(line, &columns_, std::move(fields)));
+      status = AddRow(Row(line, &columns_, *std::move(fields)));
     }
     if (!status.ok()) return status;
   }
@@ -118,7 +116,9 @@ absl::StatusOr<ModelGraph> TableParser::Parse(std::string_view text) {
 
 absl::Status TableParser::ReadHeader(int line, std::string_view text) {
   header_line_ = line;
-  columns_ = SplitFields(text, ',');
+  absl::StatusOr<std::vector<std::string>> columns = ReadFields(line, text);
+  if (!columns.ok()) return columns.status();
+  columns_ = *std::move(columns);
   for (size_t i = 0; i < columns_.size(); ++i) {
     const std::string& column = columns_[i];
     if (std::find(kLayerTableColumns.begin(), kLayerTableColumns.end(), column) ==
@@ -145,7 +145,9 @@ absl::StatusOr<std::vector<LayerId>> TableParser::ReadInputs(const Row& row) {
   std::vector<LayerId> ins;
   const std::string_view text = row.Get("inputs");
   if (text.empty()) return ins;
-  for (const std::string& name : SplitFields(text, ';')) {
+  // absl::string_view is not std::string_view in Debian's abseil (docs/architecture.md).
+  for (absl::string_view part : absl::StrSplit(absl::string_view(text.data(), text.size()), ';')) {
+    const std::string name(Trim(std::string_view(part.data(), part.size())));
     const auto it = ids_.find(name);
     if (it == ids_.end()) {
       return row.Error("inputs", absl::StrCat("unknown input '", name,

@@ -53,6 +53,21 @@ TEST(LayerTable, ParsesTheDocumentedExample) {
   EXPECT_DOUBLE_EQ(ToMicros(*head.measured_time_per_sample), 41.5);
 }
 
+TEST(LayerTable, ReadsQuotedFields) {
+  // Spreadsheets may quote fields on export; a quoted comma still cannot be part of a name.
+  const std::string text = std::string(kHeader) +
+                           "\"conv1\",conv2d,,3x8x8,4x3x3x3,4x8x8,\"pad=1 bias=0\",,\n"
+                           "\"head\",my_head,conv1,4x8x8,,10,,,3.5\n";
+  ASSERT_OK_AND_ASSIGN(ModelGraph model, ParseLayerTable("quoted", text));
+  ASSERT_EQ(model.size(), 2);
+  EXPECT_FALSE(model.layer(0).attrs.bias);
+  EXPECT_EQ(model.layer(1).name, "head");
+  EXPECT_THAT(ParseLayerTable("quoted", std::string(kHeader) +
+                                            "\"a,b\",relu,,4,,4,,,\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("a name must be non-empty and hold no ','")));
+}
+
 TEST(LayerTable, AppliesDocumentedDefaults) {
   // Columns in another order. conv: no pad, stride 1 (8 -> 6), bias on by default (as
   // torch.nn.Conv2d): 8*3*9 + 8 = 224 params. pool: stride = kernel (6 -> 3). Opaque layers:
@@ -141,6 +156,8 @@ TEST(LayerTable, RejectsBadTablesNamingLineAndColumn) {
       {h, "layer table line 1: the header is not followed by any layer row"},
       {h + "conv1,conv2d,,3x8x8\n",
        "layer table line 2: 4 fields, but the header (line 1) names 9 columns"},
+      {h + "conv1,conv2d,,3x8x8,4x3x3x3,4x8x8,\"pad=1,,\n",
+       "layer table line 2: unterminated quote in field 7"},
       {h + ",relu,,4,,4,,,\n", "layer table line 2, column name: is empty"},
       {h + "r,,,4,,4,,,\n", "layer table line 2, column type: is empty"},
       {h + conv + "conv1,relu,conv1,4x8x8,,4x8x8,,,\n",

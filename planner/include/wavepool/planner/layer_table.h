@@ -3,7 +3,8 @@
 //
 // A table is CSV text. Blank lines and lines starting with '#' are ignored; the first other line
 // is the header naming the columns, in any order; then one row per layer, in a topological order
-// (every input defined on an earlier row). Fields are not quoted and hold no ','.
+// (every input defined on an earlier row). Fields may be quoted (RFC 4180), as spreadsheets export
+// them; no valid field holds a comma.
 //
 //   name,type,inputs,input_shape,weight_shape,output_shape,attrs,params,time_us_per_sample
 //   conv1,conv2d,,3x224x224,64x3x7x7,64x112x112,stride=2 pad=3 bias=0 batch_norm=1 relu=1,9536,
@@ -11,7 +12,7 @@
 //   head,my_head,pool1,64x56x56,1000x200704,1000,,,41.5
 //
 // Columns (name, type, inputs, input_shape and output_shape are required):
-//   name          unique, non-empty; no ';' or '"'.
+//   name          unique, non-empty; no ',', ';' or '"'.
 //   type          a LayerKindName (conv2d, linear, relu, maxpool2d, concat, ...; any case); any
 //                 other string makes an opaque layer, whose costs the row gives.
 //   inputs        predecessor names separated by ';'; empty: the layer reads the model input.
