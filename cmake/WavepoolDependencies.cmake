@@ -6,6 +6,7 @@ find_package(CLI11 REQUIRED CONFIG)
 find_package(prometheus-cpp REQUIRED CONFIG)
 find_package(cpprestsdk REQUIRED CONFIG)
 find_package(OpenSSL REQUIRED)
+find_package(Boost 1.74 REQUIRED)  # headers: Beast and Asio for the test API server
 # cpprestsdk's headers call OpenSSL (through Boost.Asio) directly, and Debian's cpprestsdk config
 # does not say so: link through this target, not cpprestsdk::cpprest.
 add_library(wavepool_cpprest INTERFACE)
