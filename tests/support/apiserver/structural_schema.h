@@ -14,11 +14,21 @@
 namespace wavepool::testing::apiserver {
 
 // Immutable once parsed; safe to share between threads.
+//
+// x-kubernetes-validations (CEL rules) are accepted by Parse but not evaluated. anyOf, oneOf and
+// not are checked for structurality but not evaluated; allOf is evaluated.
 class StructuralSchema {
  public:
-  // The schema of one CRD version. The causes name what makes it non-structural (a missing type,
-  // ...), as the server's 422 for the CRD would; field paths start at
-  // "spec.versions[i].schema.openAPIV3Schema" when `field_prefix` is that.
+  // Every reason `open_api_v3_schema` is not an acceptable CRD schema (empty when it is), as the
+  // server's 422 for the CRD lists them: non-structural nodes ("type: Required value: must not be
+  // empty for specified object fields"), unsupported keywords ($ref, uniqueItems: true, ...),
+  // invalid patterns, defaults that fail their own schema. Field paths start at `field_prefix`
+  // ("spec.versions[0].schema.openAPIV3Schema") and name properties as "properties[spec]".
+  static std::vector<FieldCause> Check(const nlohmann::json& open_api_v3_schema,
+                                       const std::string& field_prefix = "");
+
+  // The schema of one CRD version. InvalidArgument with Check's causes joined as the server joins
+  // them ("<field>: <message>", or "[<cause>, <cause>]" for several).
   static absl::StatusOr<StructuralSchema> Parse(const nlohmann::json& open_api_v3_schema,
                                                 const std::string& field_prefix = "");
 
@@ -30,9 +40,11 @@ class StructuralSchema {
   // (".spec.colour") for strict field validation and warnings.
   std::vector<std::string> Prune(nlohmann::json& object) const;
 
-  // Every violation: type, enum, minimum/maximum (and exclusive), minLength/maxLength, pattern,
-  // minItems/maxItems, uniqueItems, required, nullable, int-or-string, additionalProperties,
-  // minProperties/maxProperties, format int32/int64. Messages as the real server words them.
+  // Every violation: type, enum, minimum/maximum (and exclusive), multipleOf,
+  // minLength/maxLength, pattern, minItems/maxItems, duplicates in x-kubernetes-list-type set and
+  // map lists, required, nullable, int-or-string, additionalProperties, minProperties/
+  // maxProperties, format int32/int64. Messages as the real server words them. (uniqueItems: true
+  // is refused by Parse, as the real server refuses it.)
   std::vector<FieldCause> Validate(const nlohmann::json& object) const;
 
   const nlohmann::json& json() const { return schema_; }

@@ -1,0 +1,147 @@
+#include "wavepool/kube/work_queue.h"
+
+#include <utility>
+
+namespace wavepool::kube {
+namespace {
+
+// Waits with no delayed key still wake up now and then, so that a real clock's deadline stays
+// far from the end of its range.
+constexpr std::chrono::hours kIdleWait(1);
+
+RateLimiterPtr LimiterOrDefault(WorkQueue::Options& options) {
+  if (options.rate_limiter) return std::move(options.rate_limiter);
+  return DefaultControllerRateLimiter(*options.clock);
+}
+
+}  // namespace
+
+WorkQueue::WorkQueue() : WorkQueue(Options{}) {}
+
+WorkQueue::WorkQueue(Options options)
+    : clock_(*options.clock), rate_limiter_(LimiterOrDefault(options)) {
+  delay_thread_ = std::thread([this] { DelayLoop(); });
+}
+
+WorkQueue::~WorkQueue() {
+  ShutDown();
+  {
+    std::lock_guard<std::mutex> lock(delay_mu_);
+    stop_delay_ = true;
+  }
+  delay_cv_.notify_all();
+  delay_thread_.join();
+}
+
+void WorkQueue::Add(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AddLocked(key);
+}
+
+void WorkQueue::AddLocked(const std::string& key) {
+  if (shutting_down_ || dirty_.count(key) > 0) return;
+  dirty_.insert(key);
+  // A key being processed is queued again by Done, so that no two workers hold it.
+  if (processing_.count(key) > 0) return;
+  queue_.push_back(key);
+  ready_cv_.notify_one();
+}
+
+std::optional<std::string> WorkQueue::Get() {
+  std::unique_lock<std::mutex> lock(mu_);
+  // As client-go's, a queue that shuts down still hands out what was queued before.
+  ready_cv_.wait(lock, [this] { return !queue_.empty() || shutting_down_; });
+  if (queue_.empty()) return std::nullopt;
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  processing_.insert(key);
+  dirty_.erase(key);
+  return key;
+}
+
+void WorkQueue::Done(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  processing_.erase(key);
+  if (dirty_.count(key) > 0) {
+    queue_.push_back(key);
+    ready_cv_.notify_one();
+  }
+  processing_cv_.notify_all();
+}
+
+void WorkQueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay) {
+  if (ShuttingDown()) return;
+  if (delay.count() <= 0) {
+    Add(key);
+    return;
+  }
+  const MonotonicNanos ready_at = clock_.Now() + delay.count();
+  std::lock_guard<std::mutex> lock(delay_mu_);
+  const auto existing = delayed_by_key_.find(key);
+  if (existing != delayed_by_key_.end()) {
+    if (existing->second.ready_at <= ready_at) return;  // already due sooner
+    delayed_.erase(existing->second);
+    delayed_by_key_.erase(existing);
+  }
+  const Delayed entry{ready_at, next_sequence_++};
+  delayed_.emplace(entry, key);
+  delayed_by_key_.emplace(key, entry);
+  delay_changed_ = true;
+  delay_cv_.notify_all();
+}
+
+void WorkQueue::DelayLoop() {
+  std::unique_lock<std::mutex> lock(delay_mu_);
+  while (!stop_delay_) {
+    const MonotonicNanos now = clock_.Now();
+    while (!delayed_.empty() && delayed_.begin()->first.ready_at <= now) {
+      const std::string key = delayed_.begin()->second;
+      delayed_by_key_.erase(key);
+      delayed_.erase(delayed_.begin());
+      Add(key);
+    }
+    const MonotonicNanos deadline = delayed_.empty()
+                                        ? now + std::chrono::nanoseconds(kIdleWait).count()
+                                        : delayed_.begin()->first.ready_at;
+    delay_changed_ = false;
+    clock_.WaitUntil(lock, delay_cv_, deadline, [this] { return stop_delay_ || delay_changed_; });
+  }
+}
+
+void WorkQueue::AddRateLimited(const std::string& key) { AddAfter(key, rate_limiter_->When(key)); }
+
+void WorkQueue::Forget(const std::string& key) { rate_limiter_->Forget(key); }
+
+int WorkQueue::NumRequeues(const std::string& key) const { return rate_limiter_->NumRequeues(key); }
+
+std::size_t WorkQueue::Len() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+void WorkQueue::ShutDown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  draining_ = false;
+  ready_cv_.notify_all();
+  processing_cv_.notify_all();
+}
+
+void WorkQueue::ShutDownWithDrain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  draining_ = true;
+  ready_cv_.notify_all();
+  // Workers keep taking what was queued; wait until nothing is queued or held (or a ShutDown
+  // gives up on the drain).
+  processing_cv_.wait(lock,
+                      [this] { return !draining_ || (processing_.empty() && queue_.empty()); });
+  draining_ = false;
+}
+
+bool WorkQueue::ShuttingDown() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shutting_down_;
+}
+
+}  // namespace wavepool::kube

@@ -1,0 +1,141 @@
+// HTTPS through the cpprest transport: the cluster's CA, client certificates and
+// insecure-skip-tls-verify, against a loopback TLS server with certificates made by the openssl
+// command (the tests skip when it is missing).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/kube/raw_http_server.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/kube/http_transport.h"
+
+namespace wavepool::kube {
+namespace {
+
+using ::wavepool::kube::testing::RawConnection;
+using ::wavepool::kube::testing::RawHttpServer;
+using ::wavepool::kube::testing::RawRequest;
+using ::wavepool::kube::testing::RawTlsOptions;
+using ::wavepool::testing::StatusIs;
+namespace fs = std::filesystem;
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// A CA, a server certificate for 127.0.0.1 and a client certificate signed by it, and a second,
+// unrelated CA.
+class HttpsTransportTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char pattern[] = "/tmp/wavepool-tls-XXXXXX";
+    dir_ = new fs::path(::mkdtemp(pattern));
+    const std::string d = dir_->string();
+    std::ofstream(*dir_ / "san.ext") << "subjectAltName=IP:127.0.0.1\n";
+    const std::string quiet = " >/dev/null 2>&1";
+    const std::string script =
+        "cd " + d + " && " +
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -subj /CN=test-ca "
+        "-days 1" +
+        quiet + " && " +
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout other.key -out other.pem "
+        "-subj /CN=other-ca -days 1" +
+        quiet + " && " +
+        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr "
+        "-subj /CN=127.0.0.1" +
+        quiet + " && " +
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+        "-out server.pem -days 1 -extfile san.ext" +
+        quiet + " && " +
+        "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr "
+        "-subj /CN=wavepool-client" +
+        quiet + " && " +
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+        "-out client.pem -days 1" +
+        quiet;
+    made_ = std::system(script.c_str()) == 0;
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  void SetUp() override {
+    if (!made_) GTEST_SKIP() << "the openssl command could not make test certificates";
+  }
+
+  static RawTlsOptions ServerTls(bool require_client_certificate) {
+    RawTlsOptions tls;
+    tls.certificate_file = (*dir_ / "server.pem").string();
+    tls.key_file = (*dir_ / "server.key").string();
+    if (require_client_certificate) tls.client_ca_file = (*dir_ / "ca.pem").string();
+    return tls;
+  }
+  static std::string Pem(const char* name) { return Slurp(*dir_ / name); }
+
+  static void Ok(const RawRequest&, RawConnection& connection) { connection.Answer(200, "{}"); }
+
+  static inline fs::path* dir_ = nullptr;
+  static inline bool made_ = false;
+};
+
+TEST_F(HttpsTransportTest, TrustsTheClusterCaAndPresentsTheClientCertificate) {
+  const RawTlsOptions tls = ServerTls(/*require_client_certificate=*/true);
+  RawHttpServer server(Ok, &tls);
+  ClientConfig config;
+  config.server = server.url();
+  config.certificate_authority_pem = Pem("ca.pem");
+  config.client_certificate_pem = Pem("client.pem");
+  config.client_key_pem = Pem("client.key");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Transport> transport, NewHttpTransport(config));
+  ASSERT_OK_AND_ASSIGN(HttpResponse response, transport->Send(HttpRequest{}));
+  EXPECT_EQ(response.status, 200);
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_EQ(server.requests()[0].client_common_name, "wavepool-client");
+}
+
+TEST_F(HttpsTransportTest, AServerSignedByAnotherCaIsUnavailable) {
+  const RawTlsOptions tls = ServerTls(/*require_client_certificate=*/false);
+  RawHttpServer server(Ok, &tls);
+  ClientConfig config;
+  config.server = server.url();
+  config.certificate_authority_pem = Pem("other.pem");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Transport> transport, NewHttpTransport(config));
+  EXPECT_THAT(transport->Send(HttpRequest{}),
+              StatusIs(absl::StatusCode::kUnavailable, ::testing::An<std::string>()));
+  EXPECT_TRUE(server.requests().empty());
+}
+
+TEST_F(HttpsTransportTest, WithoutAClientCertificateTheServerRefuses) {
+  const RawTlsOptions tls = ServerTls(/*require_client_certificate=*/true);
+  RawHttpServer server(Ok, &tls);
+  ClientConfig config;
+  config.server = server.url();
+  config.certificate_authority_pem = Pem("ca.pem");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Transport> transport, NewHttpTransport(config));
+  EXPECT_THAT(transport->Send(HttpRequest{}),
+              StatusIs(absl::StatusCode::kUnavailable, ::testing::An<std::string>()));
+}
+
+TEST_F(HttpsTransportTest, InsecureSkipTlsVerifyAcceptsAnyServer) {
+  const RawTlsOptions tls = ServerTls(/*require_client_certificate=*/false);
+  RawHttpServer server(Ok, &tls);
+  ClientConfig config;
+  config.server = server.url();
+  config.insecure_skip_tls_verify = true;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Transport> transport, NewHttpTransport(config));
+  ASSERT_OK_AND_ASSIGN(HttpResponse response, transport->Send(HttpRequest{}));
+  EXPECT_EQ(response.status, 200);
+}
+
+}  // namespace
+}  // namespace wavepool::kube
