@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "wavepool/api/object_meta.h"
 
-namespace wavepool::kube::internal {
+namespace wavepool::kube {
 
-std::string MicroTimeText(MicroTime time) {
+std::string FormatMicroTime(MicroTime time) {
   // metav1.MicroTime: "2006-01-02T15:04:05.000000Z07:00", always UTC here.
   const auto micros =
       std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count();
@@ -28,6 +28,10 @@ std::string MicroTimeText(MicroTime time) {
                 static_cast<long long>(fraction));
   return text;
 }
+
+}  // namespace wavepool::kube
+
+namespace wavepool::kube::internal {
 
 namespace {
 
@@ -176,7 +180,7 @@ void Put(nlohmann::json& out, const char* key, const std::optional<std::int64_t>
 
 void Put(nlohmann::json& out, const char* key, const std::optional<MicroTime>& value) {
   if (value) {
-    out[key] = MicroTimeText(*value);
+    out[key] = FormatMicroTime(*value);
   } else {
     out.erase(key);
   }

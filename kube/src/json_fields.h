@@ -16,9 +16,6 @@
 
 namespace wavepool::kube::internal {
 
-// metav1.MicroTime's text: "2026-05-01T10:00:00.123456Z" (UTC, microseconds).
-std::string MicroTimeText(MicroTime time);
-
 // Reads the fields of one JSON object (null reads as an empty object). The first error is kept
 // and later reads do nothing, so a decoder reads every field and checks status() once.
 class FieldReader {

@@ -66,22 +66,6 @@ absl::Status ValidateLeaderElectionConfig(const LeaderElectionConfig& c) {
   return absl::OkStatus();
 }
 
-std::string FormatMicroTime(std::chrono::system_clock::time_point time) {
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count();
-  std::time_t seconds = static_cast<std::time_t>(micros / 1'000'000);
-  long fraction = static_cast<long>(micros % 1'000'000);
-  if (fraction < 0) {
-    fraction += 1'000'000;
-    --seconds;
-  }
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &utc);
-  return absl::StrFormat("%s.%06dZ", date, fraction);
-}
-
 absl::StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client,
                                                                      LeaderElectionConfig config) {
   if (absl::Status status = ValidateLeaderElectionConfig(config); !status.ok()) return status;

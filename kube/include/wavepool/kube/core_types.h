@@ -34,6 +34,9 @@ using OwnerReference = api::OwnerReference;
 // (Leases); any RFC 3339 time is read.
 using MicroTime = std::chrono::system_clock::time_point;
 
+// RFC 3339 with microseconds, as metav1.MicroTime: "2026-11-22T20:51:41.123456Z".
+std::string FormatMicroTime(MicroTime time);
+
 // --- Pod (core/v1) ---
 
 struct EnvVar {

@@ -32,6 +32,7 @@
 #include "nlohmann/json.hpp"
 #include "wavepool/base/clock.h"
 #include "wavepool/kube/client.h"
+#include "wavepool/kube/core_types.h"
 
 namespace wavepool::kube {
 
@@ -79,9 +80,6 @@ struct LeaderElectionConfig {
 // client-go's checks: lease_duration > renew_deadline > 1.2 * retry_period > 0, a lease name,
 // an identity, and both OnStartedLeading and OnStoppedLeading.
 absl::Status ValidateLeaderElectionConfig(const LeaderElectionConfig& config);
-
-// RFC 3339 with microseconds, as metav1.MicroTime: "2026-11-22T20:51:41.123456Z".
-std::string FormatMicroTime(std::chrono::system_clock::time_point time);
 
 class LeaderElector {
  public:
