@@ -1,19 +1,24 @@
-// wavepool-agent: the node agent. Parses flags, opens the GPUs, runs the Agent until SIGTERM or
-// SIGINT. See docs/agent.md.
+// wavepool-agent: the node agent. Parses flags, opens the GPUs, runs the Agent and publishes the
+// node's GPUNode until SIGTERM or SIGINT. See docs/agent.md.
 #include <grp.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "wavepool/agent/agent.h"
+#include "wavepool/agent/gpunode_publisher.h"
 #include "wavepool/agent/simulated_gpu.h"
+#include "wavepool/kube/client.h"
+#include "wavepool/kube/kubeconfig.h"
 
 namespace {
 
@@ -27,10 +32,18 @@ struct Flags {
   int sample_period_ms = 10;
   int telemetry_period_ms = 1000;
   int control_period_ms = 100;
+  // GPUNode publishing.
+  std::string kubeconfig;  // empty: the in-cluster configuration
+  std::string node_name;
+  double publish_interval_s = 10;
+  bool no_publish = false;
+  std::string no_gpu_reason = kReasonNoGpus;  // filled in by OpenDevices
 };
 
 // --devices: auto (NVML, or no GPU with the reason), nvml, simulated:N.
-absl::StatusOr<GpuDevicesPtr> OpenDevices(const std::string& spec, Clock& clock, bool* nvml) {
+// `no_gpu_reason`: for a node left without GPUs, why (NoGpuReasonFor).
+absl::StatusOr<GpuDevicesPtr> OpenDevices(const std::string& spec, Clock& clock, bool* nvml,
+                                          std::string* no_gpu_reason) {
   *nvml = false;
   if (absl::StartsWith(spec, "simulated")) {
     SimulatedGpuOptions options;
@@ -57,6 +70,7 @@ absl::StatusOr<GpuDevicesPtr> OpenDevices(const std::string& spec, Clock& clock,
     return devices;
   }
   if (spec == "nvml") return devices.status();
+  *no_gpu_reason = NoGpuReasonFor(devices.status());
   return MakeNoGpuDevices("no GPUs: " + std::string(devices.status().message()));
 }
 
@@ -75,6 +89,51 @@ std::string HostName() {
 int Fail(const absl::Status& status) {
   std::cerr << "wavepool-agent: " << status.message() << "\n";
   return 1;
+}
+
+// The GPUNode publisher, or nullptr when publishing is off or cannot start (no node name, no
+// Kubernetes configuration): the agent's work on the node goes on without it, and the reason is
+// logged. Failures after the start are retried by the publisher itself.
+struct Publishing {
+  std::unique_ptr<wavepool::kube::Client> client;
+  std::unique_ptr<GpuNodePublisher> publisher;
+};
+
+Publishing StartPublishing(const Flags& flags, Agent* agent, Clock* clock) {
+  Publishing out;
+  if (flags.no_publish) return out;
+  auto off = [](const std::string& why) {
+    std::cerr << "wavepool-agent: GPUNode publishing off: " << why << std::endl;
+  };
+  absl::StatusOr<wavepool::kube::ClientConfig> config =
+      flags.kubeconfig.empty() ? wavepool::kube::InClusterConfig()
+                               : wavepool::kube::LoadKubeconfig(flags.kubeconfig);
+  if (!config.ok()) {
+    off(std::string(config.status().message()) + " (--kubeconfig, or --no-publish)");
+    return out;
+  }
+  absl::StatusOr<std::unique_ptr<wavepool::kube::Client>> client =
+      wavepool::kube::Client::Connect(*config);
+  if (!client.ok()) {
+    off(std::string(client.status().message()));
+    return out;
+  }
+  GpuNodePublisherOptions options;
+  options.node_name = flags.node_name;
+  options.agent_version = flags.options.version;
+  options.no_gpu_reason = flags.no_gpu_reason;
+  options.interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(flags.publish_interval_s));
+  absl::StatusOr<std::unique_ptr<GpuNodePublisher>> publisher = GpuNodePublisher::Create(
+      options, client->get(), [agent] { return agent->Status(); }, clock);
+  if (!publisher.ok()) {
+    off(std::string(publisher.status().message()));
+    return out;
+  }
+  out.client = *std::move(client);
+  out.publisher = *std::move(publisher);
+  out.publisher->Start();
+  return out;
 }
 
 }  // namespace
@@ -110,6 +169,16 @@ int main(int argc, char** argv) {
                  "Utilisation, per-process use and SM occupancy")
       ->capture_default_str();
   app.add_option("--control-period-ms", flags.control_period_ms)->capture_default_str();
+  if (const char* node = std::getenv("NODE_NAME"); node != nullptr) flags.node_name = node;
+  app.add_option("--kubeconfig", flags.kubeconfig,
+                 "Kubeconfig for the GPUNode (default: the in-cluster service account)");
+  app.add_option("--node-name", flags.node_name, "Node whose GPUNode to publish ($NODE_NAME)")
+      ->capture_default_str();
+  app.add_option("--publish-interval", flags.publish_interval_s,
+                 "Seconds between GPUNode status updates (the heartbeat)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--no-publish", flags.no_publish, "Do not publish the GPUNode");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -134,7 +203,8 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   ClockPtr clock = MakeRealClock();
-  absl::StatusOr<GpuDevicesPtr> devices = OpenDevices(flags.devices, *clock, &o.nvml_devices);
+  absl::StatusOr<GpuDevicesPtr> devices =
+      OpenDevices(flags.devices, *clock, &o.nvml_devices, &flags.no_gpu_reason);
   if (!devices.ok()) return Fail(devices.status());
   CommandRunnerPtr runner = MakeSystemCommandRunner();
   absl::StatusOr<std::unique_ptr<Agent>> agent =
@@ -147,9 +217,11 @@ int main(int argc, char** argv) {
                                           : o.metrics_address + ":" +
                                                 std::to_string((*agent)->metrics_port()))
             << std::endl;
+  Publishing publishing = StartPublishing(flags, agent->get(), clock.get());
   int signal = 0;
   sigwait(&signals, &signal);
   std::cout << "wavepool-agent: stopping on signal " << signal << std::endl;
+  if (publishing.publisher != nullptr) publishing.publisher->Stop();
   (*agent)->Stop();
   return 0;
 }

@@ -36,6 +36,8 @@ struct Agent::Gpu {
   GpuMetrics* metrics = nullptr;  // owned by the AgentMetrics
   std::deque<GpuSample> samples;  // the wave window
   std::optional<MemoryWave> wave;
+  std::optional<Seconds> phase_offset;
+  std::optional<double> foreground_occupancy, background_occupancy;
   MonotonicNanos last_wave_ns = 0;
   MonotonicNanos last_advice_ns = 0;
 };
@@ -203,7 +205,9 @@ void Agent::RecordUtilization(Gpu& gpu, const GpuSample& sample) {
       (task->labels.role == Role::kForeground ? foreground : background) += p.sm_utilization;
     }
   }
-  gpu.metrics->SetRoleSmOccupancy(std::min(1.0, foreground), std::min(1.0, background));
+  gpu.foreground_occupancy = std::min(1.0, foreground);
+  gpu.background_occupancy = std::min(1.0, background);
+  gpu.metrics->SetRoleSmOccupancy(*gpu.foreground_occupancy, *gpu.background_occupancy);
 }
 
 void Agent::Control(MonotonicNanos now) {
@@ -267,6 +271,7 @@ void Agent::AnalyzeWaves(Gpu& gpu) {
       };
       absl::StatusOr<PhaseOffset> offset = MeasurePhaseOffset(points(waves[a]), points(waves[b]));
       if (offset.ok()) summary.phase_offset = offset->offset;
+      if (offset.ok()) gpu.phase_offset = offset->offset;
     }
   }
   gpu.metrics->SetMemoryWave(summary);
@@ -457,6 +462,9 @@ AgentStatus Agent::Status() const {
     g.mps_pipe_directory = mps_.PipeDirectory(gpu->info.index);
     g.background_held = gpu->gate->ForegroundHold() > 0;
     g.memory_wave = gpu->wave;
+    g.phase_offset = gpu->phase_offset;
+    g.foreground_sm_occupancy = gpu->foreground_occupancy;
+    g.background_sm_occupancy = gpu->background_occupancy;
     for (const auto& [session, task] : tasks_) {
       if (task->labels.gpu != gpu->info.index) continue;
       TaskStatus t;

@@ -192,9 +192,14 @@ absl::StatusOr<std::vector<nlohmann::json>> Store::List(std::string_view label_s
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<nlohmann::json> objects;
   for (const auto& [key, object] : items_) {
-    const nlohmann::json labels =
-        object.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json());
-    if (selector->Matches(labels)) objects.push_back(object);
+    // Looked up in place: copying each object's metadata would cost more than the match.
+    static const nlohmann::json kNoLabels;
+    const nlohmann::json* labels = &kNoLabels;
+    if (const auto metadata = object.find("metadata");
+        metadata != object.end() && metadata->is_object()) {
+      if (const auto found = metadata->find("labels"); found != metadata->end()) labels = &*found;
+    }
+    if (selector->Matches(*labels)) objects.push_back(object);
   }
   return objects;
 }

@@ -1,7 +1,7 @@
 // The node agent: one per GPU node. It owns a launch gate per GPU, serves the workers' socket,
 // applies the launch policy and the slowdown feedback loop, samples the GPUs, finds their memory
-// waves, and exports everything as Prometheus metrics. (The node's GPUNode status is published by
-// the agent once the Kubernetes client exists; Status() is what it will publish.)
+// waves, and exports everything as Prometheus metrics. Status() is also what the node's GPUNode
+// publishes (gpunode_publisher.h).
 //
 // An Agent is safe for concurrent use: the socket server's thread calls the SessionHandler
 // methods, its own control thread samples and applies policy, and Status() may be called from
@@ -81,6 +81,13 @@ struct GpuStatus {
   std::string mps_pipe_directory;
   bool background_held = false;
   std::optional<MemoryWave> memory_wave;
+  // Tick-tock: how far the second wave's peak trails the first's (wavelet-tick-tock §3.2.1);
+  // nullopt until two foreground tasks of one job on this GPU show waves.
+  std::optional<Seconds> phase_offset;
+  // Shares of the GPU's SMs used by the foreground and the background tasks at the last full
+  // sample, each in [0, 1]; nullopt when the device cannot attribute use to processes.
+  std::optional<double> foreground_sm_occupancy;
+  std::optional<double> background_sm_occupancy;
   std::vector<TaskStatus> tasks;
 };
 

@@ -1,0 +1,254 @@
+#include "wavepool/agent/gpunode_publisher.h"
+
+#include <algorithm>
+#include <iostream>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "wavepool/kube/api_error.h"
+#include "wavepool/kube/core_types.h"
+#include "wavepool/kube/typed_client.h"
+
+namespace wavepool::agent {
+namespace {
+
+std::int64_t ClampBytes(std::uint64_t bytes) {
+  return static_cast<std::int64_t>(
+      std::min<std::uint64_t>(bytes, std::numeric_limits<std::int64_t>::max()));
+}
+
+api::Role ToApiRole(Role role) {
+  return role == Role::kBackground ? api::Role::kBackground : api::Role::kForeground;
+}
+
+api::GpuStatus ToApiGpu(const GpuStatus& gpu) {
+  api::GpuStatus out;
+  out.index = gpu.info.index;
+  out.uuid = gpu.info.uuid;
+  out.model = gpu.info.name;
+  out.memory_bytes = ClampBytes(gpu.info.memory_total_bytes);
+  out.occupancy.foreground = gpu.foreground_sm_occupancy.value_or(0);
+  out.occupancy.background = gpu.background_sm_occupancy.value_or(0);
+  if (gpu.memory_wave) {
+    api::MemoryWave wave;
+    wave.peak_bytes = ClampBytes(gpu.memory_wave->peak_bytes);
+    wave.trough_bytes = ClampBytes(gpu.memory_wave->trough_bytes);
+    wave.period_seconds = gpu.memory_wave->period.count();
+    wave.phase_offset_seconds = gpu.phase_offset.value_or(Seconds(0)).count();
+    // Without a capacity the analysis has no headroom; the GPU's memory minus the peak is it.
+    wave.headroom_bytes = gpu.memory_wave->headroom_bytes.value_or(
+        ClampBytes(gpu.info.memory_total_bytes) - wave.peak_bytes);
+    out.memory_wave = wave;
+  }
+  for (const TaskStatus& task : gpu.tasks) {
+    out.tasks.push_back({task.namespace_name, task.job, task.pod, ToApiRole(task.role), task.pid});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string NoGpuReasonFor(const absl::Status& nvml_error) {
+  // OpenNvmlDevices: "dlopen <lib>: ...", "<lib>: missing symbol ...", "nvmlInit_v2: ..." mean
+  // NVML itself is unusable; "nvmlDeviceGetCount_v2: ..." and "NVML lists N GPUs and none is
+  // usable" mean it works and the node has no GPU to offer.
+  const std::string message(nvml_error.message());
+  if (absl::StartsWith(message, "nvmlDeviceGetCount") || absl::StartsWith(message, "NVML lists")) {
+    return kReasonNoGpus;
+  }
+  return kReasonNvmlUnavailable;
+}
+
+api::GpuNodeStatus MakeGpuNodeStatus(const AgentStatus& snapshot,
+                                     const GpuNodeStatusInputs& inputs) {
+  api::GpuNodeStatus status;
+  for (const GpuStatus& gpu : snapshot.gpus) status.gpus.push_back(ToApiGpu(gpu));
+  status.agent_version = inputs.agent_version;
+  status.heartbeat_time = api::FormatRfc3339(inputs.now);
+  status.conditions = inputs.previous_conditions;
+  api::Condition ready;
+  ready.type = kGpuNodeReady;
+  if (snapshot.gpus.empty()) {
+    ready.status = api::ConditionStatus::kFalse;
+    ready.reason = inputs.no_gpu_reason.empty() ? kReasonNoGpus : inputs.no_gpu_reason;
+    ready.message = snapshot.devices.empty() ? "no GPUs reported" : snapshot.devices;
+    status.message = ready.message;
+  } else {
+    ready.status = api::ConditionStatus::kTrue;
+    ready.reason = kReasonGpusReported;
+    ready.message = snapshot.devices;
+  }
+  api::SetCondition(&status.conditions, ready, inputs.now);
+  return status;
+}
+
+absl::Status Validate(const GpuNodePublisherOptions& o) {
+  if (o.node_name.empty()) {
+    return absl::InvalidArgumentError("node_name: must be set (--node-name or $NODE_NAME)");
+  }
+  if (o.interval <= std::chrono::nanoseconds(0)) {
+    return absl::InvalidArgumentError("interval: must be > 0");
+  }
+  if (o.initial_backoff <= std::chrono::nanoseconds(0) || o.max_backoff < o.initial_backoff) {
+    return absl::InvalidArgumentError("initial_backoff: must be > 0 and <= max_backoff");
+  }
+  if (o.max_conflict_retries < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_conflict_retries: must be >= 0, got ", o.max_conflict_retries));
+  }
+  return absl::OkStatus();
+}
+
+GpuNodePublisher::GpuNodePublisher(GpuNodePublisherOptions options, kube::Client* client,
+                                   Snapshot snapshot, Clock* clock)
+    : options_(std::move(options)),
+      client_(client),
+      snapshot_(std::move(snapshot)),
+      clock_(clock) {}
+
+absl::StatusOr<std::unique_ptr<GpuNodePublisher>> GpuNodePublisher::Create(
+    GpuNodePublisherOptions options, kube::Client* client, Snapshot snapshot, Clock* clock) {
+  if (absl::Status s = Validate(options); !s.ok()) return s;
+  if (client == nullptr || snapshot == nullptr || clock == nullptr) {
+    return absl::InvalidArgumentError("GPUNode publisher: client, snapshot and clock are required");
+  }
+  return std::unique_ptr<GpuNodePublisher>(
+      new GpuNodePublisher(std::move(options), client, std::move(snapshot), clock));
+}
+
+GpuNodePublisher::~GpuNodePublisher() { Stop(); }
+
+api::GpuNode GpuNodePublisher::NewObject() {
+  api::GpuNode node;
+  node.metadata.name = options_.node_name;
+  node.metadata.labels[kGpuNodeNodeLabel] = options_.node_name;
+  node.spec.node_name = options_.node_name;
+  // Owned by the Node, so that deleting the Node deletes its GPUNode. Not a controller reference
+  // and no blockOwnerDeletion: that would need update rights on nodes/finalizers.
+  kube::TypedClient<kube::Node> nodes(client_);
+  absl::StatusOr<kube::Node> owner = nodes.Get("", options_.node_name);
+  if (owner.ok()) {
+    api::OwnerReference reference;
+    reference.api_version = "v1";
+    reference.kind = "Node";
+    reference.name = owner->metadata.name;
+    reference.uid = owner->metadata.uid;
+    node.metadata.owner_references.push_back(reference);
+  } else {
+    Log(absl::StrCat("GPUNode ", options_.node_name,
+                     ": created without an owner (Node: ", owner.status().message(), ")"));
+  }
+  return node;
+}
+
+absl::StatusOr<api::GpuNode> GpuNodePublisher::ReadOrCreate() {
+  kube::TypedClient<api::GpuNode> gpunodes(client_);
+  absl::StatusOr<api::GpuNode> read = gpunodes.Get("", options_.node_name);
+  if (read.ok() || !kube::IsNotFound(read.status())) return read;
+  absl::StatusOr<api::GpuNode> created = gpunodes.Create(NewObject());
+  if (created.ok() || !kube::IsAlreadyExists(created.status())) return created;
+  return gpunodes.Get("", options_.node_name);  // lost a race with a previous incarnation
+}
+
+absl::StatusOr<api::GpuNode> GpuNodePublisher::Publish() {
+  std::lock_guard<std::mutex> publish_lock(publish_mu_);
+  const AgentStatus snapshot = snapshot_();
+  const auto now = options_.wall_clock ? options_.wall_clock() : std::chrono::system_clock::now();
+  kube::TypedClient<api::GpuNode> gpunodes(client_);
+  absl::Status error;
+  for (int attempt = 0; attempt <= options_.max_conflict_retries; ++attempt) {
+    if (!current_) {
+      absl::StatusOr<api::GpuNode> read = ReadOrCreate();
+      if (!read.ok()) {
+        error = read.status();
+        break;
+      }
+      current_ = *std::move(read);
+    }
+    api::GpuNode desired = *current_;
+    desired.status = MakeGpuNodeStatus(snapshot, {options_.agent_version, options_.no_gpu_reason,
+                                                  now, current_->status.conditions});
+    absl::StatusOr<api::GpuNode> written = gpunodes.UpdateStatus(desired);
+    if (written.ok()) {
+      current_ = *written;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (state_.consecutive_failures > 0) {
+        Log(absl::StrCat("GPUNode ", options_.node_name, ": published again after ",
+                         state_.consecutive_failures, " failures"));
+      }
+      ++state_.publishes;
+      state_.consecutive_failures = 0;
+      state_.resource_version = written->metadata.resource_version;
+      return written;
+    }
+    error = written.status();
+    // Conflict: someone else wrote it (read it again); NotFound: it was deleted (create it).
+    if (!kube::IsConflict(error) && !kube::IsNotFound(error)) break;
+    current_.reset();
+    if (attempt == options_.max_conflict_retries) {
+      error =
+          absl::AbortedError(absl::StrCat("GPUNode ", options_.node_name, ": still ",
+                                          error.message(), " after ", attempt + 1, " attempts"));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++state_.failures;
+  ++state_.consecutive_failures;
+  state_.last_error = error;
+  return error;
+}
+
+std::chrono::nanoseconds GpuNodePublisher::Backoff(std::int64_t failures) const {
+  std::chrono::nanoseconds delay = options_.initial_backoff;
+  for (std::int64_t i = 1; i < failures && delay < options_.max_backoff; ++i) delay *= 2;
+  return std::min(delay, options_.max_backoff);
+}
+
+void GpuNodePublisher::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void GpuNodePublisher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+void GpuNodePublisher::Loop() {
+  for (;;) {
+    absl::StatusOr<api::GpuNode> published = Publish();
+    std::unique_lock<std::mutex> lock(mu_);
+    std::chrono::nanoseconds delay = options_.interval;
+    if (!published.ok()) {
+      delay = Backoff(state_.consecutive_failures);
+      Log(absl::StrCat("GPUNode ", options_.node_name, ": publish failed (",
+                       published.status().ToString(), "); retrying in ",
+                       std::chrono::duration<double>(delay).count(), " s"));
+    }
+    const MonotonicNanos deadline = clock_->Now() + delay.count();
+    if (clock_->WaitUntil(lock, cv_, deadline, [this] { return stopping_; })) return;
+  }
+}
+
+GpuNodePublisherState GpuNodePublisher::State() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_;
+}
+
+void GpuNodePublisher::Log(std::string_view line) const {
+  if (options_.log) {
+    options_.log(line);
+  } else {
+    std::cerr << "wavepool-agent: " << line << std::endl;
+  }
+}
+
+}  // namespace wavepool::agent

@@ -1,0 +1,124 @@
+// The objects a TrainingJob owns, built as pure functions (no I/O): the Plan ConfigMap and one
+// Pod per rank. The reconciler creates them and compares them with what exists; placement
+// decides the PodAssignment (node and GPUs of each rank). docs/controller.md describes the
+// pod shape; docs/agent.md the agent directory the pods mount.
+//
+// Names are deterministic: `<job>-plan` for the ConfigMap and `<job>-g<generation>-<rank>` for
+// pods. A gang restart bumps the generation, so the new gang's pods never clash with the old
+// gang's pods while those are still terminating (a terminating pod keeps its name until the
+// kubelet confirms it is gone, which for a checkpointing background pod takes up to its grace
+// period). Names too long are shortened with a hash of the full job name (NameWithSuffix).
+//
+// Pods are bound by the controller (spec.nodeName set): their GPUs are chosen by UUID on one
+// node (NVIDIA_VISIBLE_DEVICES), so the scheduler must not move them elsewhere.
+//
+// All functions are pure and thread-safe; results are plain JSON values owned by the caller.
+#ifndef WAVEPOOL_CONTROLLER_OWNED_OBJECTS_H_
+#define WAVEPOOL_CONTROLLER_OWNED_OBJECTS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "wavepool/api/object_meta.h"
+#include "wavepool/api/plan.h"
+#include "wavepool/api/training_job.h"
+
+namespace wavepool::controller {
+
+// Labels on every owned object (pods carry all of them, the ConfigMap the first three).
+inline constexpr std::string_view kLabelAppName = "app.kubernetes.io/name";  // "wavepool"
+inline constexpr std::string_view kLabelManagedBy = "app.kubernetes.io/managed-by";
+inline constexpr std::string_view kLabelJob = "wavepool.dev/job";    // JobLabelValue(name)
+inline constexpr std::string_view kLabelRole = "wavepool.dev/role";  // "Foreground"/"Background"
+inline constexpr std::string_view kLabelRank = "wavepool.dev/rank";
+inline constexpr std::string_view kLabelGangGeneration = "wavepool.dev/gang-generation";
+inline constexpr std::string_view kAppName = "wavepool";
+inline constexpr std::string_view kManagedBy = "wavepool-controller";
+
+// Annotations: the full job name (the label may be shortened), and hashes that tell the
+// reconciler whether an existing object is stale.
+inline constexpr std::string_view kAnnotationJobName = "wavepool.dev/job-name";
+inline constexpr std::string_view kAnnotationTemplateHash = "wavepool.dev/template-hash";
+inline constexpr std::string_view kAnnotationPlanHash = "wavepool.dev/plan-hash";
+
+// Where the pod finds the Plan: the ConfigMap key `plan.json` mounted at /etc/wavepool.
+inline constexpr std::string_view kPlanKey = "plan.json";
+inline constexpr std::string_view kPlanMountPath = "/etc/wavepool";
+inline constexpr std::string_view kPlanPath = "/etc/wavepool/plan.json";
+
+// The container that runs the worker: the template's container of this name, else its first.
+inline constexpr std::string_view kWorkerContainerName = "worker";
+
+// Where one rank runs: placement's decision for one pod.
+struct PodAssignment {
+  std::int64_t rank = 0;                  // In [0, plan.gpus).
+  std::string node_name;                  // The node the pod is bound to.
+  std::vector<std::string> gpu_uuids;     // Not empty; "GPU-..." as NVML and GPUNode report them.
+  std::vector<std::int64_t> gpu_indices;  // Node-local index of each UUID (GPUNode), same size:
+                                          // the agent's MPS pipes are per index.
+};
+
+// Cluster-wide settings of the controller (flags), the same for every job.
+struct OwnedObjectOptions {
+  std::string agent_directory = "/var/run/wavepool";  // The agent's --dir (socket, gates).
+  std::string mps_directory;  // MPS pipes, <dir>/<gpu index>/pipe; empty: <agent_directory>/mps.
+  std::string background_priority_class;  // PriorityClass of background pods; empty: none.
+  std::int64_t background_termination_grace_seconds = 120;  // Time to checkpoint on SIGTERM.
+  std::string default_image;  // For a template whose worker container has no image.
+  // Host directory for checkpoints when no template volume covers spec.checkpoint.path:
+  // <root>/<namespace>/<job> is mounted at the path.
+  std::string checkpoint_host_root = "/var/lib/wavepool/checkpoints";
+};
+
+// `<base><suffix>`, at most `max_length` characters. A base too long is cut, trailing '-' and
+// '.' dropped, and `-<8 hex digits of a hash of base>` added, so distinct bases stay distinct.
+// REQUIRES: max_length >= suffix.size() + 10.
+std::string NameWithSuffix(std::string_view base, std::string_view suffix, std::size_t max_length);
+
+// "<job>-plan", at most 253 characters (a DNS-1123 subdomain).
+std::string PlanConfigMapName(std::string_view job_name);
+
+// "<job>-g<generation>-<rank>", at most 63 characters: the pod's hostname is its name, and a
+// hostname is a DNS label.
+std::string PodName(std::string_view job_name, std::int64_t gang_generation, std::int64_t rank);
+
+// The job name as a label value (at most 63 characters, shortened as NameWithSuffix does).
+std::string JobLabelValue(std::string_view job_name);
+
+// Labels selecting every pod of the job (app name, managed-by, job).
+std::map<std::string, std::string> JobSelector(std::string_view job_name);
+
+// 16 lowercase hex digits of a 64-bit FNV-1a hash of `json.dump()` (objects dump with sorted
+// keys, so equal documents hash equally).
+std::string HashJson(const nlohmann::json& json);
+
+// The ownerReference to `job`: controller and blockOwnerDeletion true, so garbage collection
+// deletes the owned objects with the job and foreground deletion waits for them.
+api::OwnerReference ControllerOwnerReference(const api::TrainingJob& job);
+
+// The ConfigMap `<job>-plan` holding ToJson(plan) under `plan.json`, owned by the job.
+// InvalidArgument naming the field when the job's metadata.name, namespace or uid is empty.
+absl::StatusOr<nlohmann::json> BuildPlanConfigMap(const api::TrainingJob& job,
+                                                  const api::Plan& plan);
+
+// The pod of `assignment.rank` in gang `gang_generation`: the job's spec.template with the
+// wavepool parts merged in (docs/controller.md lists the rules; on a collision with the user's
+// env, volumes or mounts, wavepool's win). Annotated with HashJson of the pod built without
+// that annotation. InvalidArgument naming the field for a job without name/namespace/uid/role,
+// a rank outside [0, plan.gpus), an empty node name or UUID list, UUIDs and indices of
+// different sizes, a negative generation, a template that is not a PodTemplateSpec object, a
+// worker container without image (and no default), or a template asking for nvidia.com/gpu
+// (the device plugin would pick other GPUs than the assigned ones).
+absl::StatusOr<nlohmann::json> BuildPod(const api::TrainingJob& job, const api::Plan& plan,
+                                        const PodAssignment& assignment,
+                                        std::int64_t gang_generation,
+                                        const OwnedObjectOptions& options);
+
+}  // namespace wavepool::controller
+
+#endif  // WAVEPOOL_CONTROLLER_OWNED_OBJECTS_H_

@@ -1,0 +1,204 @@
+// Placement: which GPUs a TrainingJob's pods get, decided from the GPUNode inventory and the pods
+// already placed. Pure logic, no I/O: the reconciler builds an Inventory from its informers'
+// caches, asks PlaceForeground / PlaceBackground, then creates pods and writes status.
+//
+// Policy (deeppool-burst-parallel §3, §5; wavelet-tick-tock §3.2):
+//  - A foreground (fg) job is a gang: every rank gets a GPU at once or none does, never a
+//    half-created job. It goes on the fewest nodes (one node when it fits), so that its collectives
+//    stay inside a node where they can. A GPU runs at most one fg job (DeepPool §3: a task manager
+//    schedules one distributed fg job and one local bg job per GPU).
+//  - A background (bg) job takes one GPU (DeepPool §1 limits bg jobs to a single GPU) whose fg job
+//    allows background, preferring the GPU whose fg plan leaves the most idle GPU-time (the
+//    cycles burst parallelism frees, DeepPool §4-5), then the most memory headroom.
+//  - Memory is never overcommitted: a GPU's committed memory is the larger of what its pods
+//    declared and the peak the agent observed (the memory-wave summary, wavelet §2.2: peaks are
+//    regular and predictable), plus a safety margin (PlacementOptions).
+//  - A fg job that needs a GPU exclusively, or more memory than the bg pods there leave, preempts
+//    those bg pods: the fewest pods, then the least progress lost. A fg pod is never preempted.
+//  - Ties break on node name, then GPU index, so a restarted controller decides the same.
+#ifndef WAVEPOOL_CONTROLLER_PLACEMENT_H_
+#define WAVEPOOL_CONTROLLER_PLACEMENT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "wavepool/api/enums.h"
+#include "wavepool/api/gpu_node.h"
+#include "wavepool/api/plan.h"
+#include "wavepool/planner/units.h"
+
+namespace wavepool::controller {
+
+using planner::Bytes;
+
+// Reason of the Placed=False condition of a job that waits for GPUs.
+inline constexpr std::string_view kNotPlaceableReason = "NotPlaceable";
+
+// What the reconciler knows about a node besides its GPUNode. Freshness of the agent's heartbeat
+// is decided by the caller (it owns the clock); placement only uses the verdict.
+struct NodeState {
+  bool ready = false;            // The Node's Ready condition is True.
+  bool managed = false;          // Labelled wavepool.dev/managed=true.
+  bool heartbeat_fresh = false;  // The GPUNode's heartbeat is recent enough to trust.
+};
+
+// One pod holding GPUs, as the reconciler recorded it in its job's status.placement.
+struct GpuAssignment {
+  std::string job;  // "namespace/name".
+  std::string pod;  // Unique across the inventory.
+  api::Role role = api::Role::kForeground;
+  std::string node;
+  std::vector<std::string> gpu_uuids;  // Background: exactly one.
+  Bytes memory_per_gpu_bytes = 0;      // What the pod needs on each of its GPUs.
+  // Foreground only.
+  double idle_fraction = 0;      // Share of its GPU time the fg plan leaves idle, in [0, 1].
+  bool allow_background = true;  // spec.collocation.allowBackground.
+  double max_foreground_slowdown = 1.1;  // spec.collocation.maxForegroundSlowdown, >= 1.
+  // Background only: work lost if the pod is stopped now (time since its last checkpoint).
+  planner::Seconds progress_at_risk{0};
+};
+
+struct PlacementOptions {
+  // Memory kept free on every GPU: max(fraction x GPU memory, minimum). The planner's memory
+  // model counts tensors (paradl-oracle §3.3: weights, gradients, optimizer state, activations)
+  // but not each process's CUDA context (several hundred MiB), cuDNN/cuBLAS workspaces or the
+  // caching allocator's fragmentation, and a wave's peak wobbles between iterations. 5% of an
+  // 80 GB GPU (4 GB) covers a context and workspaces for a fg and a bg process; the 1 GiB floor
+  // covers small GPUs.
+  double memory_margin_fraction = 0.05;
+  Bytes memory_margin_min_bytes = Bytes{1} << 30;
+  // Background pods per GPU (DeepPool §3 runs one next to the fg job).
+  int max_background_per_gpu = 1;
+  // Put bg pods on GPUs shared with a fg job before empty GPUs: a bg pod on an empty GPU must be
+  // preempted as soon as a fg gang wants that GPU, while fg idle time is otherwise wasted.
+  bool prefer_shared_gpus = true;
+};
+
+// A read-only view of the cluster's GPUs and who holds them. Built once per decision; plain value,
+// copyable, not synchronised. Add/Remove let a caller place several jobs in one pass.
+class Inventory {
+ public:
+  struct Gpu {
+    std::string node;
+    std::int64_t index = 0;
+    std::string uuid;
+    Bytes memory_bytes = 0;
+    Bytes observed_peak_bytes = 0;     // Memory-wave peak; 0 before the agent saw a period.
+    bool schedulable = false;          // Its node is ready, managed and fresh.
+    std::vector<std::size_t> holders;  // Indexes into assignments(), in insertion order.
+  };
+
+  // InvalidArgument naming the object and field for: a GPUNode without spec.nodeName, two GPUs
+  // with one UUID, negative GPU memory; an assignment without pod, with a repeated pod name,
+  // negative memory, an idle fraction outside [0, 1], a slowdown below 1, a bg pod on other than
+  // one GPU, or two fg pods on one GPU. A GPUNode missing from `states` is not schedulable.
+  // Assignments naming GPUs absent from the inventory (their node vanished) are kept in
+  // orphaned_pods() and hold nothing.
+  static absl::StatusOr<Inventory> Build(const std::vector<api::GpuNode>& nodes,
+                                         const std::map<std::string, NodeState>& states,
+                                         const std::vector<GpuAssignment>& assignments,
+                                         const PlacementOptions& options = {});
+
+  // Records one more pod (after a placement), validated as in Build.
+  absl::Status Add(const GpuAssignment& assignment);
+  // Forgets a pod (deleted or preempted). NotFound for an unknown pod.
+  absl::Status Remove(std::string_view pod);
+
+  // Sorted by node name, then GPU index.
+  const std::vector<Gpu>& gpus() const { return gpus_; }
+  const std::vector<GpuAssignment>& assignments() const { return assignments_; }
+  const std::vector<std::string>& orphaned_pods() const { return orphaned_pods_; }
+  const PlacementOptions& options() const { return options_; }
+
+  // max(sum of the holders' declared memory, observed peak): what placement treats as used.
+  Bytes CommittedBytes(const Gpu& gpu) const;
+  // Memory kept free on `gpu` (PlacementOptions).
+  Bytes MarginBytes(const Gpu& gpu) const;
+  // memory - committed - margin; may be negative when the agent saw more than fits.
+  Bytes HeadroomBytes(const Gpu& gpu) const;
+
+ private:
+  absl::Status AddAt(std::size_t assignment);
+  void Reindex();
+
+  PlacementOptions options_;
+  std::vector<Gpu> gpus_;
+  std::map<std::string, std::size_t> gpu_by_uuid_;
+  std::vector<GpuAssignment> assignments_;
+  std::vector<std::string> orphaned_pods_;
+};
+
+struct ForegroundRequest {
+  std::string job;  // "namespace/name", for messages.
+  std::int64_t gpus = 0;
+  Bytes memory_per_gpu_bytes = 0;
+  // The job must be alone on its GPUs: set when spec.collocation.allowBackground is false.
+  bool exclusive = false;
+  // Most nodes the gang may span; 0 for no limit.
+  std::int64_t max_nodes = 0;
+};
+
+// One rank of a fg gang. Ranks are numbered node by node, GPU index within a node.
+struct RankPlacement {
+  std::int64_t rank = 0;
+  std::string node;
+  std::int64_t gpu_index = 0;
+  std::string gpu_uuid;
+};
+
+// A bg pod to stop gracefully (checkpoint, then exit), mark Preempted and place again later.
+struct Preemption {
+  std::string job;
+  std::string pod;
+  std::string node;
+  std::string gpu_uuid;
+  std::string reason;  // For the Preempted condition's message.
+};
+
+struct ForegroundPlacement {
+  std::vector<RankPlacement> ranks;     // size == request.gpus.
+  std::vector<std::string> nodes;       // Distinct nodes, in rank order.
+  std::vector<Preemption> preemptions;  // Sorted by pod name.
+};
+
+// Places a fg gang all-or-nothing. InvalidArgument names a bad request field
+// (request.gpus must be >= 1, request.memory_per_gpu_bytes >= 0, request.max_nodes >= 0).
+// ResourceExhausted when it cannot be placed now; the message says why, for the Placed=False
+// condition, e.g. "needs 8 GPUs with 30.0 GiB free each on at most 1 node; largest fit: 6 on
+// node-a".
+absl::StatusOr<ForegroundPlacement> PlaceForeground(const ForegroundRequest& request,
+                                                    const Inventory& inventory);
+
+struct BackgroundRequest {
+  std::string job;  // "namespace/name", for messages.
+  Bytes memory_bytes = 0;
+};
+
+struct BackgroundPlacement {
+  std::string node;
+  std::int64_t gpu_index = 0;
+  std::string gpu_uuid;
+  std::string fg_job;  // The fg job sharing the GPU; empty on an otherwise empty GPU.
+};
+
+// Places a bg pod on one GPU; never preempts. InvalidArgument for memory_bytes < 0;
+// ResourceExhausted with the reason when no GPU takes it.
+absl::StatusOr<BackgroundPlacement> PlaceBackground(const BackgroundRequest& request,
+                                                    const Inventory& inventory);
+
+// True for the status PlaceForeground / PlaceBackground return when the job must wait.
+bool IsNotPlaceable(const absl::Status& status);
+
+// The share of its GPU time a fg plan leaves idle, from its predictions:
+// background_idle_gpu_seconds / (iteration_seconds x gpus), clamped to [0, 1]; 0 when unknown.
+double IdleFraction(const api::PlanPredictions& predictions, std::int64_t gpus);
+
+}  // namespace wavepool::controller
+
+#endif  // WAVEPOOL_CONTROLLER_PLACEMENT_H_

@@ -1,0 +1,416 @@
+// The agent's GPUNode publisher against the embedded test API server: the object created on the
+// first publish from an agent on simulated GPUs (owned by its Node), the heartbeat advancing on a
+// simulated clock, tasks appearing and vanishing, a node without NVML saying so, conflicts with
+// another writer, and the API server going away and coming back. The GPUNode CRD is a minimal
+// one built here (status preserved as is), so these tests do not depend on crds/.
+#include "wavepool/agent/gpunode_publisher.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/apiserver/test_server.h"
+#include "tests/support/simulated_clock.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/agent/agent.h"
+#include "wavepool/agent/simulated_gpu.h"
+#include "wavepool/kube/api_error.h"
+#include "wavepool/kube/client.h"
+#include "wavepool/kube/typed_client.h"
+
+namespace wavepool::agent {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using ::wavepool::testing::SimulatedClock;
+using ::wavepool::testing::StatusIs;
+namespace apiserver = ::wavepool::testing::apiserver;
+
+constexpr char kNode[] = "gpu-node-1";
+
+// Polls `done` every 10 ms for up to 20 s.
+bool Eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 2000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+nlohmann::json MinimalGpuNodeCrd() {
+  const nlohmann::json preserved = {{"type", "object"},
+                                    {"x-kubernetes-preserve-unknown-fields", true}};
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", "gpunodes.wavepool.dev"}}},
+          {"spec",
+           {{"group", "wavepool.dev"},
+            {"scope", "Cluster"},
+            {"names",
+             {{"plural", "gpunodes"},
+              {"singular", "gpunode"},
+              {"kind", "GPUNode"},
+              {"listKind", "GPUNodeList"}}},
+            {"versions",
+             {{{"name", "v1alpha1"},
+               {"served", true},
+               {"storage", true},
+               {"subresources", {{"status", nlohmann::json::object()}}},
+               {"schema",
+                {{"openAPIV3Schema",
+                  {{"type", "object"},
+                   {"properties", {{"spec", preserved}, {"status", preserved}}}}}}}}}}}}};
+}
+
+// 2026-05-01T10:00:00Z plus the simulated clock's reading.
+std::chrono::system_clock::time_point WallAt(MonotonicNanos now) {
+  return std::chrono::system_clock::time_point(std::chrono::seconds(1777629600)) +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             std::chrono::nanoseconds(now));
+}
+
+class GpuNodePublisherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StartServer(0);
+    char dir[] = "/tmp/wavepool-gpunode-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    agent_clock_ = MakeRealClock();
+    runner_ = MakeSystemCommandRunner();
+  }
+  void TearDown() override {
+    publisher_.reset();
+    agent_.reset();
+    rmdir(dir_.c_str());
+  }
+
+  void StartServer(int port) {
+    apiserver::TestApiServer::Options options;
+    options.port = port;
+    ASSERT_OK_AND_ASSIGN(server_, apiserver::TestApiServer::Start(options));
+    kube::ClientConfig config;
+    config.server = server_->url();
+    config.timeout = std::chrono::seconds(5);
+    ASSERT_OK_AND_ASSIGN(client_, kube::Client::Connect(config));
+    ASSERT_OK(client_->Create(kube::kCustomResourceDefinitions, MinimalGpuNodeCrd()).status());
+  }
+
+  void StartAgent(GpuDevicesPtr devices) {
+    AgentOptions options;
+    options.directory = dir_;
+    options.hostname = kNode;
+    options.version = "1.2.3";
+    options.mps.mode = MpsMode::kOff;
+    ASSERT_OK_AND_ASSIGN(
+        agent_, Agent::Start(options, std::move(devices), agent_clock_.get(), runner_.get()));
+  }
+  void StartSimulatedAgent(std::uint32_t gpus) {
+    SimulatedGpuOptions options;
+    options.gpus = gpus;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<SimulatedGpus> devices,
+                         SimulatedGpus::Create(*agent_clock_, options));
+    StartAgent(std::move(devices));
+  }
+
+  GpuNodePublisherOptions Options() {
+    GpuNodePublisherOptions options;
+    options.node_name = kNode;
+    options.agent_version = "1.2.3";
+    options.wall_clock = [this] { return WallAt(clock_.Now()); };
+    options.log = [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(log_mu_);
+      log_.emplace_back(line);
+    };
+    return options;
+  }
+  void MakePublisher(GpuNodePublisherOptions options) {
+    Agent* agent = agent_.get();
+    ASSERT_OK_AND_ASSIGN(publisher_, GpuNodePublisher::Create(
+                                         std::move(options), client_.get(),
+                                         [agent] { return agent->Status(); }, &clock_));
+  }
+
+  absl::StatusOr<api::GpuNode> Read() {
+    return kube::TypedClient<api::GpuNode>(client_.get()).Get("", kNode);
+  }
+
+  void Register(SessionId session, const std::string& pod, Role role, std::uint32_t gpu) {
+    RegisterRequest request;
+    request.namespace_name = "team-a";
+    request.job = role == Role::kForeground ? "train" : "sweep";
+    request.pod = pod;
+    request.role = role;
+    request.gpu_index = gpu;
+    PeerCredentials peer;
+    peer.pid = getpid();
+    ASSERT_OK(agent_->OnRegister(session, peer, request).status());
+  }
+
+  std::string dir_;
+  ClockPtr agent_clock_;
+  CommandRunnerPtr runner_;
+  SimulatedClock clock_;
+  std::unique_ptr<apiserver::TestApiServer> server_;
+  std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<Agent> agent_;
+  std::unique_ptr<GpuNodePublisher> publisher_;
+  std::mutex log_mu_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(GpuNodePublisherTest, FirstPublishCreatesGpuNodeOwnedByItsNode) {
+  ASSERT_OK_AND_ASSIGN(
+      nlohmann::json node,
+      client_->Create(kube::kNodes,
+                      {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}}}}));
+  StartSimulatedAgent(2);
+  MakePublisher(Options());
+  ASSERT_OK(publisher_->Publish().status());
+
+  ASSERT_OK_AND_ASSIGN(api::GpuNode gpunode, Read());
+  EXPECT_EQ(gpunode.spec.node_name, kNode);
+  EXPECT_EQ(gpunode.metadata.labels["wavepool.dev/node"], kNode);
+  ASSERT_THAT(gpunode.metadata.owner_references, SizeIs(1));
+  EXPECT_EQ(gpunode.metadata.owner_references[0].kind, "Node");
+  EXPECT_EQ(gpunode.metadata.owner_references[0].uid, node["metadata"]["uid"]);
+  const AgentStatus agent = agent_->Status();
+  ASSERT_THAT(gpunode.status.gpus, SizeIs(2));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(gpunode.status.gpus[i].index, i);
+    EXPECT_EQ(gpunode.status.gpus[i].uuid, agent.gpus[i].info.uuid);
+    EXPECT_EQ(gpunode.status.gpus[i].model, agent.gpus[i].info.name);
+    EXPECT_EQ(gpunode.status.gpus[i].memory_bytes,
+              static_cast<std::int64_t>(agent.gpus[i].info.memory_total_bytes));
+    EXPECT_THAT(gpunode.status.gpus[i].tasks, IsEmpty());
+  }
+  EXPECT_EQ(gpunode.status.agent_version, "1.2.3");
+  EXPECT_EQ(gpunode.status.heartbeat_time, "2026-05-01T10:00:00Z");
+  const api::Condition* ready = api::FindCondition(gpunode.status.conditions, "Ready");
+  ASSERT_NE(ready, nullptr);
+  EXPECT_EQ(ready->status, api::ConditionStatus::kTrue);
+  EXPECT_EQ(ready->reason, "GPUsReported");
+
+  // The owner reference lets the garbage collector remove the GPUNode with its Node.
+  ASSERT_OK(client_->Delete(kube::kNodes, "", kNode));
+  EXPECT_THAT(Read().status(), StatusIs(absl::StatusCode::kNotFound, HasSubstr(kNode)));
+}
+
+TEST_F(GpuNodePublisherTest, WithoutANodeObjectTheGpuNodeIsCreatedUnowned) {
+  StartSimulatedAgent(1);
+  MakePublisher(Options());
+  ASSERT_OK(publisher_->Publish().status());
+  ASSERT_OK_AND_ASSIGN(api::GpuNode gpunode, Read());
+  EXPECT_THAT(gpunode.metadata.owner_references, IsEmpty());
+  EXPECT_THAT(gpunode.status.gpus, SizeIs(1));
+}
+
+TEST_F(GpuNodePublisherTest, HeartbeatAdvancesEveryInterval) {
+  StartSimulatedAgent(1);
+  MakePublisher(Options());
+  publisher_->Start();
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().publishes == 1; }));
+  ASSERT_OK_AND_ASSIGN(api::GpuNode first, Read());
+  EXPECT_EQ(first.status.heartbeat_time, "2026-05-01T10:00:00Z");
+  // Nothing is published before the interval has passed on the clock.
+  clock_.Advance(std::chrono::seconds(9));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(publisher_->State().publishes, 1);
+  clock_.Advance(std::chrono::seconds(1));  // 10 s: the interval
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().publishes == 2; }));
+  ASSERT_OK_AND_ASSIGN(api::GpuNode second, Read());
+  EXPECT_EQ(second.status.heartbeat_time, "2026-05-01T10:00:10Z");
+  // Ready did not flip, so its transition time stays at the first publish.
+  EXPECT_EQ(api::FindCondition(second.status.conditions, "Ready")->last_transition_time,
+            "2026-05-01T10:00:00Z");
+  publisher_->Stop();
+}
+
+TEST_F(GpuNodePublisherTest, TasksAppearWithTheirRoleAndVanishWhenTheyEnd) {
+  StartSimulatedAgent(2);
+  MakePublisher(Options());
+  Register(1, "train-0", Role::kForeground, 0);
+  Register(2, "sweep-0", Role::kBackground, 0);
+  Register(3, "train-1", Role::kForeground, 1);
+  ASSERT_OK_AND_ASSIGN(api::GpuNode with_tasks, publisher_->Publish());
+  ASSERT_THAT(with_tasks.status.gpus[0].tasks, SizeIs(2));
+  ASSERT_THAT(with_tasks.status.gpus[1].tasks, SizeIs(1));
+  const api::GpuTask& foreground = with_tasks.status.gpus[0].tasks[0];
+  EXPECT_EQ(foreground.namespace_, "team-a");
+  EXPECT_EQ(foreground.job, "train");
+  EXPECT_EQ(foreground.pod, "train-0");
+  EXPECT_EQ(foreground.role, api::Role::kForeground);
+  EXPECT_EQ(foreground.pid, getpid());
+  EXPECT_EQ(with_tasks.status.gpus[0].tasks[1].pod, "sweep-0");
+  EXPECT_EQ(with_tasks.status.gpus[0].tasks[1].role, api::Role::kBackground);
+
+  agent_->OnClosed(2, /*said_goodbye=*/true);
+  agent_->OnClosed(3, /*said_goodbye=*/false);
+  ASSERT_OK(publisher_->Publish().status());
+  ASSERT_OK_AND_ASSIGN(api::GpuNode after, Read());
+  ASSERT_THAT(after.status.gpus[0].tasks, SizeIs(1));
+  EXPECT_EQ(after.status.gpus[0].tasks[0].pod, "train-0");
+  EXPECT_THAT(after.status.gpus[1].tasks, IsEmpty());
+}
+
+TEST_F(GpuNodePublisherTest, NodeWithoutNvmlSaysSoInsteadOfFailing) {
+  const absl::Status nvml = absl::UnavailableError(
+      "dlopen libnvidia-ml.so.1: libnvidia-ml.so.1: cannot open shared object file");
+  StartAgent(MakeNoGpuDevices("no GPUs: " + std::string(nvml.message())));
+  GpuNodePublisherOptions options = Options();
+  options.no_gpu_reason = NoGpuReasonFor(nvml);
+  MakePublisher(options);
+  ASSERT_OK(publisher_->Publish().status());
+  ASSERT_OK_AND_ASSIGN(api::GpuNode gpunode, Read());
+  EXPECT_THAT(gpunode.status.gpus, IsEmpty());
+  EXPECT_THAT(gpunode.status.message, HasSubstr("libnvidia-ml.so.1"));
+  const api::Condition* ready = api::FindCondition(gpunode.status.conditions, "Ready");
+  ASSERT_NE(ready, nullptr);
+  EXPECT_EQ(ready->status, api::ConditionStatus::kFalse);
+  EXPECT_EQ(ready->reason, "NVMLUnavailable");
+  EXPECT_THAT(ready->message, HasSubstr("no GPUs: dlopen"));
+}
+
+TEST(NoGpuReason, TellsAMissingNvmlFromANodeWithoutGpus) {
+  EXPECT_EQ(NoGpuReasonFor(absl::UnavailableError("dlopen libnvidia-ml.so.1: not found")),
+            "NVMLUnavailable");
+  EXPECT_EQ(NoGpuReasonFor(absl::UnavailableError("nvmlInit_v2: Driver Not Loaded")),
+            "NVMLUnavailable");
+  EXPECT_EQ(NoGpuReasonFor(absl::UnavailableError(
+                "nvmlDeviceGetCount_v2: NVML sees no GPU (are the devices visible?)")),
+            "NoGPUs");
+  EXPECT_EQ(NoGpuReasonFor(absl::UnavailableError("NVML lists 2 GPUs and none is usable: x")),
+            "NoGPUs");
+}
+
+TEST_F(GpuNodePublisherTest, ConflictWithAnotherWriterIsReadAgainAndRetried) {
+  StartSimulatedAgent(1);
+  MakePublisher(Options());
+  ASSERT_OK(publisher_->Publish().status());
+  // Another writer bumps the object: the publisher's resourceVersion is stale now.
+  ASSERT_OK_AND_ASSIGN(nlohmann::json object, client_->Get(kube::kGpuNodes, "", kNode));
+  object["metadata"]["annotations"]["example.com/owner"] = "someone-else";
+  ASSERT_OK(client_->Update(kube::kGpuNodes, object).status());
+
+  clock_.Advance(std::chrono::seconds(10));
+  ASSERT_OK_AND_ASSIGN(api::GpuNode written, publisher_->Publish());
+  EXPECT_EQ(written.status.heartbeat_time, "2026-05-01T10:00:10Z");
+  EXPECT_EQ(written.metadata.annotations["example.com/owner"], "someone-else");
+  EXPECT_EQ(publisher_->State().publishes, 2);
+  EXPECT_EQ(publisher_->State().failures, 0);
+}
+
+TEST_F(GpuNodePublisherTest, ConflictBeyondTheRetriesIsAbortedAndTheNextPublishSucceeds) {
+  StartSimulatedAgent(1);
+  GpuNodePublisherOptions options = Options();
+  options.max_conflict_retries = 0;
+  MakePublisher(options);
+  ASSERT_OK(publisher_->Publish().status());
+  ASSERT_OK_AND_ASSIGN(nlohmann::json object, client_->Get(kube::kGpuNodes, "", kNode));
+  object["metadata"]["labels"]["example.com/pool"] = "a";
+  ASSERT_OK(client_->Update(kube::kGpuNodes, object).status());
+  EXPECT_THAT(publisher_->Publish().status(),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr(kNode)));
+  EXPECT_EQ(publisher_->State().consecutive_failures, 1);
+  ASSERT_OK(publisher_->Publish().status());  // read again after the conflict
+  EXPECT_EQ(publisher_->State().consecutive_failures, 0);
+}
+
+TEST_F(GpuNodePublisherTest, RecoversWhenTheApiServerComesBack) {
+  StartSimulatedAgent(1);
+  GpuNodePublisherOptions options = Options();
+  MakePublisher(options);
+  ASSERT_OK(publisher_->Publish().status());
+  const std::string url = server_->url();
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  server_.reset();  // down: connections are refused
+
+  publisher_->Start();  // publishes at once, fails, backs off 1 s, 2 s, ...
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().consecutive_failures >= 1; }));
+  clock_.Advance(std::chrono::seconds(1));
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().consecutive_failures >= 2; }));
+  EXPECT_EQ(publisher_->State().last_error.code(), absl::StatusCode::kUnavailable);
+
+  // Back, empty (no data directory): the GPUNode is gone and is created again.
+  apiserver::TestApiServer::Options again;
+  again.port = port;
+  ASSERT_OK_AND_ASSIGN(server_, apiserver::TestApiServer::Start(again));
+  ASSERT_OK(client_->Create(kube::kCustomResourceDefinitions, MinimalGpuNodeCrd()).status());
+  ASSERT_TRUE(Eventually([&] {
+    clock_.Advance(std::chrono::seconds(2));  // past the 2 s backoff
+    return publisher_->State().publishes >= 2;
+  }));
+  publisher_->Stop();
+  ASSERT_OK_AND_ASSIGN(api::GpuNode gpunode, Read());
+  EXPECT_THAT(gpunode.status.gpus, SizeIs(1));
+  EXPECT_EQ(publisher_->State().consecutive_failures, 0);
+  std::lock_guard<std::mutex> lock(log_mu_);
+  EXPECT_THAT(log_.back(), HasSubstr("published again after"));
+}
+
+TEST(GpuNodeStatus, MemoryWaveAndOccupancyAreCarriedOver) {
+  AgentStatus snapshot;
+  snapshot.devices = "simulated, 1 GPUs";
+  GpuStatus gpu;
+  gpu.info.index = 0;
+  gpu.info.uuid = "GPU-sim-0";
+  gpu.info.name = "Simulated H100";
+  gpu.info.memory_total_bytes = 80ull << 30;
+  MemoryWave wave;
+  wave.period = Seconds(0.5);
+  wave.peak_bytes = 60ull << 30;
+  wave.trough_bytes = 20ull << 30;
+  gpu.memory_wave = wave;  // no capacity given: headroom is the GPU's memory minus the peak
+  gpu.phase_offset = Seconds(0.25);
+  gpu.foreground_sm_occupancy = 0.6;
+  gpu.background_sm_occupancy = 0.3;
+  snapshot.gpus.push_back(gpu);
+  GpuNodeStatusInputs inputs;
+  inputs.agent_version = "v";
+  inputs.now = WallAt(0);
+  const api::GpuNodeStatus status = MakeGpuNodeStatus(snapshot, inputs);
+  ASSERT_THAT(status.gpus, SizeIs(1));
+  ASSERT_TRUE(status.gpus[0].memory_wave.has_value());
+  const api::MemoryWave& out = *status.gpus[0].memory_wave;
+  EXPECT_EQ(out.peak_bytes, 60ll << 30);
+  EXPECT_EQ(out.trough_bytes, 20ll << 30);
+  EXPECT_EQ(out.headroom_bytes, 20ll << 30);  // 80 GiB - 60 GiB
+  EXPECT_DOUBLE_EQ(out.period_seconds, 0.5);
+  EXPECT_DOUBLE_EQ(out.phase_offset_seconds, 0.25);
+  EXPECT_DOUBLE_EQ(status.gpus[0].occupancy.foreground, 0.6);
+  EXPECT_DOUBLE_EQ(status.gpus[0].occupancy.background, 0.3);
+  EXPECT_TRUE(status.message.empty());
+}
+
+TEST(GpuNodePublisherOptions, BadOptionsAreRefusedNamingTheOption) {
+  GpuNodePublisherOptions options;
+  EXPECT_THAT(Validate(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node_name")));
+  options.node_name = kNode;
+  options.interval = std::chrono::seconds(0);
+  EXPECT_THAT(Validate(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("interval")));
+  options.interval = std::chrono::seconds(10);
+  options.max_backoff = std::chrono::milliseconds(10);
+  EXPECT_THAT(Validate(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("initial_backoff")));
+  options.max_backoff = std::chrono::seconds(60);
+  EXPECT_OK(Validate(options));
+  SimulatedClock clock;
+  EXPECT_THAT(GpuNodePublisher::Create(
+                  options, nullptr, [] { return AgentStatus{}; }, &clock)
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client")));
+}
+
+}  // namespace
+}  // namespace wavepool::agent

@@ -1,0 +1,66 @@
+// Shared set-up for the simulated-cluster tests: an embedded test API server, a client, a
+// simulated clock, and waits that poll real time generously (never timing assertions).
+#ifndef WAVEPOOL_TESTS_CLUSTER_CLUSTER_FIXTURE_H_
+#define WAVEPOOL_TESTS_CLUSTER_CLUSTER_FIXTURE_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/support/apiserver/test_server.h"
+#include "tests/support/simulated_clock.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/api/object_meta.h"
+#include "wavepool/kube/client.h"
+
+namespace wavepool::testing {
+
+inline constexpr std::chrono::seconds kWaitTimeout(30);
+
+// True once `done()` holds; false after kWaitTimeout of real time.
+inline bool WaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kWaitTimeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done();
+}
+
+// Advances `clock` by `step` between checks until `done()` holds (or kWaitTimeout of real time).
+inline bool AdvanceUntil(SimulatedClock& clock, std::chrono::nanoseconds step,
+                         const std::function<bool()>& done) {
+  return WaitFor([&] {
+    if (done()) return true;
+    clock.Advance(step);
+    return false;
+  });
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    apiserver::TestApiServer::Options options;
+    // The simulated kubelet confirms graceful deletions, as on a real cluster.
+    options.store.finish_pod_deletion_after_grace = false;
+    ASSERT_OK_AND_ASSIGN(server_, apiserver::TestApiServer::Start(options));
+    kube::ClientConfig config;
+    config.server = server_->url();
+    ASSERT_OK_AND_ASSIGN(client_, kube::Client::Connect(config));
+  }
+
+  // 2026-05-01T10:00:00Z: timestamps the simulated cluster writes start here.
+  static std::chrono::system_clock::time_point WallStart() {
+    return *api::ParseRfc3339("2026-05-01T10:00:00Z");
+  }
+
+  std::unique_ptr<apiserver::TestApiServer> server_;
+  std::unique_ptr<kube::Client> client_;
+  SimulatedClock clock_;
+};
+
+}  // namespace wavepool::testing
+
+#endif  // WAVEPOOL_TESTS_CLUSTER_CLUSTER_FIXTURE_H_
