@@ -1,18 +1,16 @@
 // The real kubectl (1.32 from PATH, 1.33 from the tools directory) against the test API server:
 // discovery, OpenAPI-driven validation, Tables, patches, edit, watch and errors, as a user sees
 // them. Each test starts its own server and gives kubectl its own kubeconfig and cache directory.
-#include <fcntl.h>
+#include "tests/support/kubectl.h"
+
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,8 +20,6 @@
 #include "nlohmann/json.hpp"
 #include "tests/support/apiserver/test_server.h"
 #include "tests/support/status_matchers.h"
-
-extern char** environ;
 
 namespace wavepool::testing::apiserver {
 namespace {
@@ -37,39 +33,7 @@ std::string Testdata(const std::string& name) {
   return std::string(WAVEPOOL_SOURCE_DIR) + "/tests/apiserver/testdata/" + name;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
 bool IsExecutable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
-
-// The words of each line of `text` (kubectl aligns table columns with spaces).
-std::vector<std::vector<std::string>> Words(const std::string& text) {
-  std::vector<std::vector<std::string>> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    std::vector<std::string> row;
-    for (std::string word; words >> word;) row.push_back(word);
-    if (!row.empty()) lines.push_back(std::move(row));
-  }
-  return lines;
-}
-
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::ostream& operator<<(std::ostream& os, const Result& r) {
-  return os << "exit " << r.exit_code << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
-}
 
 // kubectl with its own kubeconfig, cache and home. A parameter of the suite: the binary's path.
 class KubectlTest : public ::testing::TestWithParam<std::string> {
@@ -81,7 +45,7 @@ class KubectlTest : public ::testing::TestWithParam<std::string> {
     char dir_template[] = "/tmp/wavepool-kubectl-XXXXXX";
     ASSERT_NE(::mkdtemp(dir_template), nullptr);
     dir_ = dir_template;
-    WriteFile(dir_ + "/kubeconfig", server_->Kubeconfig());
+    WriteTextFile(dir_ + "/kubeconfig", server_->Kubeconfig());
   }
 
   void TearDown() override {
@@ -95,65 +59,31 @@ class KubectlTest : public ::testing::TestWithParam<std::string> {
     }
   }
 
-  // Starts kubectl `args` with stdout and stderr to files; returns its pid.
   pid_t Spawn(const std::vector<std::string>& args, const std::string& input_path,
               const std::string& out_path, const std::string& err_path) {
-    std::vector<std::string> argv = {kubectl_, "--kubeconfig=" + dir_ + "/kubeconfig",
-                                     "--cache-dir=" + dir_ + "/cache"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> argv_c;
-    for (std::string& arg : argv) argv_c.push_back(arg.data());
-    argv_c.push_back(nullptr);
-
-    std::vector<std::string> env = {"HOME=" + dir_, "EDITOR=" + dir_ + "/editor",
-                                    "KUBE_EDITOR=" + dir_ + "/editor", "PATH=/usr/bin:/bin"};
-    std::vector<char*> env_c;
-    for (std::string& entry : env) env_c.push_back(entry.data());
-    env_c.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, input_path.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    pid_t pid = -1;
-    const int error =
-        ::posix_spawn(&pid, kubectl_.c_str(), &actions, nullptr, argv_c.data(), env_c.data());
-    posix_spawn_file_actions_destroy(&actions);
-    return error == 0 ? pid : -1;
+    return KubectlRunner(kubectl_, dir_).Spawn(args, input_path, out_path, err_path);
   }
 
-  Result Kubectl(const std::vector<std::string>& args, const std::string& input = "") {
-    const std::string in = dir_ + "/stdin", out = dir_ + "/stdout", err = dir_ + "/stderr";
-    WriteFile(in, input);
-    Result result;
-    const pid_t pid = Spawn(args, in, out, err);
-    if (pid < 0) return result;
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = ReadFile(out);
-    result.err = ReadFile(err);
-    return result;
+  KubectlResult Kubectl(const std::vector<std::string>& args, const std::string& input = "") {
+    return KubectlRunner(kubectl_, dir_).Run(args, input);
   }
 
   // Applies the CRD and the two TrainingJobs; their status gets a phase through /status.
   void ApplyTrainingJobs() {
-    const Result crd = Kubectl({"apply", "-f", Testdata("trainingjob-crd.yaml")});
+    const KubectlResult crd = Kubectl({"apply", "-f", Testdata("trainingjob-crd.yaml")});
     ASSERT_EQ(crd.exit_code, 0) << crd;
     EXPECT_EQ(crd.out,
               "customresourcedefinition.apiextensions.k8s.io/trainingjobs.wavepool.dev "
               "created\n");
-    const Result jobs = Kubectl({"apply", "-f", Testdata("trainingjobs.yaml")});
+    const KubectlResult jobs = Kubectl({"apply", "-f", Testdata("trainingjobs.yaml")});
     ASSERT_EQ(jobs.exit_code, 0) << jobs;
     EXPECT_EQ(jobs.out,
               "trainingjob.wavepool.dev/vgg created\ntrainingjob.wavepool.dev/resnet "
               "created\n");
     EXPECT_EQ(jobs.err, "");  // no skew or OpenAPI warnings
-    const Result phase = Kubectl({"patch", "trainingjob", "vgg", "--subresource=status",
-                                  "--type=merge", "-p", R"({"status":{"phase":"Running"}})"});
+    const KubectlResult phase =
+        Kubectl({"patch", "trainingjob", "vgg", "--subresource=status", "--type=merge", "-p",
+                 R"({"status":{"phase":"Running"}})"});
     ASSERT_EQ(phase.exit_code, 0) << phase;
   }
 
@@ -164,14 +94,14 @@ class KubectlTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(KubectlTest, VersionIsWithinSkewAndExplainReadsTheCrdSchema) {
-  const Result version = Kubectl({"version", "-o", "json"});
+  const KubectlResult version = Kubectl({"version", "-o", "json"});
   ASSERT_EQ(version.exit_code, 0) << version;
   EXPECT_EQ(json::parse(version.out)["serverVersion"]["gitVersion"], "v1.32.0");
   EXPECT_EQ(version.err, "");  // no "version difference exceeds the supported skew" warning
 
   ASSERT_NO_FATAL_FAILURE(ApplyTrainingJobs());
   // explain reads the group version's OpenAPI v3 document.
-  const Result explain = Kubectl({"explain", "trainingjobs.spec"});
+  const KubectlResult explain = Kubectl({"explain", "trainingjobs.spec"});
   ASSERT_EQ(explain.exit_code, 0) << explain;
   EXPECT_THAT(explain.out, ::testing::ContainsRegex("gpus[[:space:]]+<integer> -required-"));
   EXPECT_THAT(explain.out, HasSubstr("enum: foreground, background"));
@@ -179,9 +109,9 @@ TEST_P(KubectlTest, VersionIsWithinSkewAndExplainReadsTheCrdSchema) {
 
 TEST_P(KubectlTest, GetShowsTheCrdsPrinterColumns) {
   ASSERT_NO_FATAL_FAILURE(ApplyTrainingJobs());
-  const Result get = Kubectl({"get", "tj"});
+  const KubectlResult get = Kubectl({"get", "tj"});
   ASSERT_EQ(get.exit_code, 0) << get;
-  const auto lines = Words(get.out);
+  const auto lines = TableWords(get.out);
   ASSERT_EQ(lines.size(), 3u) << get;
   // Batch has priority 1: only -o wide shows it. Rows come in name order.
   EXPECT_THAT(lines[0], ElementsAre("NAME", "MODEL", "GPUS", "PRIORITY", "PHASE", "AGE"));
@@ -193,23 +123,23 @@ TEST_P(KubectlTest, GetShowsTheCrdsPrinterColumns) {
               ElementsAre("vgg", "vgg16", "8", "background", "Running"));
   EXPECT_THAT(lines[2].back(), ::testing::MatchesRegex("[0-9]+s"));
 
-  const Result wide = Kubectl({"get", "trainingjobs.wavepool.dev", "vgg", "-o", "wide"});
+  const KubectlResult wide = Kubectl({"get", "trainingjobs.wavepool.dev", "vgg", "-o", "wide"});
   ASSERT_EQ(wide.exit_code, 0) << wide;
-  EXPECT_THAT(Words(wide.out)[0],
+  EXPECT_THAT(TableWords(wide.out)[0],
               ElementsAre("NAME", "MODEL", "GPUS", "PRIORITY", "PHASE", "BATCH", "AGE"));
-  EXPECT_EQ(Words(wide.out)[1][5], "256");
+  EXPECT_EQ(TableWords(wide.out)[1][5], "256");
 
   // The category and the CRD list.
-  const Result category = Kubectl({"get", "wavepool", "-o", "name"});
+  const KubectlResult category = Kubectl({"get", "wavepool", "-o", "name"});
   EXPECT_EQ(category.out, "trainingjob.wavepool.dev/resnet\ntrainingjob.wavepool.dev/vgg\n")
       << category;
-  const Result crds = Kubectl({"get", "crd"});
-  EXPECT_THAT(Words(crds.out)[0], ElementsAre("NAME", "CREATED", "AT")) << crds;
+  const KubectlResult crds = Kubectl({"get", "crd"});
+  EXPECT_THAT(TableWords(crds.out)[0], ElementsAre("NAME", "CREATED", "AT")) << crds;
 }
 
 TEST_P(KubectlTest, GetJsonAndYamlShowTheDefaultsTheServerApplied) {
   ASSERT_NO_FATAL_FAILURE(ApplyTrainingJobs());
-  const Result get = Kubectl({"get", "tj", "vgg", "-o", "json"});
+  const KubectlResult get = Kubectl({"get", "tj", "vgg", "-o", "json"});
   ASSERT_EQ(get.exit_code, 0) << get;
   const json job = json::parse(get.out);
   EXPECT_EQ(job["spec"]["priority"], "background");
@@ -218,68 +148,68 @@ TEST_P(KubectlTest, GetJsonAndYamlShowTheDefaultsTheServerApplied) {
   EXPECT_EQ(job["metadata"]["generation"], 1);
   EXPECT_FALSE(job["metadata"]["uid"].get<std::string>().empty());
 
-  const Result yaml = Kubectl({"get", "tj", "resnet", "-o", "yaml"});
+  const KubectlResult yaml = Kubectl({"get", "tj", "resnet", "-o", "yaml"});
   ASSERT_EQ(yaml.exit_code, 0) << yaml;
   EXPECT_THAT(yaml.out, HasSubstr("kind: TrainingJob\n"));
   EXPECT_THAT(yaml.out, HasSubstr("  globalBatchSize: 512\n"));
 
-  const Result list = Kubectl({"get", "tj", "-o", "jsonpath={.items[*].metadata.name}"});
+  const KubectlResult list = Kubectl({"get", "tj", "-o", "jsonpath={.items[*].metadata.name}"});
   EXPECT_EQ(list.out, "resnet vgg") << list;
 }
 
 TEST_P(KubectlTest, DescribeLabelAndApiResources) {
   ASSERT_NO_FATAL_FAILURE(ApplyTrainingJobs());
-  const Result describe = Kubectl({"describe", "tj", "vgg"});
+  const KubectlResult describe = Kubectl({"describe", "tj", "vgg"});
   ASSERT_EQ(describe.exit_code, 0) << describe;
   EXPECT_THAT(describe.out, ::testing::ContainsRegex("Name: +vgg\n"));
   EXPECT_THAT(describe.out, ::testing::ContainsRegex("Kind: +TrainingJob\n"));
   EXPECT_THAT(describe.out, ::testing::ContainsRegex("Gpus: +8\n"));
   EXPECT_THAT(describe.out, ::testing::ContainsRegex("Events: +<none>"));
 
-  const Result label = Kubectl({"label", "tj", "vgg", "team=vision"});
+  const KubectlResult label = Kubectl({"label", "tj", "vgg", "team=vision"});
   EXPECT_EQ(label.out, "trainingjob.wavepool.dev/vgg labeled\n") << label;
-  const Result selected = Kubectl({"get", "tj", "-l", "team=vision", "-o", "name"});
+  const KubectlResult selected = Kubectl({"get", "tj", "-l", "team=vision", "-o", "name"});
   EXPECT_EQ(selected.out, "trainingjob.wavepool.dev/vgg\n") << selected;
-  const Result labels = Kubectl({"get", "tj", "--show-labels"});
+  const KubectlResult labels = Kubectl({"get", "tj", "--show-labels"});
   EXPECT_THAT(labels.out, HasSubstr("team=vision")) << labels;
 
-  const Result resources = Kubectl({"api-resources", "--api-group=wavepool.dev"});
+  const KubectlResult resources = Kubectl({"api-resources", "--api-group=wavepool.dev"});
   ASSERT_EQ(resources.exit_code, 0) << resources;
-  EXPECT_THAT(Words(resources.out).back(),
+  EXPECT_THAT(TableWords(resources.out).back(),
               ElementsAre("trainingjobs", "tj", "wavepool.dev/v1alpha1", "true", "TrainingJob"));
 }
 
 TEST_P(KubectlTest, MergePatchEditAndDelete) {
   ASSERT_NO_FATAL_FAILURE(ApplyTrainingJobs());
-  const Result patch =
+  const KubectlResult patch =
       Kubectl({"patch", "tj", "vgg", "--type=merge", "-p", R"({"spec":{"gpus":16}})"});
   EXPECT_EQ(patch.out, "trainingjob.wavepool.dev/vgg patched\n") << patch;
-  const Result after = Kubectl(
+  const KubectlResult after = Kubectl(
       {"get", "tj", "vgg", "-o", "jsonpath={.spec.gpus} {.metadata.generation} {.status.phase}"});
   EXPECT_EQ(after.out, "16 2 Running") << after;
 
   // An edit through $EDITOR: kubectl sends the difference as a merge patch.
-  WriteFile(dir_ + "/editor", "#!/bin/sh\nsed -i 's/gpus: 16/gpus: 12/' \"$1\"\n");
+  WriteTextFile(dir_ + "/editor", "#!/bin/sh\nsed -i 's/gpus: 16/gpus: 12/' \"$1\"\n");
   ::chmod((dir_ + "/editor").c_str(), 0755);
-  const Result edit = Kubectl({"edit", "tj", "vgg"});
+  const KubectlResult edit = Kubectl({"edit", "tj", "vgg"});
   EXPECT_EQ(edit.out, "trainingjob.wavepool.dev/vgg edited\n") << edit;
   EXPECT_EQ(Kubectl({"get", "tj", "vgg", "-o", "jsonpath={.spec.gpus}"}).out, "12");
 
-  const Result invalid =
+  const KubectlResult invalid =
       Kubectl({"patch", "tj", "vgg", "--type=merge", "-p", R"({"spec":{"gpus":0}})"});
   EXPECT_NE(invalid.exit_code, 0);
   EXPECT_THAT(invalid.err, HasSubstr("spec.gpus: Invalid value: 0")) << invalid;
 
-  const Result remove = Kubectl({"delete", "tj", "vgg"});
+  const KubectlResult remove = Kubectl({"delete", "tj", "vgg"});
   EXPECT_EQ(remove.out, "trainingjob.wavepool.dev \"vgg\" deleted\n") << remove;
-  const Result gone = Kubectl({"get", "tj", "vgg"});
+  const KubectlResult gone = Kubectl({"get", "tj", "vgg"});
   EXPECT_NE(gone.exit_code, 0);
   EXPECT_THAT(gone.err, HasSubstr("trainingjobs.wavepool.dev \"vgg\" not found")) << gone;
 }
 
 TEST_P(KubectlTest, ApplyIsIdempotentAndReportsChanges) {
   ASSERT_NO_FATAL_FAILURE(ApplyTrainingJobs());
-  const Result again = Kubectl({"apply", "-f", Testdata("trainingjobs.yaml")});
+  const KubectlResult again = Kubectl({"apply", "-f", Testdata("trainingjobs.yaml")});
   EXPECT_EQ(again.out,
             "trainingjob.wavepool.dev/vgg unchanged\n"
             "trainingjob.wavepool.dev/resnet unchanged\n")
@@ -287,7 +217,7 @@ TEST_P(KubectlTest, ApplyIsIdempotentAndReportsChanges) {
   const std::string changed =
       "apiVersion: wavepool.dev/v1alpha1\nkind: TrainingJob\n"
       "metadata:\n  name: vgg\nspec:\n  model: vgg16\n  gpus: 32\n";
-  const Result configured = Kubectl({"apply", "-f", "-"}, changed);
+  const KubectlResult configured = Kubectl({"apply", "-f", "-"}, changed);
   EXPECT_EQ(configured.out, "trainingjob.wavepool.dev/vgg configured\n") << configured;
   EXPECT_EQ(Kubectl({"get", "tj", "vgg", "-o", "jsonpath={.spec.gpus}"}).out, "32");
 }
@@ -295,17 +225,18 @@ TEST_P(KubectlTest, ApplyIsIdempotentAndReportsChanges) {
 TEST_P(KubectlTest, ObjectsOfAnUninstalledCrdAreNamedAsUnknownKinds) {
   // Without the CRD, kubectl falls back to the OpenAPI v2 document (asked for as protobuf) and
   // then says what a real cluster says.
-  const Result jobs = Kubectl({"apply", "-f", Testdata("trainingjobs.yaml")});
+  const KubectlResult jobs = Kubectl({"apply", "-f", Testdata("trainingjobs.yaml")});
   EXPECT_NE(jobs.exit_code, 0);
   EXPECT_THAT(jobs.err, HasSubstr("no matches for kind \"TrainingJob\" in version "
-                                  "\"wavepool.dev/v1alpha1\"")) << jobs;
+                                  "\"wavepool.dev/v1alpha1\""))
+      << jobs;
   EXPECT_THAT(jobs.err, HasSubstr("ensure CRDs are installed first")) << jobs;
   EXPECT_THAT(jobs.err, Not(HasSubstr("proto"))) << jobs;
 }
 
 TEST_P(KubectlTest, InvalidObjectsAreRejectedWithTheServersCauses) {
   ASSERT_NO_FATAL_FAILURE(ApplyTrainingJobs());
-  const Result invalid = Kubectl({"apply", "-f", Testdata("trainingjob-invalid.yaml")});
+  const KubectlResult invalid = Kubectl({"apply", "-f", Testdata("trainingjob-invalid.yaml")});
   EXPECT_NE(invalid.exit_code, 0);
   // kubectl lists a 422's causes one per line under its own headline.
   EXPECT_THAT(invalid.err, HasSubstr("The TrainingJob \"broken\" is invalid")) << invalid;
@@ -313,11 +244,12 @@ TEST_P(KubectlTest, InvalidObjectsAreRejectedWithTheServersCauses) {
   EXPECT_THAT(invalid.err, HasSubstr("spec.model: Unsupported value: \"alexnet\"")) << invalid;
 
   // Strict field validation (kubectl's default) turns an unknown field into an error.
-  const Result unknown = Kubectl({"apply", "-f", Testdata("trainingjob-unknown-field.yaml")});
+  const KubectlResult unknown =
+      Kubectl({"apply", "-f", Testdata("trainingjob-unknown-field.yaml")});
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_THAT(unknown.err, HasSubstr("unknown field \"spec.colour\"")) << unknown;
   // ... and a warning under --validate=warn, with the field dropped.
-  const Result warned =
+  const KubectlResult warned =
       Kubectl({"apply", "--validate=warn", "-f", Testdata("trainingjob-unknown-field.yaml")});
   EXPECT_EQ(warned.exit_code, 0) << warned;
   EXPECT_THAT(warned.err, HasSubstr("unknown field \"spec.colour\"")) << warned;
@@ -328,7 +260,7 @@ TEST_P(KubectlTest, InvalidObjectsAreRejectedWithTheServersCauses) {
 TEST_P(KubectlTest, WatchPrintsARowForEachChange) {
   ASSERT_NO_FATAL_FAILURE(ApplyTrainingJobs());
   const std::string out = dir_ + "/watch.out";
-  WriteFile(dir_ + "/watch.in", "");
+  WriteTextFile(dir_ + "/watch.in", "");
   const pid_t watch =
       Spawn({"get", "tj", "vgg", "--watch"}, dir_ + "/watch.in", out, dir_ + "/watch.err");
   ASSERT_GT(watch, 0);
@@ -336,62 +268,63 @@ TEST_P(KubectlTest, WatchPrintsARowForEachChange) {
   // Waits (up to a deadline, for a slow machine) until `predicate` holds for the output.
   auto wait_for = [&out](auto predicate) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!predicate(ReadFile(out)) && std::chrono::steady_clock::now() < deadline) {
+    while (!predicate(ReadTextFile(out)) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return ReadFile(out);
+    return ReadTextFile(out);
   };
   const std::string initial =
-      wait_for([](const std::string& text) { return Words(text).size() >= 2; });
-  ASSERT_EQ(Words(initial).size(), 2u) << initial;
+      wait_for([](const std::string& text) { return TableWords(text).size() >= 2; });
+  ASSERT_EQ(TableWords(initial).size(), 2u) << initial;
 
-  const Result patch = Kubectl({"patch", "tj", "vgg", "--subresource=status", "--type=merge", "-p",
-                                R"({"status":{"phase":"Succeeded"}})"});
+  const KubectlResult patch = Kubectl({"patch", "tj", "vgg", "--subresource=status", "--type=merge",
+                                       "-p", R"({"status":{"phase":"Succeeded"}})"});
   ASSERT_EQ(patch.exit_code, 0) << patch;
   const std::string changed =
       wait_for([](const std::string& text) { return text.find("Succeeded") != std::string::npos; });
-  const auto lines = Words(changed);
-  ASSERT_EQ(lines.size(), 3u) << changed << ReadFile(dir_ + "/watch.err");
+  const auto lines = TableWords(changed);
+  ASSERT_EQ(lines.size(), 3u) << changed << ReadTextFile(dir_ + "/watch.err");
   EXPECT_EQ(lines[2][0], "vgg");
   EXPECT_EQ(lines[2][4], "Succeeded");
 }
 
 TEST_P(KubectlTest, BuiltinKindsApplyGetAndStrategicMergePatch) {
-  const Result apply = Kubectl({"apply", "-f", Testdata("builtins.yaml")});
+  const KubectlResult apply = Kubectl({"apply", "-f", Testdata("builtins.yaml")});
   ASSERT_EQ(apply.exit_code, 0) << apply;
   EXPECT_EQ(apply.out, "namespace/team-a created\nconfigmap/plan created\npod/web created\n");
   EXPECT_EQ(apply.err, "");
-  const Result again = Kubectl({"apply", "-f", Testdata("builtins.yaml")});
+  const KubectlResult again = Kubectl({"apply", "-f", Testdata("builtins.yaml")});
   EXPECT_EQ(again.out, "namespace/team-a unchanged\nconfigmap/plan unchanged\npod/web unchanged\n")
       << again;
 
-  const Result configmaps = Kubectl({"get", "configmaps", "-n", "team-a"});
-  const auto cm_lines = Words(configmaps.out);
+  const KubectlResult configmaps = Kubectl({"get", "configmaps", "-n", "team-a"});
+  const auto cm_lines = TableWords(configmaps.out);
   ASSERT_GE(cm_lines.size(), 2u) << configmaps;
   EXPECT_THAT(cm_lines[0], ElementsAre("NAME", "DATA", "AGE"));
   EXPECT_EQ(cm_lines.back()[0], "plan");
   EXPECT_EQ(cm_lines.back()[1], "2");
 
-  const Result pods = Kubectl({"get", "pods", "-n", "team-a"});
-  const auto pod_lines = Words(pods.out);
+  const KubectlResult pods = Kubectl({"get", "pods", "-n", "team-a"});
+  const auto pod_lines = TableWords(pods.out);
   ASSERT_EQ(pod_lines.size(), 2u) << pods;
   EXPECT_THAT(pod_lines[0], ElementsAre("NAME", "READY", "STATUS", "RESTARTS", "AGE"));
   EXPECT_EQ(pod_lines[1][0], "web");
   EXPECT_EQ(pod_lines[1][1], "0/2");
 
-  const Result namespaces = Kubectl({"get", "ns", "team-a"});
-  EXPECT_THAT(Words(namespaces.out)[0], ElementsAre("NAME", "STATUS", "AGE")) << namespaces;
+  const KubectlResult namespaces = Kubectl({"get", "ns", "team-a"});
+  EXPECT_THAT(TableWords(namespaces.out)[0], ElementsAre("NAME", "STATUS", "AGE")) << namespaces;
 
   // A strategic merge patch merges containers by name: "log" keeps its image.
-  const Result patch =
+  const KubectlResult patch =
       Kubectl({"patch", "pod", "web", "-n", "team-a", "-p",
                R"({"spec":{"containers":[{"name":"app","image":"nginx:1.27"}]}})"});
   EXPECT_EQ(patch.out, "pod/web patched\n") << patch;
-  const Result images = Kubectl({"get", "pod", "web", "-n", "team-a", "-o",
-                                 "jsonpath={range .spec.containers[*]}{.name}={.image} {end}"});
+  const KubectlResult images =
+      Kubectl({"get", "pod", "web", "-n", "team-a", "-o",
+               "jsonpath={range .spec.containers[*]}{.name}={.image} {end}"});
   EXPECT_EQ(images.out, "app=nginx:1.27 log=busybox:1.36 ") << images;
 
-  const Result remove = Kubectl({"delete", "namespace", "team-a", "--wait=false"});
+  const KubectlResult remove = Kubectl({"delete", "namespace", "team-a", "--wait=false"});
   EXPECT_EQ(remove.out, "namespace \"team-a\" deleted\n") << remove;
 }
 

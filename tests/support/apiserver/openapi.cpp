@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_split.h"
 #include "tests/support/apiserver/discovery.h"
 
 namespace wavepool::testing::apiserver {
@@ -37,25 +38,13 @@ std::string Ref(Flavor flavor, const std::string& name) {
 
 json RefSchema(Flavor flavor, const std::string& name) { return {{"$ref", Ref(flavor, name)}}; }
 
-std::vector<std::string> Split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= text.size(); ++i) {
-    if (i == text.size() || text[i] == separator) {
-      parts.push_back(text.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return parts;
-}
-
 // The definition name kube-apiserver gives a kind: io.k8s.api.core.v1.Pod,
 // io.k8s.api.coordination.v1.Lease, io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.
 // CustomResourceDefinition, and for CRDs the reversed group: dev.wavepool.v1alpha1.TrainingJob.
 std::string DefinitionName(const ResourceInfo& resource, const std::string& kind) {
   const std::string tail = "." + resource.version + "." + kind;
   if (!resource.crd_name.empty()) {
-    std::vector<std::string> labels = Split(resource.group, '.');
+    std::vector<std::string> labels = absl::StrSplit(resource.group, '.');
     std::string reversed;
     for (auto it = labels.rbegin(); it != labels.rend(); ++it) {
       reversed += (reversed.empty() ? "" : ".") + *it;
@@ -66,7 +55,7 @@ std::string DefinitionName(const ResourceInfo& resource, const std::string& kind
   if (resource.group == "apiextensions.k8s.io") {
     return "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions" + tail;
   }
-  return "io.k8s.api." + Split(resource.group, '.').front() + tail;
+  return "io.k8s.api." + std::string(*absl::StrSplit(resource.group, '.').begin()) + tail;
 }
 
 std::string ListKindOf(const ResourceInfo& resource) {

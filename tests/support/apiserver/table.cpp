@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "tests/support/apiserver/printer_columns.h"
 
 namespace wavepool::testing::apiserver {
@@ -98,18 +99,6 @@ std::string Since(const json& timestamp) {
   const std::optional<SystemClock::time_point> at = ParseTimestamp(timestamp);
   if (!at.has_value()) return "<unknown>";
   return HumanDuration(SystemClock::now() - *at);
-}
-
-std::vector<std::string> Split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= text.size(); ++i) {
-    if (i == text.size() || text[i] == separator) {
-      parts.push_back(text.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return parts;
 }
 
 std::string Trim(const std::string& text) {
@@ -483,8 +472,8 @@ json RowObject(const ResourceInfo& resource, const json& object, IncludeObject i
 bool AcceptsTable(std::string_view accept) {
   // Any offered media range application/json with the parameters as=Table, v=v1 and
   // g=meta.k8s.io, in any order (v1beta1 Tables are no longer served).
-  for (const std::string& range : Split(std::string(accept), ',')) {
-    const std::vector<std::string> parts = Split(range, ';');
+  for (const absl::string_view range : absl::StrSplit(std::string(accept), ',')) {
+    const std::vector<std::string> parts = absl::StrSplit(range, ';');
     if (Trim(parts.front()) != "application/json") continue;
     std::string as, version, group;
     for (std::size_t i = 1; i < parts.size(); ++i) {
