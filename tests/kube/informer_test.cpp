@@ -20,6 +20,7 @@
 #include "tests/support/status_matchers.h"
 
 #ifdef WAVEPOOL_TEST_APISERVER
+#include "tests/kube/partitionable_transport.h"
 #include "tests/support/apiserver/test_server.h"
 #include "wavepool/kube/http_transport.h"
 #endif
@@ -30,8 +31,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using testing::IsOk;
-using testing::StatusIs;
+using ::wavepool::testing::IsOk;
+using ::wavepool::testing::StatusIs;
 
 nlohmann::json Pod(const std::string& ns, const std::string& name, nlohmann::json labels = {},
                    const std::string& version = "1") {
@@ -155,26 +156,9 @@ TEST(Store, CustomIndexerCoversObjectsAlreadyStored) {
 
 #ifdef WAVEPOOL_TEST_APISERVER
 
-using testing::apiserver::TestApiServer;
+using ::wavepool::testing::apiserver::TestApiServer;
 
-// Forwards to HTTP until told to fail: an informer cut off from the API server.
-class PartitionableTransport final : public Transport {
- public:
-  explicit PartitionableTransport(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
-  void set_partitioned(bool partitioned) { partitioned_ = partitioned; }
-  absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override {
-    if (partitioned_) return absl::UnavailableError("partitioned");
-    return inner_->Send(request);
-  }
-  absl::StatusOr<std::unique_ptr<LineReader>> Stream(const HttpRequest& request) override {
-    if (partitioned_) return absl::UnavailableError("partitioned");
-    return inner_->Stream(request);
-  }
-
- private:
-  std::unique_ptr<Transport> inner_;
-  std::atomic<bool> partitioned_{false};
-};
+using ::wavepool::kube::testing::PartitionableTransport;
 
 // Waits (in real time, polling) for what the informer's threads will eventually do; the limit
 // only keeps a broken informer from hanging the test.
@@ -378,7 +362,7 @@ TEST_F(InformerTest, GoneAfterCompactionListsAgainAndReplacesTheStore) {
   auto owned = std::make_unique<PartitionableTransport>(std::move(http));
   PartitionableTransport* transport = owned.get();
   Client informer_client(config, std::move(owned));
-  testing::SimulatedClock clock;
+  ::wavepool::testing::SimulatedClock clock;
   SharedInformer::Options options = FastOptions();
   options.clock = &clock;
   std::mutex log_mu;
@@ -425,7 +409,7 @@ TEST_F(InformerTest, GoneAfterCompactionListsAgainAndReplacesTheStore) {
 TEST_F(InformerTest, ResyncRedeliversEveryObjectAsAnUpdate) {
   ASSERT_THAT(client_->Create(kConfigMaps, ConfigMap("default", "one")), IsOk());
   ASSERT_THAT(client_->Create(kConfigMaps, ConfigMap("default", "two")), IsOk());
-  testing::SimulatedClock clock;
+  ::wavepool::testing::SimulatedClock clock;
   SharedInformer::Options options = FastOptions();
   options.clock = &clock;
   options.resync_period = std::chrono::seconds(30);

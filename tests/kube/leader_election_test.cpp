@@ -17,6 +17,7 @@
 #include "tests/support/status_matchers.h"
 
 #ifdef WAVEPOOL_TEST_APISERVER
+#include "tests/kube/partitionable_transport.h"
 #include "tests/support/apiserver/test_server.h"
 #include "wavepool/kube/http_transport.h"
 #endif
@@ -28,9 +29,9 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::IsOk;
 using ::testing::MatchesRegex;
-using testing::StatusIs;
+using ::wavepool::testing::IsOk;
+using ::wavepool::testing::StatusIs;
 
 MonotonicNanos Nanos(std::chrono::nanoseconds d) { return d.count(); }
 
@@ -159,24 +160,7 @@ class SteppedClock final : public Clock {
   int next_id_ = 0;
 };
 
-// Forwards to HTTP until told to fail: a candidate cut off from the API server.
-class PartitionableTransport final : public Transport {
- public:
-  explicit PartitionableTransport(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
-  void set_partitioned(bool partitioned) { partitioned_ = partitioned; }
-  absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override {
-    if (partitioned_) return absl::UnavailableError("partitioned");
-    return inner_->Send(request);
-  }
-  absl::StatusOr<std::unique_ptr<LineReader>> Stream(const HttpRequest& request) override {
-    if (partitioned_) return absl::UnavailableError("partitioned");
-    return inner_->Stream(request);
-  }
-
- private:
-  std::unique_ptr<Transport> inner_;
-  std::atomic<bool> partitioned_{false};
-};
+using ::wavepool::kube::testing::PartitionableTransport;
 
 struct Candidate {
   std::unique_ptr<Client> client;
@@ -196,7 +180,7 @@ struct Candidate {
 class LeaderElectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(server_, testing::apiserver::TestApiServer::Start({}));
+    ASSERT_OK_AND_ASSIGN(server_, ::wavepool::testing::apiserver::TestApiServer::Start({}));
   }
 
   std::unique_ptr<Candidate> MakeCandidate(const std::string& identity) {
@@ -240,7 +224,7 @@ class LeaderElectionTest : public ::testing::Test {
   }
 
   SteppedClock clock_;
-  std::unique_ptr<testing::apiserver::TestApiServer> server_;
+  std::unique_ptr<::wavepool::testing::apiserver::TestApiServer> server_;
 };
 
 TEST_F(LeaderElectionTest, OneLeadsTheOtherTakesOverOnlyAfterTheLeaseExpires) {
