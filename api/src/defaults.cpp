@@ -33,6 +33,7 @@ void SetDefaults(TrainingJob* job) {
     Default(&spec.collocation.allow_background, kDefaultAllowBackground);
   }
   Default(&spec.suspend, false);
+  Default(&spec.backoff_limit, kDefaultBackoffLimit);
 }
 
 }  // namespace wavepool::api

@@ -1,6 +1,7 @@
 // JSON form of GPUNode.
 #include "json_codec.h"
 #include "object_meta_codec.h"
+#include "progress_codec.h"
 #include "wavepool/api/gpu_node.h"
 
 namespace wavepool::api {
@@ -30,6 +31,7 @@ absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path, Gpu
   reader.Require("role");
   reader.Read("role", &out->role);
   reader.Read("pid", &out->pid);
+  reader.Read("progress", &out->progress);
   return reader.Finish();
 }
 
@@ -81,6 +83,7 @@ nlohmann::json EncodeValue(const GpuTask& task) {
       .Put("pod", task.pod)
       .Put("role", task.role)
       .Put("pid", task.pid)
+      .Put("progress", task.progress)
       .Take();
 }
 

@@ -1,5 +1,6 @@
 // GPUNode rules (docs/api.md lists them with their messages).
 #include "absl/strings/str_cat.h"
+#include "progress_codec.h"
 #include "validation_util.h"
 #include "wavepool/api/validation.h"
 
@@ -28,7 +29,9 @@ absl::Status ValidateTask(const GpuTask& task, const FieldPath& path) {
   }
   WAVEPOOL_RETURN_IF_ERROR(CheckNonEmpty(path.Child("job"), task.job));
   WAVEPOOL_RETURN_IF_ERROR(CheckNonEmpty(path.Child("pod"), task.pod));
-  return CheckAtLeast(path.Child("pid"), task.pid, 1);
+  WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(path.Child("pid"), task.pid, 1));
+  if (!task.progress.has_value()) return absl::OkStatus();
+  return ValidateProgress(*task.progress, path.Child("progress"));
 }
 
 absl::Status ValidateGpu(const GpuStatus& gpu, const FieldPath& path) {

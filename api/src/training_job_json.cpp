@@ -3,6 +3,7 @@
 
 #include "json_codec.h"
 #include "object_meta_codec.h"
+#include "progress_codec.h"
 #include "wavepool/api/training_job.h"
 
 namespace wavepool::api {
@@ -80,6 +81,7 @@ absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path, Tra
   reader.Read("checkpoint", &out->checkpoint);
   reader.ReadRawObject("template", &out->pod_template);
   reader.Read("suspend", &out->suspend);
+  reader.Read("backoffLimit", &out->backoff_limit);
   return reader.Finish();
 }
 
@@ -102,16 +104,6 @@ absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path, Pod
 }
 
 absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path,
-                         TrainingProgress* out) {
-  ObjectReader reader(value, path);
-  reader.Read("step", &out->step);
-  reader.Read("samplesPerSecond", &out->samples_per_second);
-  reader.Read("iterationSeconds", &out->iteration_seconds);
-  reader.Read("foregroundSlowdown", &out->foreground_slowdown);
-  return reader.Finish();
-}
-
-absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path,
                          TrainingJobStatus* out) {
   ObjectReader reader(value, path);
   reader.Read("phase", &out->phase);
@@ -121,6 +113,7 @@ absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path,
   reader.Read("placement", &out->placement);
   reader.Read("progress", &out->progress);
   reader.Read("restarts", &out->restarts);
+  reader.Read("gangGeneration", &out->gang_generation);
   return reader.Finish();
 }
 
@@ -195,6 +188,7 @@ nlohmann::json EncodeSpec(const TrainingJobSpec& spec) {
                                    .Take())
       .OmitEmpty("template", spec.pod_template)
       .Put("suspend", spec.suspend)
+      .Put("backoffLimit", spec.backoff_limit)
       .Take();
 }
 
@@ -208,15 +202,6 @@ nlohmann::json EncodePlanSummary(const PlanSummary& plan) {
       .Take();
 }
 
-nlohmann::json EncodeProgress(const TrainingProgress& progress) {
-  return ObjectWriter()
-      .Put("step", progress.step)
-      .Put("samplesPerSecond", progress.samples_per_second)
-      .Put("iterationSeconds", progress.iteration_seconds)
-      .Put("foregroundSlowdown", progress.foreground_slowdown)
-      .Take();
-}
-
 nlohmann::json EncodeStatus(const TrainingJobStatus& status) {
   ObjectWriter writer;
   writer.Put("phase", status.phase)
@@ -224,8 +209,10 @@ nlohmann::json EncodeStatus(const TrainingJobStatus& status) {
       .OmitEmpty("observedGeneration", status.observed_generation);
   if (status.plan.has_value()) writer.Put("plan", EncodePlanSummary(*status.plan));
   writer.OmitEmpty("placement", status.placement);
-  if (status.progress.has_value()) writer.Put("progress", EncodeProgress(*status.progress));
-  return writer.OmitEmpty("restarts", status.restarts).Take();
+  writer.Put("progress", status.progress);
+  return writer.OmitEmpty("restarts", status.restarts)
+      .OmitEmpty("gangGeneration", status.gang_generation)
+      .Take();
 }
 
 }  // namespace

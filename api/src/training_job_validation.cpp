@@ -2,6 +2,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "json_codec.h"
+#include "progress_codec.h"
 #include "validation_util.h"
 #include "wavepool/api/validation.h"
 
@@ -213,6 +214,9 @@ absl::Status ValidateSpec(const TrainingJobSpec& spec) {
     return SpecField("template")
         .Invalid("must be an object (a PodTemplateSpec), got " + Describe(spec.pod_template));
   }
+  if (spec.backoff_limit.has_value()) {
+    WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(SpecField("backoffLimit"), *spec.backoff_limit, 0));
+  }
   return absl::OkStatus();
 }
 
@@ -253,16 +257,9 @@ absl::Status ValidateStatus(const TrainingJobStatus& status) {
   }
   WAVEPOOL_RETURN_IF_ERROR(ValidatePlacement(status.placement, path.Child("placement")));
   if (status.progress.has_value()) {
-    const FieldPath progress = path.Child("progress");
-    const TrainingProgress& p = *status.progress;
-    WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(progress.Child("step"), p.step, 0));
-    WAVEPOOL_RETURN_IF_ERROR(
-        CheckAtLeast(progress.Child("samplesPerSecond"), p.samples_per_second, 0.0));
-    WAVEPOOL_RETURN_IF_ERROR(
-        CheckAtLeast(progress.Child("iterationSeconds"), p.iteration_seconds, 0.0));
-    WAVEPOOL_RETURN_IF_ERROR(
-        CheckAtLeast(progress.Child("foregroundSlowdown"), p.foreground_slowdown, 0.0));
+    WAVEPOOL_RETURN_IF_ERROR(ValidateProgress(*status.progress, path.Child("progress")));
   }
+  WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(path.Child("gangGeneration"), status.gang_generation, 0));
   return CheckAtLeast(path.Child("restarts"), status.restarts, 0);
 }
 

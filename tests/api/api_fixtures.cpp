@@ -40,7 +40,7 @@ GpuNode ValidGpuNode() {
   gpu.memory_bytes = 85899345920;
   gpu.occupancy = {0.5, 0.25};
   gpu.memory_wave = MemoryWave{60000000000, 20000000000, 0.25, 0.125, 25899345920};
-  gpu.tasks.push_back({"team-a", "vgg", "vgg-0", Role::kForeground, 4242});
+  gpu.tasks.push_back({"team-a", "vgg", "vgg-0", Role::kForeground, 4242, std::nullopt});
   node.status.gpus.push_back(gpu);
   gpu.index = 1;
   gpu.uuid = "GPU-bbbb";

@@ -46,7 +46,8 @@ inline nlohmann::json EveryFieldTrainingJob() {
       "template": {"metadata": {"labels": {"a": "b"}},
                    "spec": {"containers": [{"name": "worker", "image": "w:1",
                                             "resources": {"limits": {"cpu": "2"}}}]}},
-      "suspend": true
+      "suspend": true,
+      "backoffLimit": 4
     },
     "status": {
       "phase": "Running",
@@ -65,7 +66,8 @@ inline nlohmann::json EveryFieldTrainingJob() {
                      "gpuUUIDs": ["GPU-aaaa", "GPU-bbbb"]}],
       "progress": {"step": 420, "samplesPerSecond": 256.5, "iterationSeconds": 0.13,
                    "foregroundSlowdown": 1.04},
-      "restarts": 2
+      "restarts": 2,
+      "gangGeneration": 3
     }
   })");
 }
@@ -86,7 +88,9 @@ inline nlohmann::json EveryFieldGpuNode() {
                         "periodSeconds": 0.25, "phaseOffsetSeconds": 0.125,
                         "headroomBytes": 25899345920},
          "tasks": [{"namespace": "team-a", "job": "vgg", "pod": "vgg-0", "role": "Foreground",
-                    "pid": 4242},
+                    "pid": 4242, "progress": {"step": 420, "samplesPerSecond": 256.5,
+                                              "iterationSeconds": 0.13,
+                                              "foregroundSlowdown": 1.04}},
                    {"namespace": "team-b", "job": "rn", "pod": "rn-0", "role": "Background",
                     "pid": 4343}]},
         {"index": 1, "uuid": "GPU-bbbb", "model": "NVIDIA A100-SXM4-80GB",

@@ -42,6 +42,7 @@ TEST(TrainingJobDefaults, FillEveryDocumentedDefault) {
   EXPECT_EQ(job.spec.collocation.allow_background, true);
   EXPECT_FALSE(job.spec.collocation.max_batch_size.has_value());
   EXPECT_EQ(job.spec.suspend, false);
+  EXPECT_EQ(job.spec.backoff_limit, 6);
   // Fields without a default stay unset.
   EXPECT_FALSE(job.spec.gpus.has_value());
   EXPECT_FALSE(job.spec.steps.has_value());
@@ -328,6 +329,11 @@ std::vector<RuleCase> RuleCases() {
        "status.progress.samplesPerSecond: must be >= 0.0, got -2.0"},
       {"RestartsNonNegative", Foreground([](TrainingJob& j) { j.status.restarts = -1; }),
        "status.restarts: must be >= 0, got -1"},
+      {"GangGenerationNonNegative",
+       Foreground([](TrainingJob& j) { j.status.gang_generation = -1; }),
+       "status.gangGeneration: must be >= 0, got -1"},
+      {"BackoffLimitNonNegative", Foreground([](TrainingJob& j) { j.spec.backoff_limit = -1; }),
+       "spec.backoffLimit: must be >= 0, got -1"},
   };
 }
 

@@ -94,6 +94,7 @@ std::vector<BadCase> SpecCases() {
        "spec.checkpoint.intervalSeconds"},
       {"TemplateNotAnObject", kVgg, Spec({{"template", "pod.yaml"}}), "spec.template"},
       {"SuspendString", kVgg, Spec({{"suspend", "yes"}}), "spec.suspend"},
+      {"BackoffLimitNegative", kVgg, Spec({{"backoffLimit", -1}}), "spec.backoffLimit"},
   };
 }
 
@@ -158,6 +159,7 @@ std::vector<BadCase> StatusCases() {
       {"ProgressSlowdownNegative", kVgg, Status({{"progress", {{"foregroundSlowdown", -1.0}}}}),
        "status.progress.foregroundSlowdown"},
       {"RestartsNegative", kVgg, Status({{"restarts", -1}}), "status.restarts"},
+      {"GangGenerationNegative", kVgg, Status({{"gangGeneration", -1}}), "status.gangGeneration"},
       {"ConditionStatusUnknown", kVgg, Status({{"conditions", {Condition({{"status", "Maybe"}})}}}),
        "status.conditions[0].status"},
       {"ConditionTypeInvalid", kVgg,

@@ -14,12 +14,14 @@
 //   spec.collocation.maxForegroundSlowdown  1.10   (Foreground jobs only)
 //   spec.collocation.allowBackground        true   (Foreground jobs only)
 //   spec.suspend                            false
+//   spec.backoffLimit                       6
 //
 // The role-dependent collocation defaults cannot be expressed in a CRD schema; the controller
 // applies them by calling SetDefaults. Every other default is also in the CRD.
 #ifndef WAVEPOOL_API_DEFAULTS_H_
 #define WAVEPOOL_API_DEFAULTS_H_
 
+#include <cstdint>
 #include <string_view>
 
 #include "wavepool/api/training_job.h"
@@ -37,6 +39,7 @@ inline constexpr Toggle kDefaultToggle = Toggle::kAuto;
 // deeppool-burst-parallel §5: background work may slow the foreground by at most 10 %.
 inline constexpr double kDefaultMaxForegroundSlowdown = 1.10;
 inline constexpr bool kDefaultAllowBackground = true;
+inline constexpr std::int64_t kDefaultBackoffLimit = 6;  // batch/v1 Job's default
 
 // Fills the unset defaulted fields of *job. Idempotent; never overwrites a set field and never
 // fails: values are checked afterwards by Validate.

@@ -16,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "wavepool/api/enums.h"
 #include "wavepool/api/object_meta.h"
+#include "wavepool/api/progress.h"
 
 namespace wavepool::api {
 
@@ -44,6 +45,8 @@ struct GpuTask {
   std::string pod;
   Role role = Role::kForeground;
   std::int64_t pid = 0;  // In the agent's PID namespace.
+  // What the worker last reported to the agent; absent before its first iteration.
+  std::optional<TrainingProgress> progress;
 };
 
 struct GpuStatus {

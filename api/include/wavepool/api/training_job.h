@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "wavepool/api/enums.h"
 #include "wavepool/api/object_meta.h"
+#include "wavepool/api/progress.h"
 
 namespace wavepool::api {
 
@@ -89,6 +90,10 @@ struct TrainingJobSpec {
   CheckpointSpec checkpoint;
   nlohmann::json pod_template;  // "template": a PodTemplateSpec, verbatim; null when absent.
   std::optional<bool> suspend;  // Default false.
+  // Gang restarts after failed pods before the job fails; default 6 (as batch/v1 Job's).
+  // Restarts caused by the infrastructure (node or agent lost, pod deleted, preemption) do not
+  // count.
+  std::optional<std::int64_t> backoff_limit;
 };
 
 // What the planner chose, summarised for `kubectl get`.
@@ -106,13 +111,6 @@ struct PodPlacement {
   std::vector<std::string> gpu_uuids;  // "gpuUUIDs"
 };
 
-struct TrainingProgress {
-  std::int64_t step = 0;
-  double samples_per_second = 0;
-  double iteration_seconds = 0;    // Observed.
-  double foreground_slowdown = 0;  // Observed iteration time over solo time; 0 when unknown.
-};
-
 struct TrainingJobStatus {
   std::optional<JobPhase> phase;
   std::vector<Condition> conditions;
@@ -120,7 +118,10 @@ struct TrainingJobStatus {
   std::optional<PlanSummary> plan;
   std::vector<PodPlacement> placement;
   std::optional<TrainingProgress> progress;
-  std::int64_t restarts = 0;
+  std::int64_t restarts = 0;  // Gang restarts after failed pods (counted against backoffLimit).
+  // The generation of the job's pods (`<job>-g<gangGeneration>-<rank>`): raised before every
+  // gang restart or re-placement, so that the new pods never clash with the old ones.
+  std::int64_t gang_generation = 0;
 };
 
 struct TrainingJob {

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "wavepool/api/object_meta.h"
 #include "wavepool/api/plan.h"
 #include "wavepool/api/training_job.h"
+#include "wavepool/controller/placement.h"
 
 namespace wavepool::controller {
 
@@ -45,6 +47,16 @@ inline constexpr std::string_view kManagedBy = "wavepool-controller";
 inline constexpr std::string_view kAnnotationJobName = "wavepool.dev/job-name";
 inline constexpr std::string_view kAnnotationTemplateHash = "wavepool.dev/template-hash";
 inline constexpr std::string_view kAnnotationPlanHash = "wavepool.dev/plan-hash";
+// What placement needs to count a pod's GPUs without its job (AssignmentFromPod): written by
+// BuildPod from the assignment and the plan.
+inline constexpr std::string_view kAnnotationGpuUuids = "wavepool.dev/gpu-uuids";  // "a,b"
+inline constexpr std::string_view kAnnotationMemoryPerGpu = "wavepool.dev/memory-per-gpu-bytes";
+inline constexpr std::string_view kAnnotationIdleFraction = "wavepool.dev/idle-fraction";
+inline constexpr std::string_view kAnnotationAllowBackground = "wavepool.dev/allow-background";
+inline constexpr std::string_view kAnnotationMaxSlowdown = "wavepool.dev/max-foreground-slowdown";
+// Set on a background pod before the controller deletes it to make room for a foreground gang:
+// "<namespace>/<job>" of the gang. Its own job's reconcile reads it to report Preempted.
+inline constexpr std::string_view kAnnotationPreemptedBy = "wavepool.dev/preempted-by";
 
 // Where the pod finds the Plan: the ConfigMap key `plan.json` mounted at /etc/wavepool.
 inline constexpr std::string_view kPlanKey = "plan.json";
@@ -118,6 +130,12 @@ absl::StatusOr<nlohmann::json> BuildPod(const api::TrainingJob& job, const api::
                                         const PodAssignment& assignment,
                                         std::int64_t gang_generation,
                                         const OwnedObjectOptions& options);
+
+// The GPUs a controller-owned pod holds, from its labels, annotations and spec.nodeName; nullopt
+// for a pod that holds none (phase Succeeded or Failed). A terminating pod still holds its GPUs
+// until it is gone. InvalidArgument naming the label or annotation for a pod this controller
+// did not build (missing or malformed wavepool annotations).
+absl::StatusOr<std::optional<GpuAssignment>> AssignmentFromPod(const nlohmann::json& pod);
 
 }  // namespace wavepool::controller
 

@@ -1,0 +1,87 @@
+// What the reconciler reads from and writes to the cluster, as two interfaces so that the
+// reconcile logic runs unchanged against the informer caches and the API server (KubeCluster,
+// kube_cluster.h) and against an in-memory fake in unit tests.
+//
+// Reads come from caches that may lag the API server: a reconcile decides from what it reads and
+// writes idempotently (create-if-absent with deterministic names, status updates with the read
+// resourceVersion so a stale write gets Conflict and the key is retried), which is what makes
+// the reconciler level-based and safe to kill at any point.
+#ifndef WAVEPOOL_CONTROLLER_CLUSTER_H_
+#define WAVEPOOL_CONTROLLER_CLUSTER_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "wavepool/api/gpu_node.h"
+#include "wavepool/api/training_job.h"
+#include "wavepool/controller/placement.h"
+
+namespace wavepool::controller {
+
+// Read access to the objects the controller watches. Implementations are thread-safe; every
+// result is a copy the caller owns.
+class ClusterReader {
+ public:
+  virtual ~ClusterReader() = default;
+
+  // The TrainingJob as last observed; nullopt when it does not exist (any more).
+  virtual std::optional<api::TrainingJob> GetJob(std::string_view ns,
+                                                 std::string_view name) const = 0;
+  // Every TrainingJob, sorted by namespace/name.
+  virtual std::vector<api::TrainingJob> ListJobs() const = 0;
+  // The pods labelled as the job's (JobSelector), including terminating ones; sorted by name.
+  virtual std::vector<nlohmann::json> PodsOfJob(std::string_view ns,
+                                                std::string_view job) const = 0;
+  // A ConfigMap in the job's namespace (the Plan ConfigMap, or a layer table / profile the job
+  // references); nullopt when absent.
+  virtual std::optional<nlohmann::json> GetConfigMap(std::string_view ns,
+                                                     std::string_view name) const = 0;
+  // Every GPUNode, sorted by name.
+  virtual std::vector<api::GpuNode> ListGpuNodes() const = 0;
+  // The Node's readiness and labels as placement needs them, for every Node, by name. The
+  // heartbeat verdict (NodeState::heartbeat_fresh) is left false: the reconciler decides it
+  // from GPUNode heartbeats and its own clock.
+  virtual std::map<std::string, NodeState> NodeStates() const = 0;
+  // Every GPU held by a controller-owned pod that is not Succeeded or Failed (terminating pods
+  // still hold theirs), built with AssignmentFromPod; together with the pods this controller
+  // created that the cache has not shown yet (see ClusterWriter::CreatePod).
+  virtual std::vector<GpuAssignment> Assignments() const = 0;
+};
+
+// Write access. Errors are the API server's, as kube::Client returns them (kube::IsConflict,
+// kube::IsNotFound, IsAlreadyExists via the status code kAlreadyExists).
+class ClusterWriter {
+ public:
+  virtual ~ClusterWriter() = default;
+
+  // Creates the pod; AlreadyExists when a pod of that name exists. On success the pod's GPUs
+  // count in ClusterReader::Assignments() at once, before the cache sees the pod.
+  virtual absl::StatusOr<nlohmann::json> CreatePod(const nlohmann::json& pod) = 0;
+  // Deletes the pod (only the incarnation `uid` when not empty) with `grace_period_seconds`
+  // (nullopt: the pod's own). NotFound when it is already gone.
+  virtual absl::Status DeletePod(std::string_view ns, std::string_view name, std::string_view uid,
+                                 std::optional<std::int64_t> grace_period_seconds) = 0;
+  // Adds or replaces annotations on the pod (a JSON merge patch of metadata.annotations).
+  virtual absl::Status AnnotatePod(std::string_view ns, std::string_view name,
+                                   const std::map<std::string, std::string>& annotations) = 0;
+  virtual absl::StatusOr<nlohmann::json> CreateConfigMap(const nlohmann::json& config_map) = 0;
+  // Replaces the ConfigMap; Conflict when `config_map`'s resourceVersion is stale.
+  virtual absl::StatusOr<nlohmann::json> UpdateConfigMap(const nlohmann::json& config_map) = 0;
+  // Writes job.status through the status subresource with job.metadata.resourceVersion;
+  // Conflict when stale.
+  virtual absl::StatusOr<api::TrainingJob> UpdateJobStatus(const api::TrainingJob& job) = 0;
+  // Records an Event on the job (asynchronous, best effort, de-duplicated by the recorder).
+  virtual void RecordEvent(const api::TrainingJob& job, bool warning, std::string_view reason,
+                           std::string_view message) = 0;
+};
+
+}  // namespace wavepool::controller
+
+#endif  // WAVEPOOL_CONTROLLER_CLUSTER_H_

@@ -1,0 +1,108 @@
+// The TrainingJob reconciler: one call brings one job's owned objects and status in line with
+// its spec and the cluster as observed. Level-based and idempotent: it decides from what it
+// reads (ClusterReader), never from what it remembers, so a controller killed at any point and
+// started again converges to the same pods, and a repeated call with nothing changed writes
+// nothing. docs/controller.md walks through the loop.
+//
+// One call, in order:
+//  1. The job is gone: nothing to do (garbage collection removes what it owned).
+//  2. Defaults (api::SetDefaults) and validation (api::Validate): a bad spec gets phase Failed,
+//     an Invalid condition and a Warning Event naming the field, and is not retried (a new
+//     generation is looked at afresh).
+//  3. Finished (Succeeded/Failed at this generation): nothing more.
+//  4. Suspended (spec.suspend, also how Kueue holds a job it has not admitted): its pods are
+//     deleted gracefully, phase Suspended; resuming places it again.
+//  5. Plan (JobPlanner), stored in the ConfigMap `<job>-plan` owned by the job; Planned=False
+//     with the reason when the planner refuses.
+//  6. The current gang (pods `<job>-g<status.gangGeneration>-<rank>`) is looked at: a failed
+//     fg pod restarts the whole gang from its checkpoint (status.restarts and gangGeneration
+//     raised first, then the old gang deleted), failing the job past spec.backoffLimit; a pod
+//     lost with its node, its agent's heartbeat or deleted by someone restarts the gang without
+//     counting; a preempted bg pod (annotated wavepool.dev/preempted-by before its deletion)
+//     sets Preempted and is placed again once gone.
+//  7. No gang yet: placement (placement.h) from the GPUNode inventory, recorded in
+//     status.placement before any pod is created, so that a restart re-creates exactly the
+//     recorded pods (create-if-absent) and a gang is never half-created; a fg gang that must
+//     preempt bg pods annotates and deletes them (with their grace period) and waits for them to
+//     go. Placed=False says why a job waits.
+//  8. Status from what was observed: phase, conditions (metav1.Condition semantics:
+//     lastTransitionTime moves only when the status does), observedGeneration, plan summary,
+//     placement, progress (JobProgress from the GPUNodes), restarts; Degraded when the observed
+//     fg slowdown passes the SLO. Written only when it changed, with the read resourceVersion.
+//
+// Thread-safe: the manager calls it from several workers, never for one key at a time twice (the
+// work queue guarantees it). Placement decisions are serialised inside, together with the
+// assignments this controller has made but its cache has not shown yet, so two workers never
+// give one GPU to two jobs.
+#ifndef WAVEPOOL_CONTROLLER_RECONCILER_H_
+#define WAVEPOOL_CONTROLLER_RECONCILER_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "wavepool/base/clock.h"
+#include "wavepool/controller/cluster.h"
+#include "wavepool/controller/metrics.h"
+#include "wavepool/controller/owned_objects.h"
+#include "wavepool/controller/placement.h"
+
+namespace wavepool::controller {
+
+struct ReconcilerOptions {
+  OwnedObjectOptions objects;
+  PlacementOptions placement;
+  // The planner's device when no GPUNode names a known GPU model (PlanningDevice).
+  std::string default_device = "h100";
+  // A GPUNode whose heartbeatTime is older than this is stale: its GPUs take no new pods, and
+  // the pods on them are treated as lost.
+  std::chrono::seconds heartbeat_timeout{60};
+  // How long a pod may stay bound but not Running (image pulls, a kubelet that never starts it)
+  // before its gang is restarted elsewhere. 0: never.
+  std::chrono::seconds start_timeout{600};
+  // When a job waiting for GPUs is looked at again without any event (the manager also requeues
+  // waiting jobs whenever GPUs are freed).
+  std::chrono::seconds waiting_requeue{30};
+  // Delay before the next gang after a failure: backoff_base x 2^(restarts-1), capped.
+  std::chrono::seconds restart_backoff_base{10};
+  std::chrono::seconds restart_backoff_max{360};
+  Clock* clock = &RealClock();  // durations (metrics, start timeout); outlives the reconciler
+  // Wall time for condition timestamps and heartbeat ages; empty: the system clock.
+  std::function<std::chrono::system_clock::time_point()> wall_now;
+};
+
+struct ReconcileResult {
+  // Look at the job again after this long even if nothing changes (waiting for GPUs, for
+  // preempted pods to go, for a backoff to pass, for a heartbeat to go stale).
+  std::optional<std::chrono::nanoseconds> requeue_after;
+  // The job waits for GPUs (Placed=False): the manager retries it when GPUs are freed.
+  bool waiting_for_gpus = false;
+};
+
+class Reconciler {
+ public:
+  // `reader`, `writer` and `metrics` (may be null) outlive the reconciler.
+  Reconciler(const ClusterReader& reader, ClusterWriter& writer, ReconcilerOptions options,
+             ControllerMetrics* metrics = nullptr);
+  ~Reconciler();
+  Reconciler(const Reconciler&) = delete;
+  Reconciler& operator=(const Reconciler&) = delete;
+
+  // Reconciles the job `ns`/`name`. An error (the API server's, e.g. Conflict on a stale status
+  // write) means "retry with backoff"; everything the job's owner should know is in its status
+  // and Events instead.
+  absl::StatusOr<ReconcileResult> Reconcile(std::string_view ns, std::string_view name);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace wavepool::controller
+
+#endif  // WAVEPOOL_CONTROLLER_RECONCILER_H_
