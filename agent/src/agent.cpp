@@ -28,6 +28,8 @@ struct Agent::Task {
   std::unique_ptr<SlowdownFeedback> feedback;  // foreground
   TaskMetrics* metrics = nullptr;              // owned by the AgentMetrics
   std::deque<MemorySample> memory;             // the worker's allocator samples, recent
+  // The last ReportIteration, published as the task's progress in the GPUNode.
+  std::optional<ReportIteration> last_iteration;
 };
 
 struct Agent::Gpu {
@@ -415,7 +417,10 @@ absl::Status Agent::OnReport(SessionId session, const Message& report) {
     while (task.memory.size() > kMaxTaskMemorySamples) task.memory.pop_front();
   } else if (const auto* iteration = std::get_if<ReportIteration>(&report)) {
     metrics_->CountReport(ReportType::kIteration);
-    return task.metrics->ObserveIteration(Seconds(iteration->seconds), iteration->samples);
+    absl::Status observed =
+        task.metrics->ObserveIteration(Seconds(iteration->seconds), iteration->samples);
+    if (observed.ok()) task.last_iteration = *iteration;
+    return observed;
   }
   return absl::OkStatus();
 }
@@ -480,6 +485,7 @@ AgentStatus Agent::Status() const {
         t.sensitive_op_groups = task->feedback->SensitiveCount();
       }
       t.recommended_batch_size = task->recommended_batch_size;
+      t.last_iteration = task->last_iteration;
       g.tasks.push_back(t);
     }
     status.gpus.push_back(std::move(g));

@@ -1,8 +1,10 @@
 #include "wavepool/agent/gpunode_publisher.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -21,6 +23,25 @@ std::int64_t ClampBytes(std::uint64_t bytes) {
 
 api::Role ToApiRole(Role role) {
   return role == Role::kBackground ? api::Role::kBackground : api::Role::kForeground;
+}
+
+// What the worker last reported, as the controller reads it (api/progress.h). The iteration
+// time is the last one, not an average: samples/s and the step then describe the same
+// iteration, and the agent's Prometheus histogram already serves smoothed views. The slowdown is
+// the feedback loop's time-weighted ratio over the task's recent op groups (slowdown_feedback.h),
+// foreground only: background tasks are not judged against a solo time (0: unknown).
+std::optional<api::TrainingProgress> ToApiProgress(const TaskStatus& task) {
+  if (!task.last_iteration) return std::nullopt;
+  api::TrainingProgress progress;
+  progress.step = static_cast<std::int64_t>(std::min<std::uint64_t>(
+      task.last_iteration->iteration, std::numeric_limits<std::int64_t>::max()));
+  progress.iteration_seconds = task.last_iteration->seconds;
+  // A 0 s iteration has no meaningful throughput (and JSON has no infinity).
+  const double rate =
+      static_cast<double>(task.last_iteration->samples) / task.last_iteration->seconds;
+  if (task.last_iteration->seconds > 0 && std::isfinite(rate)) progress.samples_per_second = rate;
+  progress.foreground_slowdown = task.role == Role::kForeground ? task.foreground_slowdown : 0;
+  return progress;
 }
 
 api::GpuStatus ToApiGpu(const GpuStatus& gpu) {
@@ -43,7 +64,8 @@ api::GpuStatus ToApiGpu(const GpuStatus& gpu) {
     out.memory_wave = wave;
   }
   for (const TaskStatus& task : gpu.tasks) {
-    out.tasks.push_back({task.namespace_name, task.job, task.pod, ToApiRole(task.role), task.pid});
+    out.tasks.push_back({task.namespace_name, task.job, task.pod, ToApiRole(task.role), task.pid,
+                         ToApiProgress(task)});
   }
   return out;
 }

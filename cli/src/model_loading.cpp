@@ -4,29 +4,17 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "wavepool/planner/builtin_profiles.h"
+#include "wavepool/planner/compute_source.h"
 #include "wavepool/planner/layer_table.h"
-#include "wavepool/planner/profile.h"
 #include "wavepool/planner/zoo.h"
 
 namespace wavepool::cli {
-namespace {
-
-// True when a profile's model name is `model`'s name or one of its zoo aliases: the shipped
-// DeepPool profile calls wide_resnet101_2 "wrn101_2" (zoo.h).
-bool NamesModel(const std::string& profile_model, const std::string& model) {
-  if (profile_model == model) return true;
-  absl::StatusOr<planner::ModelGraph> builtin = planner::BuiltinModel(profile_model);
-  return builtin.ok() && builtin->name() == model;
-}
-
-}  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -72,39 +60,25 @@ absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(const PlanFlags& fl
   if (flags.analytic && !flags.profile.empty()) {
     return absl::InvalidArgumentError("give at most one of --analytic and --profile");
   }
-  planner::ComputeCostModelPtr analytic = planner::MakeAnalyticCostModel(device, *precision);
-  if (flags.analytic) return analytic;
+  if (flags.analytic) return planner::MakeAnalyticCostModel(device, *precision);
   std::optional<planner::LayerProfile> profile;
   if (!flags.profile.empty()) {
     absl::StatusOr<std::string> text = ReadFile(flags.profile);
     if (!text.ok()) return text.status();
-    absl::StatusOr<std::vector<planner::LayerProfile>> all = planner::ParseProfileCsv(*text);
-    if (!all.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(flags.profile, ": ", all.status().message()));
+    absl::StatusOr<planner::LayerProfile> picked = planner::PickProfile(*text, model);
+    if (!picked.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flags.profile, ": ", picked.status().message()));
     }
-    std::vector<std::string> names;
-    for (planner::LayerProfile& candidate : *all) {
-      names.push_back(candidate.model);
-      if (all->size() == 1 || NamesModel(candidate.model, model.name())) {
-        profile = std::move(candidate);
-      }
-    }
-    if (!profile) {
-      return absl::InvalidArgumentError(absl::StrCat(flags.profile, ": no profile of model ",
-                                                     model.name(), " (it has ",
-                                                     absl::StrJoin(names, ", "), ")"));
-    }
-  } else {
-    profile = planner::FindBuiltinProfile(model.name(), device.name);
+    profile = *std::move(picked);
   }
-  if (!profile) return analytic;
-  absl::StatusOr<planner::ComputeCostModelPtr> profiled =
-      planner::MakeProfiledCostModel(*profile, model, std::move(analytic));
-  if (!profiled.ok() && !flags.profile.empty()) {
+  absl::StatusOr<planner::ComputeCostModelPtr> compute =
+      planner::ChooseComputeCost(profile, model, device, *precision);
+  if (!compute.ok() && profile.has_value()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(flags.profile, ": ", profiled.status().message()));
+        absl::StrCat(flags.profile, ": ", compute.status().message()));
   }
-  return profiled;
+  return compute;
 }
 
 absl::StatusOr<planner::NetworkModel> LoadNetwork(const PlanFlags& flags,

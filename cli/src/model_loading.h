@@ -21,7 +21,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path);
 absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags);
 
 // --profile's measured profile, else the shipped profile of the model on the device, else (or
-// with --analytic) the analytical model of the device.
+// with --analytic) the analytical model of the device (planner::ChooseComputeCost).
 absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(const PlanFlags& flags,
                                                              const planner::ModelGraph& model,
                                                              const planner::DeviceSpec& device);

@@ -2,12 +2,17 @@
 #include "wavepool/controller/owned_objects.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "owned_objects_internal.h"
+#include "wavepool/api/enums.h"
 
 namespace wavepool::controller {
 namespace {
@@ -127,6 +132,120 @@ absl::StatusOr<nlohmann::json> BuildPlanConfigMap(const api::TrainingJob& job,
   };
   config_map["metadata"]["annotations"][std::string(kAnnotationPlanHash)] = HashJson(plan_json);
   return config_map;
+}
+
+namespace {
+
+// "Pod <ns>/<name>: <field>: <what>".
+absl::Status BadPod(const std::string& pod, std::string_view field, std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("Pod ", pod, ": ", std::string(field), ": ", std::string(what)));
+}
+
+// metadata.<map>[key] as a string; nullopt when absent or not a string.
+std::optional<std::string> MetaString(const nlohmann::json& pod, const char* map,
+                                      std::string_view key) {
+  const nlohmann::json* meta = pod.contains("metadata") ? &pod["metadata"] : nullptr;
+  if (meta == nullptr || !meta->is_object() || !meta->contains(map)) return std::nullopt;
+  const nlohmann::json& entries = (*meta)[map];
+  const std::string k(key);
+  if (!entries.is_object() || !entries.contains(k) || !entries[k].is_string()) {
+    return std::nullopt;
+  }
+  return entries[k].get<std::string>();
+}
+
+absl::StatusOr<std::string> RequiredAnnotation(const nlohmann::json& pod, const std::string& id,
+                                               std::string_view key) {
+  std::optional<std::string> value = MetaString(pod, "annotations", key);
+  if (!value || value->empty()) {
+    return BadPod(id, absl::StrCat("metadata.annotations[", std::string(key), "]"), "required");
+  }
+  return *value;
+}
+
+absl::StatusOr<double> NumberAnnotation(const nlohmann::json& pod, const std::string& id,
+                                        std::string_view key) {
+  absl::StatusOr<std::string> text = RequiredAnnotation(pod, id, key);
+  if (!text.ok()) return text.status();
+  double value = 0;
+  if (!absl::SimpleAtod(*text, &value)) {
+    return BadPod(id, absl::StrCat("metadata.annotations[", std::string(key), "]"),
+                  absl::StrCat("must be a number, got \"", *text, "\""));
+  }
+  return value;
+}
+
+// The fields only a fg pod carries (what bg placement weighs against).
+absl::Status ReadForegroundAnnotations(const nlohmann::json& pod, const std::string& id,
+                                       GpuAssignment& a) {
+  absl::StatusOr<double> idle = NumberAnnotation(pod, id, kAnnotationIdleFraction);
+  if (!idle.ok()) return idle.status();
+  absl::StatusOr<double> slowdown = NumberAnnotation(pod, id, kAnnotationMaxSlowdown);
+  if (!slowdown.ok()) return slowdown.status();
+  absl::StatusOr<std::string> allow = RequiredAnnotation(pod, id, kAnnotationAllowBackground);
+  if (!allow.ok()) return allow.status();
+  if (*allow != "true" && *allow != "false") {
+    return BadPod(
+        id, absl::StrCat("metadata.annotations[", std::string(kAnnotationAllowBackground), "]"),
+        absl::StrCat("must be \"true\" or \"false\", got \"", *allow, "\""));
+  }
+  a.idle_fraction = *idle;
+  a.max_foreground_slowdown = *slowdown;
+  a.allow_background = *allow == "true";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<GpuAssignment>> AssignmentFromPodOrThrow(const nlohmann::json& pod) {
+  const nlohmann::json meta = pod.value("metadata", nlohmann::json::object());
+  const std::string ns = meta.value("namespace", "");
+  const std::string name = meta.value("name", "");
+  const std::string id = absl::StrCat(ns, "/", name);
+  if (name.empty()) return BadPod(id, "metadata.name", "required");
+  const nlohmann::json status = pod.value("status", nlohmann::json::object());
+  const std::string phase = status.value("phase", "");
+  if (phase == "Succeeded" || phase == "Failed") return std::optional<GpuAssignment>();
+  GpuAssignment a;
+  a.pod = id;
+  const std::optional<std::string> role = MetaString(pod, "labels", kLabelRole);
+  const std::optional<api::Role> parsed =
+      role ? api::ParseEnum<api::Role>(*role) : std::optional<api::Role>();
+  if (!parsed) {
+    return BadPod(id, absl::StrCat("metadata.labels[", std::string(kLabelRole), "]"),
+                  absl::StrCat("must be one of ", api::EnumNames<api::Role>()));
+  }
+  a.role = *parsed;
+  absl::StatusOr<std::string> job = RequiredAnnotation(pod, id, kAnnotationJobName);
+  if (!job.ok()) return job.status();
+  a.job = absl::StrCat(ns, "/", *job);
+  const nlohmann::json spec = pod.value("spec", nlohmann::json::object());
+  a.node = spec.value("nodeName", "");
+  if (a.node.empty()) return BadPod(id, "spec.nodeName", "required (wavepool binds its pods)");
+  absl::StatusOr<std::string> uuids = RequiredAnnotation(pod, id, kAnnotationGpuUuids);
+  if (!uuids.ok()) return uuids.status();
+  a.gpu_uuids = absl::StrSplit(*uuids, ',', absl::SkipEmpty());
+  absl::StatusOr<std::string> memory = RequiredAnnotation(pod, id, kAnnotationMemoryPerGpu);
+  if (!memory.ok()) return memory.status();
+  if (!absl::SimpleAtoi(*memory, &a.memory_per_gpu_bytes) || a.memory_per_gpu_bytes < 0) {
+    return BadPod(id,
+                  absl::StrCat("metadata.annotations[", std::string(kAnnotationMemoryPerGpu), "]"),
+                  absl::StrCat("must be a byte count >= 0, got \"", *memory, "\""));
+  }
+  if (a.role == api::Role::kForeground) {
+    if (absl::Status s = ReadForegroundAnnotations(pod, id, a); !s.ok()) return s;
+  }
+  return std::optional<GpuAssignment>(std::move(a));
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<GpuAssignment>> AssignmentFromPod(const nlohmann::json& pod) {
+  try {
+    return AssignmentFromPodOrThrow(pod);
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Pod: not a wavepool pod (malformed metadata, spec or status): ", e.what()));
+  }
 }
 
 }  // namespace wavepool::controller

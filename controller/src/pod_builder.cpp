@@ -10,8 +10,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "owned_objects_internal.h"
+#include "wavepool/api/defaults.h"
 #include "wavepool/api/enums.h"
 #include "wavepool/controller/owned_objects.h"
 
@@ -206,8 +208,13 @@ json WavepoolEnv(const Inputs& in) {
       EnvVar("WAVEPOOL_PLAN", std::string(kPlanPath)),
       EnvVar("WAVEPOOL_AGENT_DIR", in.options.agent_directory),
       EnvVar("NVIDIA_VISIBLE_DEVICES", absl::StrJoin(a.gpu_uuids, ",")),
-      // The agent runs one MPS control daemon per GPU (docs/agent.md); a process talks to one
-      // daemon, that of its first GPU.
+      // The agent runs one MPS control daemon per GPU (docs/agent.md), each started with
+      // CUDA_VISIBLE_DEVICES set to its GPU alone. A CUDA process reads one
+      // CUDA_MPS_PIPE_DIRECTORY at initialisation and connects to that one daemon, which only
+      // exposes its own GPU: no setting makes one process a client of several daemons. So a
+      // process is an MPS client of its first GPU's daemon; every index's pipe stays reachable
+      // under the mounted MPS directory for a launcher that starts one process per GPU and
+      // sets each its own pipe. Placement gives each rank one GPU, so this is the common case.
       EnvVar("CUDA_MPS_PIPE_DIRECTORY",
              absl::StrCat(MpsDirectory(in.options), "/", a.gpu_indices.front(), "/pipe")),
       // DESIGN.md "GPU sharing": background clients below normal, foreground at normal.
@@ -324,6 +331,19 @@ json PodMetadata(const Inputs& in, const json& tmpl_meta) {
   json annotations = tmpl_meta.value("annotations", json::object());
   annotations.update(meta["annotations"]);
   annotations[std::string(kAnnotationPlanHash)] = HashJson(api::ToJson(in.plan));
+  // What placement needs to count this pod's GPUs from the pod alone (AssignmentFromPod).
+  annotations[std::string(kAnnotationGpuUuids)] = absl::StrJoin(in.assignment.gpu_uuids, ",");
+  annotations[std::string(kAnnotationMemoryPerGpu)] =
+      absl::StrCat(in.plan.predictions.memory_per_gpu_bytes);
+  if (!IsBackground(in)) {
+    const api::CollocationSpec& c = in.job.spec.collocation;
+    annotations[std::string(kAnnotationIdleFraction)] =
+        absl::StrFormat("%.6g", IdleFraction(in.plan.predictions, in.plan.gpus));
+    annotations[std::string(kAnnotationAllowBackground)] =
+        c.allow_background.value_or(api::kDefaultAllowBackground) ? "true" : "false";
+    annotations[std::string(kAnnotationMaxSlowdown)] = absl::StrFormat(
+        "%.6g", c.max_foreground_slowdown.value_or(api::kDefaultMaxForegroundSlowdown));
+  }
   meta["labels"] = labels;
   meta["annotations"] = annotations;
   return meta;

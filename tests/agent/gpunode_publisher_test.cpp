@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -262,6 +263,41 @@ TEST_F(GpuNodePublisherTest, TasksAppearWithTheirRoleAndVanishWhenTheyEnd) {
   EXPECT_THAT(after.status.gpus[1].tasks, IsEmpty());
 }
 
+TEST_F(GpuNodePublisherTest, IterationReportsShowUpAsTaskProgress) {
+  StartSimulatedAgent(1);
+  MakePublisher(Options());
+  Register(1, "train-0", Role::kForeground, 0);
+  Register(2, "sweep-0", Role::kBackground, 0);
+  ASSERT_OK_AND_ASSIGN(api::GpuNode before, publisher_->Publish());
+  ASSERT_THAT(before.status.gpus[0].tasks, SizeIs(2));
+  EXPECT_FALSE(before.status.gpus[0].tasks[0].progress.has_value());  // no iteration yet
+  EXPECT_FALSE(before.status.gpus[0].tasks[1].progress.has_value());
+
+  ASSERT_OK(agent_->OnReport(1, ReportIteration{41, 0.5, 32}));
+  ASSERT_OK(agent_->OnReport(1, ReportIteration{42, 0.25, 32}));  // the last one counts
+  ASSERT_OK(agent_->OnReport(2, ReportIteration{7, 2.0, 64}));
+  // A rejected report (negative seconds) changes nothing.
+  EXPECT_THAT(agent_->OnReport(2, ReportIteration{8, -1.0, 64}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("seconds")));
+  const double slowdown = agent_->Status().gpus[0].tasks[0].foreground_slowdown;
+  ASSERT_OK(publisher_->Publish().status());
+  ASSERT_OK_AND_ASSIGN(api::GpuNode after, Read());  // as the controller reads it
+  ASSERT_THAT(after.status.gpus[0].tasks, SizeIs(2));
+  const std::optional<api::TrainingProgress>& fg = after.status.gpus[0].tasks[0].progress;
+  ASSERT_TRUE(fg.has_value());
+  EXPECT_EQ(fg->step, 42);
+  EXPECT_DOUBLE_EQ(fg->iteration_seconds, 0.25);
+  EXPECT_DOUBLE_EQ(fg->samples_per_second, 128.0);  // 32 samples / 0.25 s
+  EXPECT_DOUBLE_EQ(fg->foreground_slowdown, slowdown);
+  EXPECT_GT(fg->foreground_slowdown, 0);
+  const std::optional<api::TrainingProgress>& bg = after.status.gpus[0].tasks[1].progress;
+  ASSERT_TRUE(bg.has_value());
+  EXPECT_EQ(bg->step, 7);
+  EXPECT_DOUBLE_EQ(bg->iteration_seconds, 2.0);
+  EXPECT_DOUBLE_EQ(bg->samples_per_second, 32.0);  // 64 samples / 2 s
+  EXPECT_DOUBLE_EQ(bg->foreground_slowdown, 0);    // bg tasks are not judged against solo
+}
+
 TEST_F(GpuNodePublisherTest, NodeWithoutNvmlSaysSoInsteadOfFailing) {
   const absl::Status nvml = absl::UnavailableError(
       "dlopen libnvidia-ml.so.1: libnvidia-ml.so.1: cannot open shared object file");
@@ -389,6 +425,42 @@ TEST(GpuNodeStatus, MemoryWaveAndOccupancyAreCarriedOver) {
   EXPECT_DOUBLE_EQ(status.gpus[0].occupancy.foreground, 0.6);
   EXPECT_DOUBLE_EQ(status.gpus[0].occupancy.background, 0.3);
   EXPECT_TRUE(status.message.empty());
+}
+
+TEST(GpuNodeStatus, TaskProgressComesFromTheLastIterationReport) {
+  AgentStatus snapshot;
+  GpuStatus gpu;
+  gpu.info.uuid = "GPU-sim-0";
+  TaskStatus fg;
+  fg.pod = "train-0";
+  fg.role = Role::kForeground;
+  fg.foreground_slowdown = 1.07;
+  fg.last_iteration = ReportIteration{1000, 0.125, 16};
+  TaskStatus idle = fg;  // an iteration of 0 s: no throughput rather than infinity
+  idle.pod = "train-1";
+  idle.last_iteration = ReportIteration{3, 0, 16};
+  TaskStatus bg;
+  bg.pod = "sweep-0";
+  bg.role = Role::kBackground;  // foreground_slowdown keeps its default of 1
+  bg.last_iteration = ReportIteration{5, 4.0, 2};
+  TaskStatus fresh;  // registered, no iteration finished yet
+  fresh.pod = "train-2";
+  gpu.tasks = {fg, idle, bg, fresh};
+  snapshot.gpus.push_back(gpu);
+  const api::GpuNodeStatus status = MakeGpuNodeStatus(snapshot, {});
+  const std::vector<api::GpuTask>& tasks = status.gpus.at(0).tasks;
+  ASSERT_THAT(tasks, SizeIs(4));
+  ASSERT_TRUE(tasks[0].progress.has_value());
+  EXPECT_EQ(tasks[0].progress->step, 1000);
+  EXPECT_DOUBLE_EQ(tasks[0].progress->iteration_seconds, 0.125);
+  EXPECT_DOUBLE_EQ(tasks[0].progress->samples_per_second, 128.0);  // 16 / 0.125
+  EXPECT_DOUBLE_EQ(tasks[0].progress->foreground_slowdown, 1.07);
+  ASSERT_TRUE(tasks[1].progress.has_value());
+  EXPECT_DOUBLE_EQ(tasks[1].progress->samples_per_second, 0);
+  ASSERT_TRUE(tasks[2].progress.has_value());
+  EXPECT_DOUBLE_EQ(tasks[2].progress->samples_per_second, 0.5);  // 2 / 4
+  EXPECT_DOUBLE_EQ(tasks[2].progress->foreground_slowdown, 0);
+  EXPECT_FALSE(tasks[3].progress.has_value());
 }
 
 TEST(GpuNodePublisherOptions, BadOptionsAreRefusedNamingTheOption) {

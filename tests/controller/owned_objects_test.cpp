@@ -420,5 +420,102 @@ TEST(Pod, RejectsBadJobsAndTemplates) {
                        HasSubstr("containers[1].resources.limits[nvidia.com/gpu]")));
 }
 
+// A plan whose predictions placement reads: 12 GiB per GPU, 0.5 s iterations on 4 GPUs leaving
+// 0.5 GPU-seconds idle per iteration: idle fraction 0.5 / (0.5 x 4) = 0.25.
+api::Plan PlanWithPredictions() {
+  api::Plan plan = MakePlan(4);
+  plan.predictions.memory_per_gpu_bytes = std::int64_t{12} << 30;  // 12884901888
+  plan.predictions.iteration_seconds = 0.5;
+  plan.predictions.background_idle_gpu_seconds = 0.5;
+  return plan;
+}
+
+TEST(Pod, CarriesWhatPlacementNeedsToCountItsGpus) {
+  api::TrainingJob job = MakeJob(api::Role::kForeground);
+  job.spec.collocation.allow_background = false;
+  job.spec.collocation.max_foreground_slowdown = 1.25;
+  ASSERT_OK_AND_ASSIGN(json pod,
+                       BuildPod(job, PlanWithPredictions(), MakeAssignment(1), 3, MakeOptions()));
+  const json& annotations = pod["metadata"]["annotations"];
+  EXPECT_EQ(annotations["wavepool.dev/gpu-uuids"], "GPU-aaaa,GPU-bbbb");
+  EXPECT_EQ(annotations["wavepool.dev/memory-per-gpu-bytes"], "12884901888");
+  EXPECT_EQ(annotations["wavepool.dev/idle-fraction"], "0.25");
+  EXPECT_EQ(annotations["wavepool.dev/allow-background"], "false");
+  EXPECT_EQ(annotations["wavepool.dev/max-foreground-slowdown"], "1.25");
+}
+
+TEST(Pod, BackgroundPodsCarryNoForegroundAnnotations) {
+  api::TrainingJob job = MakeJob(api::Role::kBackground);
+  api::Plan plan = PlanWithPredictions();
+  plan.gpus = 1;
+  ASSERT_OK_AND_ASSIGN(
+      json pod, BuildPod(job, plan, PodAssignment{0, "node-a", {"GPU-c"}, {0}}, 0, MakeOptions()));
+  const json& annotations = pod["metadata"]["annotations"];
+  EXPECT_EQ(annotations["wavepool.dev/gpu-uuids"], "GPU-c");
+  EXPECT_FALSE(annotations.contains("wavepool.dev/idle-fraction"));
+  EXPECT_FALSE(annotations.contains("wavepool.dev/allow-background"));
+}
+
+TEST(AssignmentFromPod, ReadsBackWhatBuildPodWrote) {
+  api::TrainingJob job = MakeJob(api::Role::kForeground);
+  job.spec.collocation.allow_background = true;
+  ASSERT_OK_AND_ASSIGN(json pod,
+                       BuildPod(job, PlanWithPredictions(), MakeAssignment(1), 3, MakeOptions()));
+  pod["status"] = {{"phase", "Running"}};
+  ASSERT_OK_AND_ASSIGN(std::optional<GpuAssignment> a, AssignmentFromPod(pod));
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->job, "team-a/resnet");
+  EXPECT_EQ(a->pod, "team-a/resnet-g3-1");  // Namespaced: unique across the inventory.
+  EXPECT_EQ(a->role, api::Role::kForeground);
+  EXPECT_EQ(a->node, "node-a");
+  EXPECT_EQ(a->gpu_uuids, (std::vector<std::string>{"GPU-aaaa", "GPU-bbbb"}));
+  EXPECT_EQ(a->memory_per_gpu_bytes, std::int64_t{12} << 30);
+  EXPECT_DOUBLE_EQ(a->idle_fraction, 0.25);
+  EXPECT_TRUE(a->allow_background);
+  EXPECT_DOUBLE_EQ(a->max_foreground_slowdown, 1.1);  // The default.
+}
+
+TEST(AssignmentFromPod, FinishedPodsHoldNoGpusAndTerminatingOnesStillDo) {
+  ASSERT_OK_AND_ASSIGN(json pod, BuildPod(MakeJob(api::Role::kForeground), PlanWithPredictions(),
+                                          MakeAssignment(0), 0, MakeOptions()));
+  pod["metadata"]["deletionTimestamp"] = "2026-05-01T10:00:00Z";
+  ASSERT_OK_AND_ASSIGN(std::optional<GpuAssignment> held, AssignmentFromPod(pod));
+  EXPECT_TRUE(held.has_value());
+  for (const char* phase : {"Succeeded", "Failed"}) {
+    pod["status"] = {{"phase", phase}};
+    ASSERT_OK_AND_ASSIGN(std::optional<GpuAssignment> done, AssignmentFromPod(pod));
+    EXPECT_FALSE(done.has_value()) << phase;
+  }
+}
+
+TEST(AssignmentFromPod, RejectsPodsTheControllerDidNotBuild) {
+  ASSERT_OK_AND_ASSIGN(json built, BuildPod(MakeJob(api::Role::kForeground), PlanWithPredictions(),
+                                            MakeAssignment(0), 0, MakeOptions()));
+  json no_role = built;
+  no_role["metadata"]["labels"].erase("wavepool.dev/role");
+  EXPECT_THAT(AssignmentFromPod(no_role),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("team-a/resnet-g0-0: metadata.labels[wavepool.dev/role]")));
+  json bad_memory = built;
+  bad_memory["metadata"]["annotations"]["wavepool.dev/memory-per-gpu-bytes"] = "lots";
+  EXPECT_THAT(AssignmentFromPod(bad_memory),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("wavepool.dev/memory-per-gpu-bytes]: must be a byte count")));
+  json no_uuids = built;
+  no_uuids["metadata"]["annotations"].erase("wavepool.dev/gpu-uuids");
+  EXPECT_THAT(AssignmentFromPod(no_uuids),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpu-uuids]: required")));
+  json bad_allow = built;
+  bad_allow["metadata"]["annotations"]["wavepool.dev/allow-background"] = "yes";
+  EXPECT_THAT(AssignmentFromPod(bad_allow),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be \"true\" or")));
+  json unbound = built;
+  unbound["spec"].erase("nodeName");
+  EXPECT_THAT(AssignmentFromPod(unbound),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("spec.nodeName")));
+  EXPECT_THAT(AssignmentFromPod(json::array()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a wavepool pod")));
+}
+
 }  // namespace
 }  // namespace wavepool::controller

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +74,8 @@ struct TaskStatus {
   double foreground_slowdown = 1;  // foreground
   std::size_t sensitive_op_groups = 0;
   std::uint32_t recommended_batch_size = 0;  // background
+  // The worker's last ReportIteration (step, seconds, samples); nullopt before its first.
+  std::optional<ReportIteration> last_iteration;
 };
 
 struct GpuStatus {

@@ -41,9 +41,9 @@ struct JobPlan {
   std::string description;
 };
 
-// The planner's device name for a GPU model as NVML reports it ("NVIDIA H100 80GB HBM3" ->
-// "h100", "NVIDIA A100-SXM4-80GB" -> "a100"); NotFound naming the model and the known devices
-// otherwise.
+// The planner's catalog device name for a GPU model as NVML reports it ("NVIDIA H100 80GB HBM3"
+// -> "h100", "NVIDIA A100-SXM4-80GB" -> "a100-40gb"); NotFound naming the model and the known
+// devices otherwise.
 absl::StatusOr<std::string> DeviceForGpuModel(std::string_view gpu_model);
 
 // The device to plan for: the most common GPU model among `nodes` that maps to a known device

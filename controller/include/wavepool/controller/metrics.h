@@ -12,7 +12,8 @@
 //   wavepool_controller_placement_failures_total{role,reason} counter: not_placeable, error
 //   wavepool_controller_preemptions_total                    counter: bg pods preempted
 //   wavepool_controller_gang_restarts_total{reason}          counter: pod_failed, node_lost,
-//                                                            pod_deleted, heartbeat_lost
+//                                                            pod_deleted, heartbeat_lost,
+//                                                            start_timeout
 //   wavepool_controller_jobs{phase}                          gauge: jobs by status.phase
 //   wavepool_controller_leader                               gauge: 1 while this replica leads
 //
@@ -62,7 +63,7 @@ class ControllerMetrics {
   // reason: "not_placeable" (waits for GPUs) or "error".
   void CountPlacementFailure(api::Role role, std::string_view reason);
   void CountPreemption();
-  // reason: "pod_failed", "node_lost", "heartbeat_lost", "pod_deleted".
+  // reason: "pod_failed", "node_lost", "heartbeat_lost", "pod_deleted", "start_timeout".
   void CountGangRestart(std::string_view reason);
   // Replaces the per-phase job counts (phases absent from `counts` read 0).
   void SetJobsByPhase(const std::map<std::string, std::size_t>& counts);

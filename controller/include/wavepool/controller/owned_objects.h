@@ -133,8 +133,10 @@ absl::StatusOr<nlohmann::json> BuildPod(const api::TrainingJob& job, const api::
 
 // The GPUs a controller-owned pod holds, from its labels, annotations and spec.nodeName; nullopt
 // for a pod that holds none (phase Succeeded or Failed). A terminating pod still holds its GPUs
-// until it is gone. InvalidArgument naming the label or annotation for a pod this controller
-// did not build (missing or malformed wavepool annotations).
+// until it is gone. GpuAssignment::pod is "<namespace>/<pod>" and ::job "<namespace>/<job>", so
+// that pods of equally named jobs in two namespaces stay distinct in one Inventory.
+// InvalidArgument naming the label or annotation for a pod this controller did not build
+// (missing or malformed wavepool annotations).
 absl::StatusOr<std::optional<GpuAssignment>> AssignmentFromPod(const nlohmann::json& pod);
 
 }  // namespace wavepool::controller

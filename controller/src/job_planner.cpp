@@ -1,0 +1,250 @@
+// Planning a TrainingJob in the cluster (job_planner.h): the job's spec becomes a PlanRequest, its
+// model and compute cost come from the zoo, the referenced ConfigMaps' text or the profiles that
+// ship with the planner, and MakePlan decides. Pure and deterministic.
+#include "wavepool/controller/job_planner.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "wavepool/api/enums.h"
+#include "wavepool/controller/placement.h"
+#include "wavepool/planner/comm.h"
+#include "wavepool/planner/compute_cost.h"
+#include "wavepool/planner/compute_source.h"
+#include "wavepool/planner/device.h"
+#include "wavepool/planner/layer_table.h"
+#include "wavepool/planner/planner.h"
+#include "wavepool/planner/zoo.h"
+
+namespace wavepool::controller {
+namespace {
+
+// The GPU families of the planner's catalog (device.h), as the token NVML puts in a model name:
+// "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB". A100-80GB parts plan
+// as the catalog's 40 GB A100: a plan that fits 40 GB fits 80 GB.
+constexpr std::pair<std::string_view, std::string_view> kGpuFamilies[] = {
+    {"v100", "v100"}, {"a100", "a100-40gb"}, {"h100", "h100"}, {"h200", "h200"}};
+
+// The lower-cased alphanumeric words of `text` ("NVIDIA A100-SXM4-80GB" -> nvidia a100 sxm4
+// 80gb): whole words, so that a GH200 is not taken for an H200.
+std::vector<std::string> Words(std::string_view text) {
+  std::vector<std::string> words(1);
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      words.back().push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    } else if (!words.back().empty()) {
+      words.emplace_back();
+    }
+  }
+  if (words.back().empty()) words.pop_back();
+  return words;
+}
+
+// "<path>: <the status's message>".
+std::string Field(std::string_view path, const absl::Status& status) {
+  return absl::StrCat(std::string(path), ": ", status.message());
+}
+
+// MakePlan names the request's fields ("gpus: ...", "global batch 4 is smaller ..."); the user
+// wrote the job's spec, so its errors name the spec's fields instead.
+absl::Status NameSpecField(const absl::Status& status, api::Role role) {
+  static constexpr std::pair<std::string_view, std::string_view> kFields[] = {
+      {"gpus:", "spec.gpus"},
+      {"global batch", "spec.globalBatchSize"},
+      {"amplification limit:", "spec.parallelism.amplificationLimit"},
+      {"dataset samples:", "spec.datasetSamples"},
+      {"optimizer moments:", "spec.optimizer"},
+      {"tick-tock:", "spec.parallelism.tickTock"},
+      {"job:", "metadata"},
+  };
+  const std::string_view message(status.message().data(), status.message().size());
+  for (const auto& [prefix, field] : kFields) {
+    if (message.substr(0, prefix.size()) != prefix) continue;
+    // A bg job always plans on one GPU: its spec.gpus is not what the planner saw.
+    if (field == "spec.gpus" && role == api::Role::kBackground) break;
+    return absl::Status(status.code(), Field(field, status));
+  }
+  return status;
+}
+
+absl::StatusOr<planner::ModelGraph> LoadModel(const api::ModelSpec& spec,
+                                              const std::optional<std::string>& layer_table) {
+  if (spec.name.has_value()) {
+    absl::StatusOr<planner::ModelGraph> model = planner::BuiltinModel(*spec.name);
+    if (!model.ok()) {
+      return absl::Status(model.status().code(), Field("spec.model.name", model.status()));
+    }
+    return model;
+  }
+  if (!spec.layer_table.has_value()) {
+    return absl::InvalidArgumentError("spec.model: give exactly one of name and layerTable");
+  }
+  if (!layer_table.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("spec.model.layerTable: the text of ConfigMap ", spec.layer_table->config_map,
+                     " key ", spec.layer_table->key, " was not read"));
+  }
+  // The model is named after its ConfigMap, the object the user created for it.
+  absl::StatusOr<planner::ModelGraph> model =
+      planner::ParseLayerTable(spec.layer_table->config_map, *layer_table);
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(Field("spec.model.layerTable", model.status()));
+  }
+  return model;
+}
+
+// The compute cost as `wavepool plan` chooses it: the given profile, else the one shipped for
+// this model and device, else the analytical model (mixed precision, as the workers train).
+absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(
+    const api::ModelSpec& spec, const std::optional<std::string>& profile_text,
+    const planner::ModelGraph& model, const planner::DeviceSpec& device) {
+  if (spec.profile.has_value() && !profile_text.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat("spec.model.profile: the text of ConfigMap ",
+                                                      spec.profile->config_map, " key ",
+                                                      spec.profile->key, " was not read"));
+  }
+  std::optional<planner::LayerProfile> profile;
+  if (profile_text.has_value()) {
+    absl::StatusOr<planner::LayerProfile> picked = planner::PickProfile(*profile_text, model);
+    if (!picked.ok()) {
+      return absl::InvalidArgumentError(Field("spec.model.profile", picked.status()));
+    }
+    profile = std::move(*picked);
+  }
+  absl::StatusOr<planner::ComputeCostModelPtr> compute =
+      planner::ChooseComputeCost(profile, model, device, planner::Precision::kMixed);
+  if (!compute.ok()) {
+    return absl::Status(
+        compute.status().code(),
+        Field(profile_text.has_value() ? "spec.model.profile" : "spec.model", compute.status()));
+  }
+  return compute;
+}
+
+absl::StatusOr<planner::PlanRequest> MakeRequest(const api::TrainingJob& job) {
+  const api::TrainingJobSpec& spec = job.spec;
+  if (!spec.role.has_value() || !spec.global_batch_size.has_value() ||
+      (*spec.role == api::Role::kForeground && !spec.gpus.has_value())) {
+    return absl::InvalidArgumentError(
+        "spec: role, globalBatchSize and (for a Foreground job) gpus must be set");
+  }
+  planner::PlanRequest r;
+  r.job = absl::StrCat(job.metadata.namespace_, "/", job.metadata.name);
+  // A bg job runs on one GPU beside the fg jobs (docs/controller.md).
+  const std::int64_t gpus = *spec.role == api::Role::kForeground ? *spec.gpus : 1;
+  if (gpus < 1 || gpus > (std::int64_t{1} << 16)) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.gpus: must be in [1, 65536], got ", gpus));
+  }
+  r.gpus = static_cast<int>(gpus);
+  r.global_batch = *spec.global_batch_size;
+  const api::ParallelismSpec& p = spec.parallelism;
+  r.amplification_limit = p.amplification_limit.value_or(r.amplification_limit);
+  r.gpu_counts = p.gpu_counts.value_or(r.gpu_counts);
+  r.strategy = p.strategy.value_or(r.strategy);
+  r.tick_tock = p.tick_tock.value_or(r.tick_tock);
+  const api::DataMovementSpec& d = spec.data_movement;
+  r.cpu_split = d.cpu_split.value_or(r.cpu_split);
+  r.preload = d.preload.value_or(r.preload);
+  r.weight_compression = d.weight_compression.value_or(r.weight_compression);
+  // SGD with momentum keeps one moment per parameter, Adam and AdamW two.
+  r.optimizer_moments =
+      spec.optimizer.value_or(api::Optimizer::kSgd) == api::Optimizer::kSgd ? 1 : 2;
+  r.dataset_samples = spec.dataset_samples.value_or(r.dataset_samples);
+  return r;
+}
+
+// "0.125 s", or "8.12 ms" below a tenth of a second, so that small models do not read "0.000 s".
+std::string FormatSeconds(double seconds) {
+  return seconds >= 0.1 ? absl::StrFormat("%.3f s", seconds)
+                        : absl::StrFormat("%.3g ms", seconds * 1e3);
+}
+
+// "12.0 GiB", or "310.5 MiB" below one GiB.
+std::string FormatBytes(std::int64_t bytes) {
+  constexpr double kMiB = 1 << 20;
+  const double mib = static_cast<double>(bytes) / kMiB;
+  return mib >= 1024 ? absl::StrFormat("%.1f GiB", mib / 1024) : absl::StrFormat("%.1f MiB", mib);
+}
+
+std::string Describe(const api::Plan& plan) {
+  return absl::StrFormat("%s on %d GPU%s, %s per iteration, %s per GPU",
+                         api::ToString(plan.strategy), plan.gpus, plan.gpus == 1 ? "" : "s",
+                         FormatSeconds(plan.predictions.iteration_seconds),
+                         FormatBytes(plan.predictions.memory_per_gpu_bytes));
+}
+
+JobPlan MakeJobPlan(api::Plan plan) {
+  JobPlan out;
+  out.summary.strategy = plan.strategy;
+  out.summary.predicted_iteration_seconds = plan.predictions.iteration_seconds;
+  out.summary.memory_per_gpu_bytes = plan.predictions.memory_per_gpu_bytes;
+  for (const api::PlanStage& stage : plan.stages) out.summary.stage_gpus.push_back(stage.gpus);
+  out.summary.amplification = plan.predictions.amplification;
+  out.memory_per_gpu_bytes = plan.predictions.memory_per_gpu_bytes;
+  out.idle_fraction = IdleFraction(plan.predictions, plan.gpus);
+  out.description = Describe(plan);
+  out.plan = std::move(plan);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> DeviceForGpuModel(std::string_view gpu_model) {
+  for (const std::string& word : Words(gpu_model)) {
+    for (const auto& [family, device] : kGpuFamilies) {
+      if (word == family) return std::string(device);
+    }
+  }
+  std::vector<std::string> known;
+  for (const planner::DeviceSpec& device : planner::DeviceCatalog()) known.push_back(device.name);
+  return absl::NotFoundError(absl::StrCat("GPU model \"", std::string(gpu_model),
+                                          "\" is none of the planner's devices (",
+                                          absl::StrJoin(known, ", "), ")"));
+}
+
+std::string PlanningDevice(const std::vector<api::GpuNode>& nodes, std::string_view fallback) {
+  std::map<std::string, int> count;  // Sorted by name, so the first maximum wins a tie.
+  for (const api::GpuNode& node : nodes) {
+    for (const api::GpuStatus& gpu : node.status.gpus) {
+      absl::StatusOr<std::string> device = DeviceForGpuModel(gpu.model);
+      if (device.ok()) ++count[*device];
+    }
+  }
+  std::string best(fallback);
+  int best_count = 0;
+  for (const auto& [device, n] : count) {
+    if (n > best_count) {
+      best = device;
+      best_count = n;
+    }
+  }
+  return best;
+}
+
+absl::StatusOr<JobPlan> PlanJob(const api::TrainingJob& job, const PlanInputs& inputs) {
+  absl::StatusOr<planner::DeviceSpec> device = planner::FindDevice(inputs.device);
+  if (!device.ok()) return device.status();
+  absl::StatusOr<planner::ModelGraph> model = LoadModel(job.spec.model, inputs.layer_table);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<planner::ComputeCostModelPtr> compute =
+      LoadComputeCost(job.spec.model, inputs.profile, *model, *device);
+  if (!compute.ok()) return compute.status();
+  absl::StatusOr<planner::PlanRequest> request = MakeRequest(job);
+  if (!request.ok()) return request.status();
+  const planner::CommModel comm(planner::DefaultNetworkModel(*device));
+  const planner::PlanContext context{*model, *device, **compute, comm};
+  absl::StatusOr<planner::PlanReport> report = planner::MakePlan(context, *request);
+  if (!report.ok()) {
+    return NameSpecField(report.status(), job.spec.role.value_or(api::Role::kForeground));
+  }
+  return MakeJobPlan(std::move(report->plan));
+}
+
+}  // namespace wavepool::controller

@@ -1,0 +1,338 @@
+#include "wavepool/controller/kube_cluster.h"
+
+#include <algorithm>
+#include <iostream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "kube_cluster_state.h"
+#include "wavepool/controller/owned_objects.h"
+#include "wavepool/kube/resource.h"
+
+namespace wavepool::controller {
+namespace internal {
+
+absl::Status AssignmentLedger::Observe(const nlohmann::json& pod) {
+  const std::string key = kube::ObjectKey(pod);
+  const std::string uid = pod.value("/metadata/uid"_json_pointer, "");
+  absl::StatusOr<std::optional<GpuAssignment>> assignment = AssignmentFromPod(pod);
+  std::lock_guard<std::mutex> lock(mu_);
+  RememberUidLocked(uid);
+  const auto assumed = assumed_.find(key);
+  if (assumed != assumed_.end() && assumed->second.uid == uid) assumed_.erase(assumed);
+  if (!assignment.ok() || !assignment->has_value()) {
+    held_.erase(key);
+    return assignment.status();
+  }
+  held_[key] = Held{uid, **std::move(assignment)};
+  return absl::OkStatus();
+}
+
+void AssignmentLedger::ObserveDeleted(const nlohmann::json& pod) {
+  const std::string key = kube::ObjectKey(pod);
+  const std::string uid = pod.value("/metadata/uid"_json_pointer, "");
+  std::lock_guard<std::mutex> lock(mu_);
+  RememberUidLocked(uid);
+  held_.erase(key);
+  const auto assumed = assumed_.find(key);
+  if (assumed != assumed_.end() && assumed->second.uid == uid) assumed_.erase(assumed);
+}
+
+void AssignmentLedger::Assume(const nlohmann::json& pod) {
+  absl::StatusOr<std::optional<GpuAssignment>> assignment = AssignmentFromPod(pod);
+  if (!assignment.ok() || !assignment->has_value()) return;
+  const std::string uid = pod.value("/metadata/uid"_json_pointer, "");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (observed_uids_.count(uid) != 0) return;  // the informer was faster
+  const MonotonicNanos expires_at =
+      clock_.Now() + std::chrono::duration_cast<std::chrono::nanoseconds>(assume_timeout_).count();
+  assumed_[kube::ObjectKey(pod)] = Assumed{uid, **std::move(assignment), expires_at};
+}
+
+void AssignmentLedger::RememberUidLocked(const std::string& uid) {
+  if (uid.empty() || !observed_uids_.insert(uid).second) return;
+  observed_order_.push_back(uid);
+  if (observed_order_.size() > kObservedUidsKept) {
+    observed_uids_.erase(observed_order_.front());
+    observed_order_.pop_front();
+  }
+}
+
+void AssignmentLedger::ExpireLocked() const {
+  const MonotonicNanos now = clock_.Now();
+  for (auto it = assumed_.begin(); it != assumed_.end();) {
+    it = it->second.expires_at <= now ? assumed_.erase(it) : std::next(it);
+  }
+}
+
+std::vector<GpuAssignment> AssignmentLedger::Assignments() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ExpireLocked();
+  std::vector<GpuAssignment> out;
+  out.reserve(held_.size() + assumed_.size());
+  for (const auto& [key, held] : held_) out.push_back(held.assignment);
+  for (const auto& [key, assumed] : assumed_) {
+    if (held_.count(key) == 0) out.push_back(assumed.assignment);
+  }
+  return out;
+}
+
+std::size_t AssignmentLedger::AssumedCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ExpireLocked();
+  return assumed_.size();
+}
+
+}  // namespace internal
+
+namespace {
+
+kube::SharedInformer::Options InformerOptions(const KubeClusterOptions& options, bool namespaced) {
+  kube::SharedInformer::Options out;
+  out.ns = namespaced ? options.watch_namespace : "";
+  out.initial_backoff = options.informer_initial_backoff;
+  out.max_backoff = options.informer_max_backoff;
+  out.clock = options.clock;
+  out.log = options.log;
+  return out;
+}
+
+kube::SharedInformer::Options PodInformerOptions(const KubeClusterOptions& options) {
+  kube::SharedInformer::Options out = InformerOptions(options, true);
+  out.label_selector = std::string(kManagedPodSelector);
+  return out;
+}
+
+kube::SharedInformer::Options JobInformerOptions(const KubeClusterOptions& options) {
+  kube::SharedInformer::Options out = InformerOptions(options, true);
+  out.resync_period = options.job_resync_period;
+  return out;
+}
+
+// "<namespace>/<wavepool.dev/job label>" for a pod that has the label.
+std::vector<std::string> JobPodIndex(const nlohmann::json& pod) {
+  const nlohmann::json* labels = nullptr;
+  if (const auto meta = pod.find("metadata"); meta != pod.end() && meta->is_object()) {
+    if (const auto it = meta->find("labels"); it != meta->end() && it->is_object()) labels = &*it;
+  }
+  if (labels == nullptr) return {};
+  const auto job = labels->find(std::string(kLabelJob));
+  if (job == labels->end() || !job->is_string()) return {};
+  return {absl::StrCat(pod.value("/metadata/namespace"_json_pointer, ""), "/",
+                       job->get<std::string>())};
+}
+
+std::string Key(std::string_view ns, std::string_view name) {
+  return absl::StrCat(std::string(ns), "/", std::string(name));
+}
+
+}  // namespace
+
+NodeState NodeStateFromNode(const nlohmann::json& node) {
+  NodeState state;
+  const nlohmann::json labels = node.value("/metadata/labels"_json_pointer, nlohmann::json());
+  if (labels.is_object()) {
+    const auto managed = labels.find(std::string(kManagedNodeLabel));
+    state.managed = managed != labels.end() && managed->is_string() && *managed == "true";
+  }
+  const nlohmann::json conditions =
+      node.value("/status/conditions"_json_pointer, nlohmann::json::array());
+  if (!conditions.is_array()) return state;
+  for (const nlohmann::json& condition : conditions) {
+    if (condition.is_object() && condition.value("type", "") == "Ready") {
+      state.ready = condition.value("status", "") == "True";
+    }
+  }
+  return state;
+}
+
+KubeCluster::State::State(kube::Client& client_in, KubeClusterOptions options_in)
+    : client(client_in),
+      options(std::move(options_in)),
+      clock(*options.clock),
+      jobs(client, kube::kTrainingJobs, JobInformerOptions(options)),
+      pods(client, kube::kPods, PodInformerOptions(options)),
+      config_maps(client, kube::kConfigMaps, InformerOptions(options, true)),
+      gpu_nodes(client, kube::kGpuNodes, InformerOptions(options, false)),
+      nodes(client, kube::kNodes, InformerOptions(options, false)),
+      ledger(clock, options.assume_timeout) {
+  kube::EventRecorder::Options recorder_options;
+  recorder_options.log = options.log;
+  recorder = std::make_unique<kube::EventRecorder>(client, options.event_component,
+                                                   options.event_host, recorder_options);
+}
+
+void KubeCluster::State::Log(std::string_view message) const {
+  if (options.log) {
+    options.log(message);
+  } else {
+    std::cerr << "wavepool-controller: " << message << std::endl;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<KubeCluster>> KubeCluster::Create(kube::Client& client,
+                                                                 KubeClusterOptions options) {
+  if (options.assume_timeout.count() < 0) {
+    return absl::InvalidArgumentError("assume_timeout: must be >= 0");
+  }
+  if (options.job_resync_period.count() < 0) {
+    return absl::InvalidArgumentError("job_resync_period: must be >= 0");
+  }
+  if (options.informer_initial_backoff.count() <= 0 ||
+      options.informer_max_backoff < options.informer_initial_backoff) {
+    return absl::InvalidArgumentError(
+        "informer_initial_backoff: must be > 0 and <= informer_max_backoff");
+  }
+  if (options.clock == nullptr) return absl::InvalidArgumentError("clock: must not be null");
+  auto state = std::make_unique<State>(client, std::move(options));
+  State* s = state.get();
+  absl::Status status = s->pods.AddIndexer(kJobPodIndex, JobPodIndex);
+  kube::ResourceEventHandlers pod_handlers;
+  pod_handlers.on_add = [s](const nlohmann::json& pod) {
+    if (absl::Status st = s->ledger.Observe(pod); !st.ok()) {
+      s->Log(absl::StrCat("pod ", kube::ObjectKey(pod),
+                          " holds no GPUs we can count: ", st.message()));
+    }
+  };
+  pod_handlers.on_update = [s](const nlohmann::json&, const nlohmann::json& pod) {
+    s->ledger.Observe(pod).IgnoreError();  // reported once, on add
+  };
+  pod_handlers.on_delete = [s](const nlohmann::json& pod) { s->ledger.ObserveDeleted(pod); };
+  if (status.ok()) status = s->pods.AddEventHandler(pod_handlers);
+  kube::ResourceEventHandlers job_handlers;
+  job_handlers.on_add = [s](const nlohmann::json& job) {
+    if (absl::Status st = s->job_cache.Upsert(job); !st.ok()) {
+      s->Log(absl::StrCat("TrainingJob ", kube::ObjectKey(job), " ignored: ", st.message()));
+    }
+  };
+  job_handlers.on_update = [add = job_handlers.on_add](const nlohmann::json&,
+                                                       const nlohmann::json& job) { add(job); };
+  job_handlers.on_delete = [s](const nlohmann::json& job) {
+    s->job_cache.Remove(kube::ObjectKey(job));
+  };
+  if (status.ok()) status = s->jobs.AddEventHandler(job_handlers);
+  kube::ResourceEventHandlers node_handlers;
+  node_handlers.on_add = [s](const nlohmann::json& node) {
+    if (absl::Status st = s->gpu_node_cache.Upsert(node); !st.ok()) {
+      s->Log(absl::StrCat("GPUNode ", kube::ObjectKey(node), " ignored: ", st.message()));
+    }
+  };
+  node_handlers.on_update = [add = node_handlers.on_add](const nlohmann::json&,
+                                                         const nlohmann::json& node) { add(node); };
+  node_handlers.on_delete = [s](const nlohmann::json& node) {
+    s->gpu_node_cache.Remove(kube::ObjectKey(node));
+  };
+  if (status.ok()) status = s->gpu_nodes.AddEventHandler(node_handlers);
+  if (!status.ok()) return status;
+  return std::unique_ptr<KubeCluster>(new KubeCluster(std::move(state)));
+}
+
+KubeCluster::KubeCluster(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+KubeCluster::~KubeCluster() { Stop(); }
+
+KubeCluster::Informers KubeCluster::informers() {
+  return Informers{state_->jobs, state_->pods, state_->config_maps, state_->gpu_nodes,
+                   state_->nodes};
+}
+
+void KubeCluster::Start() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->started) return;
+    state_->started = true;
+  }
+  // GPUNodes and Nodes first: a job's first reconcile needs the inventory more than anything.
+  state_->gpu_nodes.Run();
+  state_->nodes.Run();
+  state_->pods.Run();
+  state_->config_maps.Run();
+  state_->jobs.Run();
+}
+
+void KubeCluster::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (!state_->started || state_->stopped) return;
+    state_->stopped = true;
+  }
+  state_->jobs.Stop();
+  state_->config_maps.Stop();
+  state_->pods.Stop();
+  state_->nodes.Stop();
+  state_->gpu_nodes.Stop();
+  state_->recorder->Flush();
+}
+
+bool KubeCluster::HasSynced() const { return UnsyncedInformers().empty(); }
+
+bool KubeCluster::WaitForSync(std::chrono::nanoseconds timeout) {
+  const MonotonicNanos deadline = state_->clock.Now() + timeout.count();
+  for (kube::SharedInformer* informer :
+       {&state_->gpu_nodes, &state_->nodes, &state_->pods, &state_->config_maps, &state_->jobs}) {
+    const std::chrono::nanoseconds left(
+        std::max<MonotonicNanos>(0, deadline - state_->clock.Now()));
+    if (!informer->WaitForSync(left)) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> KubeCluster::UnsyncedInformers() const {
+  std::vector<std::string> out;
+  for (const kube::SharedInformer* informer :
+       {&state_->jobs, &state_->pods, &state_->config_maps, &state_->gpu_nodes, &state_->nodes}) {
+    if (!informer->HasSynced()) out.push_back(informer->type().plural);
+  }
+  return out;
+}
+
+std::size_t KubeCluster::AssumedPods() const { return state_->ledger.AssumedCount(); }
+
+void KubeCluster::FlushEvents() { state_->recorder->Flush(); }
+
+std::optional<api::TrainingJob> KubeCluster::GetJob(std::string_view ns,
+                                                    std::string_view name) const {
+  return state_->job_cache.Get(Key(ns, name));
+}
+
+std::vector<api::TrainingJob> KubeCluster::ListJobs() const { return state_->job_cache.List(); }
+
+std::vector<nlohmann::json> KubeCluster::PodsOfJob(std::string_view ns,
+                                                   std::string_view job) const {
+  absl::StatusOr<std::vector<nlohmann::json>> pods =
+      state_->pods.store().ByIndex(kJobPodIndex, Key(ns, JobLabelValue(job)));
+  if (!pods.ok()) return {};
+  // A shortened label value could in principle be shared; the annotation has the full name.
+  std::vector<nlohmann::json> out;
+  out.reserve(pods->size());
+  for (nlohmann::json& pod : *pods) {
+    const nlohmann::json annotations =
+        pod.value("/metadata/annotations"_json_pointer, nlohmann::json::object());
+    const auto name = annotations.is_object() ? annotations.find(std::string(kAnnotationJobName))
+                                              : annotations.end();
+    if (name != annotations.end() && name->is_string() && *name != std::string(job)) continue;
+    out.push_back(std::move(pod));
+  }
+  return out;
+}
+
+std::optional<nlohmann::json> KubeCluster::GetConfigMap(std::string_view ns,
+                                                        std::string_view name) const {
+  return state_->config_maps.store().Get(Key(ns, name));
+}
+
+std::vector<api::GpuNode> KubeCluster::ListGpuNodes() const {
+  return state_->gpu_node_cache.List();
+}
+
+std::map<std::string, NodeState> KubeCluster::NodeStates() const {
+  std::map<std::string, NodeState> out;
+  for (const nlohmann::json& node : state_->nodes.store().List()) {
+    out.emplace(node.value("/metadata/name"_json_pointer, ""), NodeStateFromNode(node));
+  }
+  return out;
+}
+
+std::vector<GpuAssignment> KubeCluster::Assignments() const { return state_->ledger.Assignments(); }
+
+}  // namespace wavepool::controller

@@ -1,0 +1,164 @@
+// KubeCluster's state, shared by kube_cluster.cpp (informers, caches, reads) and
+// kube_cluster_writer.cpp (writes). Internal to the controller library.
+#ifndef WAVEPOOL_CONTROLLER_SRC_KUBE_CLUSTER_STATE_H_
+#define WAVEPOOL_CONTROLLER_SRC_KUBE_CLUSTER_STATE_H_
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "wavepool/api/gpu_node.h"
+#include "wavepool/api/training_job.h"
+#include "wavepool/base/clock.h"
+#include "wavepool/controller/kube_cluster.h"
+#include "wavepool/kube/event_recorder.h"
+#include "wavepool/kube/informer.h"
+
+namespace wavepool::controller::internal {
+
+// Objects of one kind decoded once per resourceVersion, so that readers copy typed values
+// instead of decoding JSON on every call (1,000 jobs and 100 GPUNodes are read on every
+// placement decision). Safe for concurrent use.
+template <typename T>
+class DecodedCache {
+ public:
+  // Decodes `object` unless the entry under its key already has its resourceVersion. An object
+  // that does not decode is dropped from the cache and the error returned (for the log).
+  absl::Status Upsert(const nlohmann::json& object) {
+    const std::string key = kube::ObjectKey(object);
+    const std::string version = object.value("/metadata/resourceVersion"_json_pointer, "");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto it = entries_.find(key);
+      if (it != entries_.end() && !version.empty() && it->second.resource_version == version) {
+        return absl::OkStatus();
+      }
+    }
+    absl::StatusOr<T> decoded = T::FromJson(object);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!decoded.ok()) {
+      entries_.erase(key);
+      return decoded.status();
+    }
+    entries_[key] = Entry{version, std::make_shared<const T>(*std::move(decoded))};
+    return absl::OkStatus();
+  }
+  void Remove(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.erase(key);
+  }
+  std::optional<T> Get(const std::string& key) const {
+    std::shared_ptr<const T> value;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto it = entries_.find(key);
+      if (it == entries_.end()) return std::nullopt;
+      value = it->second.value;
+    }
+    return *value;
+  }
+  // By key.
+  std::vector<T> List() const {
+    std::vector<std::shared_ptr<const T>> values;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      values.reserve(entries_.size());
+      for (const auto& [key, entry] : entries_) values.push_back(entry.value);
+    }
+    std::vector<T> out;
+    out.reserve(values.size());
+    for (const auto& value : values) out.push_back(*value);
+    return out;
+  }
+
+ private:
+  struct Entry {
+    std::string resource_version;
+    std::shared_ptr<const T> value;  // immutable: copied outside the lock
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> entries_;  // guarded by mu_
+};
+
+// The GPUs held by controller-owned pods, kept from pod events, plus the pods created through
+// CreatePod that no event has shown yet. Safe for concurrent use.
+class AssignmentLedger {
+ public:
+  AssignmentLedger(Clock& clock, std::chrono::nanoseconds assume_timeout)
+      : clock_(clock), assume_timeout_(assume_timeout) {}
+
+  // A pod event (add or update). Returns AssignmentFromPod's error for a pod it cannot read.
+  absl::Status Observe(const nlohmann::json& pod);
+  void ObserveDeleted(const nlohmann::json& pod);
+  // A pod CreatePod just created: counted until its uid is observed or the timeout passes.
+  void Assume(const nlohmann::json& pod);
+
+  std::vector<GpuAssignment> Assignments() const;
+  std::size_t AssumedCount() const;
+
+ private:
+  struct Held {
+    std::string uid;
+    GpuAssignment assignment;
+  };
+  struct Assumed {
+    std::string uid;
+    GpuAssignment assignment;
+    MonotonicNanos expires_at = 0;
+  };
+  // Uids the pod informer has shown, newest last, so that an Assume that loses the race with
+  // the pod's own events (created, seen, even deleted before CreatePod returned) is ignored.
+  static constexpr std::size_t kObservedUidsKept = 8192;
+  void RememberUidLocked(const std::string& uid);
+  void ExpireLocked() const;
+
+  Clock& clock_;
+  const std::chrono::nanoseconds assume_timeout_;
+  mutable std::mutex mu_;
+  std::map<std::string, Held> held_;                // guarded by mu_; by ns/name
+  mutable std::map<std::string, Assumed> assumed_;  // guarded by mu_; by ns/name
+  std::set<std::string> observed_uids_;             // guarded by mu_
+  std::deque<std::string> observed_order_;          // guarded by mu_
+};
+
+}  // namespace wavepool::controller::internal
+
+namespace wavepool::controller {
+
+struct KubeCluster::State {
+  State(kube::Client& client_in, KubeClusterOptions options_in);
+
+  void Log(std::string_view message) const;
+
+  kube::Client& client;
+  const KubeClusterOptions options;
+  Clock& clock;
+  kube::SharedInformer jobs;
+  kube::SharedInformer pods;
+  kube::SharedInformer config_maps;
+  kube::SharedInformer gpu_nodes;
+  kube::SharedInformer nodes;
+  internal::DecodedCache<api::TrainingJob> job_cache;
+  internal::DecodedCache<api::GpuNode> gpu_node_cache;
+  internal::AssignmentLedger ledger;
+  std::unique_ptr<kube::EventRecorder> recorder;
+
+  std::mutex mu;
+  bool started = false;  // guarded by mu
+  bool stopped = false;  // guarded by mu
+};
+
+}  // namespace wavepool::controller
+
+#endif  // WAVEPOOL_CONTROLLER_SRC_KUBE_CLUSTER_STATE_H_

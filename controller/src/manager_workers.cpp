@@ -1,0 +1,275 @@
+// ControllerManager's moving parts: which job keys an informer event enqueues, the workers that
+// reconcile them, the gauges refreshed in the background, and the HTTP endpoints' answers.
+#include <chrono>
+#include <map>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "manager_events.h"
+#include "manager_impl.h"
+#include "wavepool/api/enums.h"
+#include "wavepool/kube/api_error.h"
+
+namespace wavepool::controller {
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+// How often queue depth and jobs-by-phase are refreshed without an event.
+constexpr std::chrono::seconds kHousekeepingPeriod{10};
+
+}  // namespace
+
+void ControllerManager::Impl::AddHandlers() {
+  KubeCluster::Informers informers = cluster->informers();
+  kube::ResourceEventHandlers jobs;
+  jobs.on_add = [this](const nlohmann::json& job) { Enqueue(kube::ObjectKey(job)); };
+  jobs.on_update = [this](const nlohmann::json&, const nlohmann::json& job) {
+    Enqueue(kube::ObjectKey(job));
+  };
+  jobs.on_delete = [this](const nlohmann::json& job) {
+    const std::string key = kube::ObjectKey(job);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      waiting.erase(key);
+    }
+    Enqueue(key);
+  };
+  informers.jobs.AddEventHandler(jobs).IgnoreError();  // cannot fail before Run
+
+  kube::ResourceEventHandlers pods;
+  pods.on_add = [this](const nlohmann::json& pod) { EnqueueOwner(pod); };
+  pods.on_update = [this](const nlohmann::json& old_pod, const nlohmann::json& pod) {
+    EnqueueOwner(pod);
+    if (internal::PodFreedGpus(old_pod, pod)) EnqueueWaiting();
+  };
+  pods.on_delete = [this](const nlohmann::json& pod) {
+    EnqueueOwner(pod);
+    EnqueueWaiting();
+  };
+  informers.pods.AddEventHandler(pods).IgnoreError();
+
+  kube::ResourceEventHandlers config_maps;
+  config_maps.on_add = [this](const nlohmann::json& cm) { EnqueueOwner(cm); };
+  config_maps.on_update = [this](const nlohmann::json&, const nlohmann::json& cm) {
+    EnqueueOwner(cm);
+  };
+  config_maps.on_delete = config_maps.on_add;
+  informers.config_maps.AddEventHandler(config_maps).IgnoreError();
+
+  kube::ResourceEventHandlers gpu_nodes;
+  gpu_nodes.on_add = [this](const nlohmann::json&) { EnqueueWaiting(); };
+  gpu_nodes.on_update = [this](const nlohmann::json& old_node, const nlohmann::json& node) {
+    if (internal::GpuNodePlacementView(old_node) != internal::GpuNodePlacementView(node)) {
+      EnqueueWaiting();
+    }
+    for (const std::string& job : internal::JobsWithChangedTasks(old_node, node)) Enqueue(job);
+  };
+  gpu_nodes.on_delete = [this](const nlohmann::json& node) {
+    for (const std::string& job : internal::JobsWithChangedTasks(node, nullptr)) Enqueue(job);
+    EnqueueJobsOnNode(node.value("/spec/nodeName"_json_pointer, ""));
+  };
+  informers.gpu_nodes.AddEventHandler(gpu_nodes).IgnoreError();
+
+  kube::ResourceEventHandlers nodes;
+  nodes.on_add = [this](const nlohmann::json&) { EnqueueWaiting(); };
+  nodes.on_update = [this](const nlohmann::json& old_node, const nlohmann::json& node) {
+    const NodeState before = NodeStateFromNode(old_node);
+    const NodeState after = NodeStateFromNode(node);
+    if (before.ready == after.ready && before.managed == after.managed) return;
+    // A node that went away ends the gangs on it; one that came back may take waiting jobs.
+    EnqueueJobsOnNode(kube::ObjectKey(node));
+    EnqueueWaiting();
+  };
+  nodes.on_delete = [this](const nlohmann::json& node) {
+    EnqueueJobsOnNode(kube::ObjectKey(node));
+  };
+  informers.nodes.AddEventHandler(nodes).IgnoreError();
+}
+
+void ControllerManager::Impl::Enqueue(const std::string& key) {
+  std::shared_ptr<kube::WorkQueue> q;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    q = queue;
+  }
+  // Not leading: the next term starts by enqueueing every job.
+  if (q != nullptr) q->Add(key);
+}
+
+void ControllerManager::Impl::EnqueueOwner(const nlohmann::json& object) {
+  if (std::optional<std::string> key = internal::OwningJobKey(object)) Enqueue(*key);
+}
+
+void ControllerManager::Impl::EnqueueWaiting() {
+  gpus_freed.fetch_add(1);
+  std::vector<std::string> keys;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    keys.assign(waiting.begin(), waiting.end());
+  }
+  for (const std::string& key : keys) Enqueue(key);
+}
+
+void ControllerManager::Impl::EnqueueJobsOnNode(const std::string& node) {
+  if (node.empty()) return;
+  absl::StatusOr<std::vector<nlohmann::json>> pods =
+      cluster->informers().pods.store().ByIndex(internal::kNodePodIndex, node);
+  if (!pods.ok()) return;
+  for (const nlohmann::json& pod : *pods) EnqueueOwner(pod);
+}
+
+void ControllerManager::Impl::RunWorkers() {
+  kube::WorkQueue::Options queue_options;
+  queue_options.clock = options.clock;  // DefaultControllerRateLimiter on the same clock
+  auto q = std::make_shared<kube::WorkQueue>(std::move(queue_options));
+  std::lock_guard<std::mutex> lock(mu);
+  if (stopped || queue != nullptr) return;
+  queue = q;
+  // A new term looks at every job once: events seen while following were not queued.
+  for (const std::string& key : cluster->informers().jobs.store().ListKeys()) q->Add(key);
+  for (int i = 0; i < options.workers; ++i) {
+    workers.emplace_back([this, q] { WorkerLoop(*q); });
+  }
+}
+
+void ControllerManager::Impl::StopWorkers() {
+  std::shared_ptr<kube::WorkQueue> q;
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    q = std::move(queue);
+    queue = nullptr;
+    threads = std::move(workers);
+    workers.clear();
+  }
+  if (q == nullptr) return;
+  q->ShutDown();  // a reconcile in progress finishes; what is queued is left for the next term
+  for (std::thread& thread : threads) thread.join();
+  metrics.SetQueueDepth(0);
+}
+
+void ControllerManager::Impl::WorkerLoop(kube::WorkQueue& q) {
+  // Reconciling from caches that have not listed everything yet would take the pods not seen yet
+  // for lost ones and restart their gangs. Polled on the real clock: the informers' first list is
+  // I/O, not something a simulated clock in a test drives.
+  while (!cluster->HasSynced()) {
+    if (q.ShuttingDown()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++in_get;
+    }
+    std::optional<std::string> key = q.Get();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --in_get;
+      if (key) ++active;
+    }
+    if (!key) return;
+    metrics.SetQueueDepth(q.Len());
+    Process(q, *key);
+    q.Done(*key);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --active;
+    }
+    cv.notify_all();
+  }
+}
+
+void ControllerManager::Impl::Process(kube::WorkQueue& q, const std::string& key) {
+  const std::size_t slash = key.find('/');
+  const std::string ns = slash == std::string::npos ? std::string() : key.substr(0, slash);
+  const std::string name = slash == std::string::npos ? key : key.substr(slash + 1);
+  const std::uint64_t freed_before = gpus_freed.load();
+  const MonotonicNanos start = clock.Now();
+  absl::StatusOr<ReconcileResult> result = reconciler->Reconcile(ns, name);
+  const Seconds duration = std::chrono::nanoseconds(clock.Now() - start);
+  if (!result.ok()) {
+    const ReconcileOutcome outcome =
+        kube::IsConflict(result.status()) ? ReconcileOutcome::kConflict : ReconcileOutcome::kError;
+    metrics.ObserveReconcile(outcome, duration, result.status());
+    if (outcome == ReconcileOutcome::kError) {
+      Log(absl::StrCat("reconcile ", key, ": ", result.status().ToString()));
+    }
+    q.AddRateLimited(key);
+    return;
+  }
+  metrics.ObserveReconcile(
+      result->requeue_after ? ReconcileOutcome::kRequeue : ReconcileOutcome::kSuccess, duration);
+  q.Forget(key);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (result->waiting_for_gpus) {
+      waiting.insert(key);
+    } else {
+      waiting.erase(key);
+    }
+  }
+  if (result->waiting_for_gpus && gpus_freed.load() != freed_before) {
+    q.Add(key);  // GPUs may have been freed while it was being placed
+  } else if (result->requeue_after) {
+    q.AddAfter(key, *result->requeue_after);
+  }
+}
+
+void ControllerManager::Impl::RefreshGauges() {
+  std::map<std::string, std::size_t> by_phase;
+  for (const api::TrainingJob& job : cluster->ListJobs()) {
+    const api::JobPhase phase = job.status.phase.value_or(api::JobPhase::kPending);
+    ++by_phase[std::string(api::ToString(phase))];
+  }
+  metrics.SetJobsByPhase(by_phase);
+  std::shared_ptr<kube::WorkQueue> q;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    q = queue;
+  }
+  metrics.SetQueueDepth(q == nullptr ? 0 : q->Len());
+}
+
+void ControllerManager::Impl::HousekeepingLoop() {
+  std::unique_lock<std::mutex> lock(mu);
+  while (!stopped) {
+    lock.unlock();
+    RefreshGauges();
+    lock.lock();
+    const MonotonicNanos next = clock.Now() + std::chrono::nanoseconds(kHousekeepingPeriod).count();
+    clock.WaitUntil(lock, cv, next, [this] { return stopped; });
+  }
+}
+
+internal::HttpAnswer ControllerManager::Impl::Answer(std::string_view path) {
+  bool running = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    running = started && !stopped;
+  }
+  if (path == "/healthz") {
+    if (!running) return {503, "text/plain; charset=utf-8", "stopped\n"};
+    return {200, "text/plain; charset=utf-8", "ok"};
+  }
+  if (path == "/readyz") {
+    if (!running) return {503, "text/plain; charset=utf-8", "stopped\n"};
+    const std::vector<std::string> unsynced = cluster->UnsyncedInformers();
+    if (!unsynced.empty()) {
+      return {503, "text/plain; charset=utf-8",
+              absl::StrCat("caches not synced: ", absl::StrJoin(unsynced, ", "), "\n")};
+    }
+    return {200, "text/plain; charset=utf-8", "ok"};
+  }
+  if (path == "/metrics") {
+    RefreshGauges();
+    return {200, "text/plain; version=0.0.4; charset=utf-8",
+            metrics.Serialize() + internal::ProcessMetricsText()};
+  }
+  return {404, "text/plain; charset=utf-8", "not found: /healthz, /readyz, /metrics\n"};
+}
+
+}  // namespace wavepool::controller

@@ -1,0 +1,174 @@
+// What the steps of one reconcile share (reconciler.h walks through the steps): the job as read
+// and as it will be written, the cluster access, the clock and the Events to record once the
+// status is stored. Internal to the reconciler; one ReconcileContext lives for one Reconcile call
+// on one worker thread.
+#ifndef WAVEPOOL_CONTROLLER_SRC_RECONCILE_CONTEXT_H_
+#define WAVEPOOL_CONTROLLER_SRC_RECONCILE_CONTEXT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "wavepool/api/training_job.h"
+#include "wavepool/controller/cluster.h"
+#include "wavepool/controller/job_planner.h"
+#include "wavepool/controller/reconciler.h"
+
+namespace wavepool::controller::internal {
+
+// Reasons of the conditions the reconciler sets (reasons are CamelCase, metav1.Condition).
+inline constexpr std::string_view kReasonInvalidSpec = "InvalidSpec";
+inline constexpr std::string_view kReasonSuspended = "Suspended";
+inline constexpr std::string_view kReasonGangRestart = "GangRestart";
+inline constexpr std::string_view kReasonRestartBackoff = "RestartBackoff";
+inline constexpr std::string_view kReasonBackoffLimitExceeded = "BackoffLimitExceeded";
+inline constexpr std::string_view kReasonPreempting = "Preempting";
+inline constexpr std::string_view kReasonSlowdownAboveSlo = "SlowdownAboveSLO";
+
+struct PendingEvent {
+  bool warning = false;
+  std::string reason;
+  std::string message;
+};
+
+// Placement state shared by every worker: decisions are made one at a time, and the GPUs of a
+// placement recorded but whose pods are not all created yet stay reserved here, so that another
+// job's decision counts them even before the cache shows the pods or the status.
+struct PlacementLedger {
+  std::mutex mu;
+  // "ns/job" -> the recorded placement's pods (pod names "ns/pod").
+  std::map<std::string, std::vector<GpuAssignment>> reserved;
+};
+
+struct ReconcileContext {
+  const ClusterReader& reader;
+  ClusterWriter& writer;
+  const ReconcilerOptions& options;
+  ControllerMetrics* metrics = nullptr;
+  PlacementLedger& ledger;
+
+  std::string key;               // "ns/name".
+  api::TrainingJob job;          // Defaulted spec; status as it will be written.
+  nlohmann::json stored_status;  // The status as the API server holds it (read or written).
+  std::chrono::system_clock::time_point now;  // Wall time of this reconcile.
+  std::vector<PendingEvent> events;           // Recorded after the status is stored.
+  bool status_written = false;                // This reconcile wrote the status already.
+
+  const std::string& ns() const { return job.metadata.namespace_; }
+  const std::string& name() const { return job.metadata.name; }
+  bool foreground() const { return job.spec.role != api::Role::kBackground; }
+};
+
+// --- Status (reconcile_status.cpp) ---
+
+// status.<...> as JSON ({} when empty), for comparing what was read with what will be written.
+nlohmann::json StatusJson(const api::TrainingJob& job);
+
+// Sets the condition with observedGeneration = metadata.generation (lastTransitionTime moves
+// only when its status changes). A condition of an event type (Planned, Placed, Running,
+// Succeeded, Failed, Preempted) turning True queues the Event of that name.
+void SetCondition(ReconcileContext& ctx, std::string_view type, api::ConditionStatus status,
+                  std::string_view reason, std::string_view message);
+bool ConditionIs(const ReconcileContext& ctx, std::string_view type, api::ConditionStatus status,
+                 std::string_view reason = {});
+void QueueEvent(ReconcileContext& ctx, bool warning, std::string_view reason,
+                std::string_view message);
+
+// Writes the status when it differs from the stored one (with the read resourceVersion), then
+// records the queued Events. The API server's error (Conflict on a stale read) is returned.
+absl::Status WriteStatus(ReconcileContext& ctx);
+
+// Before creating an object for the job: writes the status even when unchanged, unless this
+// reconcile wrote it already. The write carries the read resourceVersion, so a job deleted (or
+// changed) since the cache showed it gets NotFound (or Conflict) instead of new orphans; the
+// API server treats an unchanged write as a no-op.
+absl::Status FenceOnJob(ReconcileContext& ctx);
+
+// restart_backoff_base x 2^(restarts-1), capped at restart_backoff_max; 0 for restarts <= 0.
+std::chrono::seconds RestartBackoff(const ReconcilerOptions& options, std::int64_t restarts);
+
+// A short delay for waits that resolve by themselves soon (terminating pods).
+std::chrono::nanoseconds SoonRequeue(const ReconcilerOptions& options);
+
+// --- Pods (reconcile_gang.cpp) ---
+
+std::string PodNameOf(const nlohmann::json& pod);
+std::string PodPhaseOf(const nlohmann::json& pod);
+bool IsTerminating(const nlohmann::json& pod);
+std::optional<std::string> PodAnnotation(const nlohmann::json& pod, std::string_view key);
+// The gang generation label; -1 when absent or malformed.
+std::int64_t GangGenerationOf(const nlohmann::json& pod);
+
+// Deletes every pod of `pods` not terminating yet (and, with keep_finished, not Succeeded or
+// Failed: their logs stay), with the pods' own grace period. NotFound counts as done.
+absl::Status DeletePods(ReconcileContext& ctx, const std::vector<nlohmann::json>& pods,
+                        bool keep_finished);
+
+// Node readiness with the heartbeat verdict decided from GPUNode heartbeats and ctx.now.
+std::map<std::string, NodeState> NodeStatesWithHeartbeats(const ReconcileContext& ctx,
+                                                          const std::vector<api::GpuNode>& nodes);
+
+// Looks at the current gang (status.placement non-empty): Succeeded, Preempted, a failed pod or
+// a lost one. Returns the result to return when this step decided the reconcile; nullopt to go
+// on (create missing pods, report progress). May clear status.placement (a preempted pod gone:
+// place again).
+absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx,
+                                                           const std::vector<nlohmann::json>& pods,
+                                                           const std::vector<api::GpuNode>& nodes);
+
+// --- Plan (reconcile_plan.cpp) ---
+
+class PlanCache {
+ public:
+  std::optional<JobPlan> Find(const std::string& key) const;
+  void Store(const std::string& key, const JobPlan& plan);
+  // Forgets every plan of the job uid (the job was deleted or re-planned at a new generation).
+  void ForgetJob(std::string_view uid);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, JobPlan> plans_;
+};
+
+// Plans the job (cached by uid, generation and inputs) and stores the Plan ConfigMap. A result
+// when the job must wait (Planned=False); the plan otherwise.
+struct PlanOutcome {
+  std::optional<JobPlan> plan;
+  std::optional<ReconcileResult> wait;
+};
+absl::StatusOr<PlanOutcome> PlanAndStore(ReconcileContext& ctx, PlanCache& cache,
+                                         const std::vector<api::GpuNode>& nodes);
+
+// --- Placement (reconcile_placement.cpp) ---
+
+// Places the job (status.placement empty), under the ledger's mutex: writes status.placement
+// (the intent record) before returning. A result when the job waits (NotPlaceable, victims still
+// terminating, restart backoff); nullopt once the placement is recorded.
+absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, const JobPlan& plan,
+                                                        const std::vector<api::GpuNode>& nodes);
+
+// Whether every missing pod of the recorded placement can still go where it was recorded (its
+// GPU exists, is schedulable and not taken by someone else); the reason when not.
+std::optional<std::string> RecordedPlacementConflict(ReconcileContext& ctx, const JobPlan& plan,
+                                                     const std::vector<nlohmann::json>& pods,
+                                                     const std::vector<api::GpuNode>& nodes);
+
+// Creates the pods of the recorded placement that do not exist (create-if-absent).
+absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
+                               const std::vector<nlohmann::json>& pods,
+                               const std::vector<api::GpuNode>& nodes);
+
+// Drops the job's reservation (its pods exist, or it has no placement any more).
+void ReleaseReservation(ReconcileContext& ctx);
+
+}  // namespace wavepool::controller::internal
+
+#endif  // WAVEPOOL_CONTROLLER_SRC_RECONCILE_CONTEXT_H_

@@ -1,0 +1,289 @@
+// Observing a job's current gang: succeeded, preempted, failed or lost pods, and the restarts
+// they lead to (reconcile_context.h; docs/controller.md "Failures").
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "reconcile_context.h"
+#include "wavepool/controller/owned_objects.h"
+
+namespace wavepool::controller::internal {
+namespace {
+
+using api::ConditionStatus;
+using nlohmann::json;
+
+json Meta(const json& pod) {
+  return pod.is_object() ? pod.value("metadata", json::object()) : json::object();
+}
+
+// What the look at the gang found, most decisive first.
+struct Finding {
+  enum Kind { kNothing, kSucceeded, kPreempted, kPreemptedGone, kFailed, kLost } kind = kNothing;
+  std::string pod;
+  std::string detail;  // For conditions, Events.
+  std::string by;      // kPreempted: "<ns>/<job>" of the preempting gang.
+  std::string metric;  // kLost: the gang restart reason label.
+};
+
+// "exit code 137 (OOMKilled)" or the pod's own reason ("Evicted: ...").
+std::string FailureOf(const json& pod) {
+  const json status = pod.value("status", json::object());
+  for (const json& c : status.value("containerStatuses", json::array())) {
+    const json terminated = c.value("state", json::object()).value("terminated", json::object());
+    if (terminated.contains("exitCode") && terminated.value("exitCode", 0) != 0) {
+      std::string text = absl::StrCat("container ", c.value("name", ""), " exit code ",
+                                      terminated.value("exitCode", 0));
+      if (!terminated.value("reason", "").empty()) {
+        absl::StrAppend(&text, " (", terminated.value("reason", ""), ")");
+      }
+      return text;
+    }
+  }
+  std::string text = status.value("reason", "");
+  if (!status.value("message", "").empty())
+    absl::StrAppend(&text, ": ", status.value("message", ""));
+  return text.empty() ? "phase Failed" : text;
+}
+
+// Why a running pod is lost to the infrastructure, or nullopt.
+std::optional<Finding> LostPod(const ReconcileContext& ctx, const json& pod,
+                               const std::map<std::string, NodeState>& states) {
+  const std::string name = PodNameOf(pod);
+  const std::string node = pod.value("spec", json::object()).value("nodeName", "");
+  const auto state = states.find(node);
+  if (state == states.end() || !state->second.ready) {
+    return Finding{Finding::kLost, name, absl::StrCat("node ", node, " is not Ready"), "",
+                   "node_lost"};
+  }
+  if (!state->second.heartbeat_fresh) {
+    return Finding{Finding::kLost, name,
+                   absl::StrCat("the agent on node ", node, " stopped sending heartbeats"), "",
+                   "heartbeat_lost"};
+  }
+  if (IsTerminating(pod)) {
+    return Finding{Finding::kLost, name, "deleted while the job ran", "", "pod_deleted"};
+  }
+  const std::chrono::seconds timeout = ctx.options.start_timeout;
+  if (timeout.count() > 0 && PodPhaseOf(pod) != "Running") {
+    const auto created = api::ParseRfc3339(Meta(pod).value("creationTimestamp", ""));
+    if (created.ok() && ctx.now - *created > timeout) {
+      return Finding{Finding::kLost, name,
+                     absl::StrCat("not Running ", timeout.count(), " s after its creation"), "",
+                     "start_timeout"};
+    }
+  }
+  return std::nullopt;
+}
+
+Finding Look(const ReconcileContext& ctx, const std::map<std::string, const json*>& current,
+             const std::map<std::string, NodeState>& states) {
+  const auto& placement = ctx.job.status.placement;
+  std::size_t succeeded = 0;
+  for (const api::PodPlacement& p : placement) {
+    const auto it = current.find(p.pod);
+    if (it == current.end()) continue;
+    if (std::optional<std::string> by = PodAnnotation(*it->second, kAnnotationPreemptedBy)) {
+      const std::string phase = PodPhaseOf(*it->second);
+      if (phase == "Succeeded" || phase == "Failed") {
+        return {Finding::kPreemptedGone, p.pod, "", *by, ""};
+      }
+      return {Finding::kPreempted, p.pod, "", *by, ""};
+    }
+    if (PodPhaseOf(*it->second) == "Succeeded") ++succeeded;
+  }
+  if (succeeded == placement.size()) return {Finding::kSucceeded, "", "", "", ""};
+  for (const api::PodPlacement& p : placement) {
+    const auto it = current.find(p.pod);
+    if (it != current.end() && PodPhaseOf(*it->second) == "Failed") {
+      return {Finding::kFailed, p.pod, FailureOf(*it->second), "", "pod_failed"};
+    }
+  }
+  const bool preempted_before = ConditionIs(ctx, api::kConditionPreempted, ConditionStatus::kTrue);
+  for (const api::PodPlacement& p : placement) {
+    const auto it = current.find(p.pod);
+    if (it == current.end()) {
+      // Gone after a preemption we saw: place again. Gone while the gang ran: someone deleted
+      // it. Gone before: not created yet (a reconcile stopped half-way), created below.
+      if (preempted_before) return {Finding::kPreemptedGone, p.pod, "", "", ""};
+      if (ctx.job.status.phase == api::JobPhase::kRunning) {
+        return {Finding::kLost, p.pod, "deleted while the job ran", "", "pod_deleted"};
+      }
+      continue;
+    }
+    if (PodPhaseOf(*it->second) == "Succeeded") continue;
+    if (std::optional<Finding> lost = LostPod(ctx, *it->second, states)) return *lost;
+  }
+  return {};
+}
+
+// The job fails: past spec.backoffLimit. Failed pods stay for their logs.
+absl::StatusOr<ReconcileResult> FailJob(ReconcileContext& ctx, const Finding& f,
+                                        const std::vector<json>& gang) {
+  const std::string message = absl::StrCat(
+      "pod ", f.pod, " failed (", f.detail, "); ", ctx.job.status.restarts,
+      " restarts reached spec.backoffLimit (", ctx.job.spec.backoff_limit.value_or(0), ")");
+  ctx.job.status.phase = api::JobPhase::kFailed;
+  SetCondition(ctx, api::kConditionFailed, ConditionStatus::kTrue, kReasonBackoffLimitExceeded,
+               message);
+  SetCondition(ctx, api::kConditionRunning, ConditionStatus::kFalse, kReasonBackoffLimitExceeded,
+               message);
+  if (absl::Status s = WriteStatus(ctx); !s.ok()) return s;
+  if (absl::Status s = DeletePods(ctx, gang, /*keep_finished=*/true); !s.ok()) return s;
+  return ReconcileResult{};
+}
+
+// Status first (the next gang's generation and the restart count), then the old gang goes: a
+// controller stopped in between finds the old pods at an old generation and deletes them.
+absl::StatusOr<ReconcileResult> RestartGang(ReconcileContext& ctx, const Finding& f,
+                                            const std::vector<json>& gang) {
+  const bool counted = f.kind == Finding::kFailed;
+  if (counted && ctx.job.status.restarts + 1 > ctx.job.spec.backoff_limit.value_or(0)) {
+    return FailJob(ctx, f, gang);
+  }
+  if (counted) ++ctx.job.status.restarts;
+  ++ctx.job.status.gang_generation;
+  ctx.job.status.placement.clear();
+  ctx.job.status.phase = api::JobPhase::kPending;
+  const std::string message =
+      counted ? absl::StrCat("pod ", f.pod, " failed (", f.detail, "): restart ",
+                             ctx.job.status.restarts, " of at most ",
+                             ctx.job.spec.backoff_limit.value_or(0), " after ",
+                             RestartBackoff(ctx.options, ctx.job.status.restarts).count(), " s")
+              : absl::StrCat("pod ", f.pod, " lost (", f.detail,
+                             "): gang restarted, not counted against spec.backoffLimit");
+  SetCondition(ctx, api::kConditionPlaced, ConditionStatus::kFalse,
+               counted ? kReasonRestartBackoff : kReasonGangRestart, message);
+  SetCondition(ctx, api::kConditionRunning, ConditionStatus::kFalse, kReasonGangRestart, message);
+  QueueEvent(ctx, true, kReasonGangRestart, message);
+  if (absl::Status s = WriteStatus(ctx); !s.ok()) return s;
+  if (ctx.metrics != nullptr) ctx.metrics->CountGangRestart(f.metric);
+  if (absl::Status s = DeletePods(ctx, gang, /*keep_finished=*/false); !s.ok()) return s;
+  ReconcileResult result;
+  result.requeue_after =
+      counted ? std::chrono::nanoseconds(RestartBackoff(ctx.options, ctx.job.status.restarts))
+              : std::chrono::nanoseconds(0);
+  return result;
+}
+
+}  // namespace
+
+std::string PodNameOf(const json& pod) { return Meta(pod).value("name", ""); }
+
+std::string PodPhaseOf(const json& pod) {
+  return pod.is_object() ? pod.value("status", json::object()).value("phase", "") : "";
+}
+
+bool IsTerminating(const json& pod) {
+  const json meta = Meta(pod);
+  return meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+}
+
+std::optional<std::string> PodAnnotation(const json& pod, std::string_view key) {
+  const json annotations = Meta(pod).value("annotations", json::object());
+  const std::string k(key);
+  if (!annotations.is_object() || !annotations.contains(k) || !annotations[k].is_string()) {
+    return std::nullopt;
+  }
+  return annotations[k].get<std::string>();
+}
+
+std::int64_t GangGenerationOf(const json& pod) {
+  const json labels = Meta(pod).value("labels", json::object());
+  const std::string k(kLabelGangGeneration);
+  std::int64_t generation = -1;
+  if (!labels.is_object() || !labels.contains(k) || !labels[k].is_string() ||
+      !absl::SimpleAtoi(labels[k].get<std::string>(), &generation)) {
+    return -1;
+  }
+  return generation;
+}
+
+absl::Status DeletePods(ReconcileContext& ctx, const std::vector<json>& pods, bool keep_finished) {
+  for (const json& pod : pods) {
+    if (IsTerminating(pod)) continue;
+    const std::string phase = PodPhaseOf(pod);
+    if (keep_finished && (phase == "Succeeded" || phase == "Failed")) continue;
+    const absl::Status s =
+        ctx.writer.DeletePod(ctx.ns(), PodNameOf(pod), Meta(pod).value("uid", ""), std::nullopt);
+    if (!s.ok() && s.code() != absl::StatusCode::kNotFound) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::map<std::string, NodeState> NodeStatesWithHeartbeats(const ReconcileContext& ctx,
+                                                          const std::vector<api::GpuNode>& nodes) {
+  std::map<std::string, NodeState> states = ctx.reader.NodeStates();
+  for (const api::GpuNode& node : nodes) {
+    const auto it = states.find(node.spec.node_name);
+    if (it == states.end()) continue;
+    const auto beat = api::ParseRfc3339(node.status.heartbeat_time);
+    it->second.heartbeat_fresh = beat.ok() && ctx.now - *beat <= ctx.options.heartbeat_timeout;
+  }
+  return states;
+}
+
+absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx,
+                                                           const std::vector<json>& pods,
+                                                           const std::vector<api::GpuNode>& nodes) {
+  std::map<std::string, const json*> current;
+  std::vector<json> gang;
+  for (const json& pod : pods) {
+    if (GangGenerationOf(pod) != ctx.job.status.gang_generation) continue;
+    current[PodNameOf(pod)] = &pod;
+    gang.push_back(pod);
+  }
+  const Finding f = Look(ctx, current, NodeStatesWithHeartbeats(ctx, nodes));
+  switch (f.kind) {
+    case Finding::kNothing:
+      return std::optional<ReconcileResult>();
+    case Finding::kSucceeded: {
+      ctx.job.status.phase = api::JobPhase::kSucceeded;
+      const std::string msg =
+          absl::StrCat("all ", ctx.job.status.placement.size(), " pods succeeded");
+      SetCondition(ctx, api::kConditionSucceeded, ConditionStatus::kTrue, "AllPodsSucceeded", msg);
+      SetCondition(ctx, api::kConditionRunning, ConditionStatus::kFalse, "Completed", msg);
+      ReleaseReservation(ctx);
+      if (absl::Status s = WriteStatus(ctx); !s.ok()) return s;
+      return std::optional<ReconcileResult>(ReconcileResult{});
+    }
+    case Finding::kPreempted: {
+      ctx.job.status.phase = api::JobPhase::kPreempted;
+      const std::string msg = absl::StrCat("pod ", f.pod, " preempted by foreground job ", f.by,
+                                           "; it resumes from its checkpoint once stopped");
+      SetCondition(ctx, api::kConditionPreempted, ConditionStatus::kTrue, "PreemptedByForeground",
+                   msg);
+      SetCondition(ctx, api::kConditionRunning, ConditionStatus::kFalse, "Preempted", msg);
+      if (absl::Status s = WriteStatus(ctx); !s.ok()) return s;
+      ReconcileResult result;
+      result.requeue_after = SoonRequeue(ctx.options);
+      return std::optional<ReconcileResult>(result);
+    }
+    case Finding::kPreemptedGone:
+      // Placed again below with a new generation; it resumes from spec.checkpoint.path.
+      ++ctx.job.status.gang_generation;
+      ctx.job.status.placement.clear();
+      ctx.job.status.phase = api::JobPhase::kPreempted;
+      if (!f.by.empty()) {
+        SetCondition(ctx, api::kConditionPreempted, ConditionStatus::kTrue, "PreemptedByForeground",
+                     absl::StrCat("pod ", f.pod, " preempted by foreground job ", f.by));
+      }
+      return std::optional<ReconcileResult>();
+    case Finding::kFailed:
+    case Finding::kLost: {
+      absl::StatusOr<ReconcileResult> result = RestartGang(ctx, f, gang);
+      if (!result.ok()) return result.status();
+      return std::optional<ReconcileResult>(*result);
+    }
+  }
+  return std::optional<ReconcileResult>();
+}
+
+}  // namespace wavepool::controller::internal

@@ -1,0 +1,311 @@
+// Placing a job inside a reconcile: the inventory, the decision under the ledger's mutex,
+// preemption, the intent record and the pods (reconcile_context.h).
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "reconcile_context.h"
+#include "wavepool/api/defaults.h"
+#include "wavepool/controller/owned_objects.h"
+
+namespace wavepool::controller::internal {
+namespace {
+
+using api::ConditionStatus;
+using nlohmann::json;
+
+std::pair<std::string, std::string> SplitKey(const std::string& key) {
+  const std::size_t slash = key.find('/');
+  if (slash == std::string::npos) return {"", key};
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+// The GpuAssignment of one pod of `job`'s recorded placement.
+GpuAssignment AssignmentOf(const api::TrainingJob& job, const api::PodPlacement& p, Bytes memory,
+                           double idle_fraction) {
+  GpuAssignment a;
+  a.job = api::NamespacedName(job.metadata);
+  a.pod = absl::StrCat(job.metadata.namespace_, "/", p.pod);
+  a.role = job.spec.role.value_or(api::Role::kForeground);
+  a.node = p.node;
+  a.gpu_uuids = p.gpu_uuids;
+  a.memory_per_gpu_bytes = memory;
+  if (a.role == api::Role::kForeground) {
+    a.idle_fraction = idle_fraction;
+    a.allow_background =
+        job.spec.collocation.allow_background.value_or(api::kDefaultAllowBackground);
+    a.max_foreground_slowdown =
+        job.spec.collocation.max_foreground_slowdown.value_or(api::kDefaultMaxForegroundSlowdown);
+  }
+  return a;
+}
+
+// Pods other jobs recorded in status.placement (or this controller reserved) that hold no pod
+// yet: a controller stopped between its status write and its pod creations left them; they
+// count as taken so that the job re-creating them later finds its GPUs free.
+std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<std::string>& held) {
+  std::vector<GpuAssignment> intents;
+  std::set<std::string> seen = held;
+  for (const auto& [job, pods] : ctx.ledger.reserved) {
+    if (job == ctx.key) continue;
+    for (const GpuAssignment& a : pods) {
+      if (seen.insert(a.pod).second) intents.push_back(a);
+    }
+  }
+  for (const api::TrainingJob& job : ctx.reader.ListJobs()) {
+    // Only a gang being created (phase Placed) holds GPUs without pods; a Running gang's
+    // missing pod was lost, a Preempted one's is gone, and both are placed afresh.
+    if (api::NamespacedName(job.metadata) == ctx.key || job.status.placement.empty() ||
+        job.status.phase != api::JobPhase::kPlaced) {
+      continue;
+    }
+    std::set<std::string> existing;
+    for (const json& pod : ctx.reader.PodsOfJob(job.metadata.namespace_, job.metadata.name)) {
+      existing.insert(absl::StrCat(job.metadata.namespace_, "/", PodNameOf(pod)));
+    }
+    const Bytes memory = job.status.plan ? job.status.plan->memory_per_gpu_bytes : 0;
+    for (const api::PodPlacement& p : job.status.placement) {
+      GpuAssignment a = AssignmentOf(job, p, memory, 0);
+      if (existing.count(a.pod) == 0 && seen.insert(a.pod).second) intents.push_back(a);
+    }
+  }
+  return intents;
+}
+
+// The inventory as every other pod holds it. REQUIRES: ctx.ledger.mu held.
+absl::StatusOr<Inventory> BuildInventory(const ReconcileContext& ctx,
+                                         const std::vector<api::GpuNode>& nodes) {
+  std::set<std::string> own_current;
+  const std::int64_t ranks = std::max<std::int64_t>(
+      ctx.job.spec.gpus.value_or(1), static_cast<std::int64_t>(ctx.job.status.placement.size()));
+  for (std::int64_t r = 0; r < ranks; ++r) {
+    own_current.insert(
+        absl::StrCat(ctx.ns(), "/", PodName(ctx.name(), ctx.job.status.gang_generation, r)));
+  }
+  std::vector<GpuAssignment> assignments;
+  std::set<std::string> held;
+  for (GpuAssignment& a : ctx.reader.Assignments()) {
+    if (own_current.count(a.pod) > 0) continue;
+    held.insert(a.pod);
+    assignments.push_back(std::move(a));
+  }
+  absl::StatusOr<Inventory> inventory = Inventory::Build(
+      nodes, NodeStatesWithHeartbeats(ctx, nodes), assignments, ctx.options.placement);
+  if (!inventory.ok()) return inventory.status();
+  for (const GpuAssignment& intent : Intents(ctx, held)) {
+    // An intent that clashes with a real pod lost its GPU: its job re-places when it looks.
+    inventory->Add(intent).IgnoreError();
+  }
+  return inventory;
+}
+
+// Annotates and deletes the victims still running; the gang waits until they are gone.
+absl::Status Preempt(ReconcileContext& ctx, const std::vector<Preemption>& victims) {
+  for (const Preemption& v : victims) {
+    const auto [ns, job] = SplitKey(v.job);
+    const auto [pod_ns, pod] = SplitKey(v.pod);
+    std::optional<json> found;
+    for (json& p : ctx.reader.PodsOfJob(ns, job)) {
+      if (PodNameOf(p) == pod) found = std::move(p);
+    }
+    if (!found.has_value() || IsTerminating(*found)) continue;
+    // The annotation first: the victim's own reconcile reads it to report Preempted rather than
+    // a lost pod.
+    absl::Status s =
+        ctx.writer.AnnotatePod(pod_ns, pod, {{std::string(kAnnotationPreemptedBy), ctx.key}});
+    if (s.ok()) {
+      const std::string uid = found->value("metadata", json::object()).value("uid", "");
+      s = ctx.writer.DeletePod(pod_ns, pod, uid, std::nullopt);  // Its grace: checkpoint time.
+    }
+    if (!s.ok() && s.code() != absl::StatusCode::kNotFound) return s;
+    if (s.ok() && ctx.metrics != nullptr) ctx.metrics->CountPreemption();
+  }
+  return absl::OkStatus();
+}
+
+struct Decision {
+  std::vector<RankPlacement> ranks;
+  std::vector<Preemption> preemptions;
+};
+
+absl::StatusOr<Decision> Decide(const ReconcileContext& ctx, const JobPlan& plan,
+                                const Inventory& inventory) {
+  if (ctx.foreground()) {
+    ForegroundRequest request;
+    request.job = ctx.key;
+    request.gpus = plan.plan.gpus;
+    request.memory_per_gpu_bytes = plan.memory_per_gpu_bytes;
+    request.exclusive =
+        !ctx.job.spec.collocation.allow_background.value_or(api::kDefaultAllowBackground);
+    absl::StatusOr<ForegroundPlacement> placed = PlaceForeground(request, inventory);
+    if (!placed.ok()) return placed.status();
+    return Decision{placed->ranks, placed->preemptions};
+  }
+  absl::StatusOr<BackgroundPlacement> placed =
+      PlaceBackground({ctx.key, plan.memory_per_gpu_bytes}, inventory);
+  if (!placed.ok()) return placed.status();
+  return Decision{{RankPlacement{0, placed->node, placed->gpu_index, placed->gpu_uuid}}, {}};
+}
+
+ReconcileResult Waiting(ReconcileContext& ctx, std::string_view reason, std::string_view message) {
+  SetCondition(ctx, api::kConditionPlaced, ConditionStatus::kFalse, reason, message);
+  ctx.job.status.phase = api::JobPhase::kPlanned;
+  ReconcileResult result;
+  result.requeue_after = ctx.options.waiting_requeue;
+  result.waiting_for_gpus = true;
+  return result;
+}
+
+void ObserveLatency(const ReconcileContext& ctx) {
+  // Creation to first placement only: a restarted gang would measure the job's age instead.
+  if (ctx.metrics == nullptr || ctx.job.status.gang_generation != 0) return;
+  const auto created = api::ParseRfc3339(ctx.job.metadata.creation_timestamp);
+  if (!created.ok()) return;
+  ctx.metrics->ObservePlacementLatency(ctx.job.spec.role.value_or(api::Role::kForeground),
+                                       std::chrono::duration<double>(ctx.now - *created));
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, const JobPlan& plan,
+                                                        const std::vector<api::GpuNode>& nodes) {
+  const api::Role role = ctx.job.spec.role.value_or(api::Role::kForeground);
+  std::lock_guard<std::mutex> lock(ctx.ledger.mu);
+  absl::StatusOr<Inventory> inventory = BuildInventory(ctx, nodes);
+  if (!inventory.ok()) return inventory.status();
+  const auto start = ctx.options.clock->Now();
+  absl::StatusOr<Decision> decision = Decide(ctx, plan, *inventory);
+  if (ctx.metrics != nullptr) {
+    ctx.metrics->ObservePlacementDecision(
+        role, std::chrono::nanoseconds(ctx.options.clock->Now() - start));
+  }
+  if (!decision.ok()) {
+    const bool waits = IsNotPlaceable(decision.status());
+    if (ctx.metrics != nullptr) {
+      ctx.metrics->CountPlacementFailure(role, waits ? "not_placeable" : "error");
+    }
+    if (!waits) return decision.status();
+    return std::optional<ReconcileResult>(
+        Waiting(ctx, kNotPlaceableReason, std::string(decision.status().message())));
+  }
+  if (!decision->preemptions.empty()) {
+    if (absl::Status s = Preempt(ctx, decision->preemptions); !s.ok()) return s;
+    std::vector<std::string> pods;
+    for (const Preemption& p : decision->preemptions) pods.push_back(p.pod);
+    ReconcileResult result = Waiting(
+        ctx, kReasonPreempting,
+        absl::StrCat("waiting for ", pods.size(),
+                     " background pod(s) to stop (checkpoint, exit): ", absl::StrJoin(pods, ", ")));
+    result.requeue_after = SoonRequeue(ctx.options);
+    result.waiting_for_gpus = false;
+    return std::optional<ReconcileResult>(result);
+  }
+  std::vector<GpuAssignment> reserved;
+  std::set<std::string> node_names;
+  for (const RankPlacement& r : decision->ranks) {
+    api::PodPlacement p{
+        PodName(ctx.name(), ctx.job.status.gang_generation, r.rank), r.node, {r.gpu_uuid}};
+    reserved.push_back(AssignmentOf(ctx.job, p, plan.memory_per_gpu_bytes, plan.idle_fraction));
+    ctx.job.status.placement.push_back(std::move(p));
+    node_names.insert(r.node);
+  }
+  ctx.ledger.reserved[ctx.key] = std::move(reserved);
+  ctx.job.status.phase = api::JobPhase::kPlaced;
+  SetCondition(ctx, api::kConditionPlaced, ConditionStatus::kTrue, "GangPlaced",
+               absl::StrCat(decision->ranks.size(), " pod(s) on ", absl::StrJoin(node_names, ", "),
+                            ", gang generation ", ctx.job.status.gang_generation));
+  if (ConditionIs(ctx, api::kConditionPreempted, ConditionStatus::kTrue)) {
+    SetCondition(ctx, api::kConditionPreempted, ConditionStatus::kFalse, "Resumed",
+                 "placed again; resumes from its checkpoint");
+  }
+  // The intent record: written before any pod exists, so that a controller stopped between
+  // pod creations re-creates exactly the missing ones.
+  if (absl::Status s = WriteStatus(ctx); !s.ok()) {
+    ctx.ledger.reserved.erase(ctx.key);
+    return s;
+  }
+  ObserveLatency(ctx);
+  return std::optional<ReconcileResult>();
+}
+
+std::optional<std::string> RecordedPlacementConflict(ReconcileContext& ctx, const JobPlan& plan,
+                                                     const std::vector<json>& pods,
+                                                     const std::vector<api::GpuNode>& nodes) {
+  std::set<std::string> existing;
+  for (const json& pod : pods) existing.insert(PodNameOf(pod));
+  bool missing = false;
+  for (const api::PodPlacement& p : ctx.job.status.placement) missing |= existing.count(p.pod) == 0;
+  if (!missing) return std::nullopt;
+  std::lock_guard<std::mutex> lock(ctx.ledger.mu);
+  absl::StatusOr<Inventory> inventory = BuildInventory(ctx, nodes);
+  if (!inventory.ok()) return std::nullopt;  // Decided when placing; nothing to compare with.
+  for (const api::PodPlacement& p : ctx.job.status.placement) {
+    if (existing.count(p.pod) > 0) continue;
+    const std::string& uuid = p.gpu_uuids.empty() ? std::string() : p.gpu_uuids.front();
+    const Inventory::Gpu* gpu = nullptr;
+    for (const Inventory::Gpu& g : inventory->gpus()) {
+      if (g.uuid == uuid) gpu = &g;
+    }
+    if (gpu == nullptr) return absl::StrCat("GPU ", uuid, " of pod ", p.pod, " is gone");
+    if (!gpu->schedulable) {
+      return absl::StrCat("node ", gpu->node, " of pod ", p.pod, " takes no new pods");
+    }
+    for (const std::size_t h : gpu->holders) {
+      const GpuAssignment& holder = inventory->assignments()[h];
+      const bool fg_clash = ctx.foreground() && holder.role == api::Role::kForeground;
+      const bool bg_clash =
+          !ctx.foreground() && holder.role == api::Role::kForeground && !holder.allow_background;
+      if (fg_clash || bg_clash) {
+        return absl::StrCat("GPU ", uuid, " of pod ", p.pod, " is taken by ", holder.pod);
+      }
+    }
+    if (inventory->HeadroomBytes(*gpu) < plan.memory_per_gpu_bytes) {
+      return absl::StrCat("GPU ", uuid, " of pod ", p.pod, " has no room left");
+    }
+  }
+  return std::nullopt;
+}
+
+absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
+                               const std::vector<json>& pods,
+                               const std::vector<api::GpuNode>& nodes) {
+  std::set<std::string> existing;
+  for (const json& pod : pods) existing.insert(PodNameOf(pod));
+  std::map<std::string, std::int64_t> index_of;
+  for (const api::GpuNode& node : nodes) {
+    for (const api::GpuStatus& gpu : node.status.gpus) index_of[gpu.uuid] = gpu.index;
+  }
+  const auto& placement = ctx.job.status.placement;
+  for (std::size_t rank = 0; rank < placement.size(); ++rank) {
+    const api::PodPlacement& p = placement[rank];
+    if (existing.count(p.pod) > 0) continue;
+    if (absl::Status s = FenceOnJob(ctx); !s.ok()) return s;
+    PodAssignment assignment;
+    assignment.rank = static_cast<std::int64_t>(rank);
+    assignment.node_name = p.node;
+    assignment.gpu_uuids = p.gpu_uuids;
+    for (const std::string& uuid : p.gpu_uuids) assignment.gpu_indices.push_back(index_of[uuid]);
+    absl::StatusOr<json> pod = BuildPod(ctx.job, plan.plan, assignment,
+                                        ctx.job.status.gang_generation, ctx.options.objects);
+    if (!pod.ok()) return pod.status();
+    absl::StatusOr<json> created = ctx.writer.CreatePod(*pod);
+    if (!created.ok() && created.status().code() != absl::StatusCode::kAlreadyExists) {
+      return created.status();
+    }
+  }
+  ReleaseReservation(ctx);
+  return absl::OkStatus();
+}
+
+void ReleaseReservation(ReconcileContext& ctx) {
+  std::lock_guard<std::mutex> lock(ctx.ledger.mu);
+  ctx.ledger.reserved.erase(ctx.key);
+}
+
+}  // namespace wavepool::controller::internal

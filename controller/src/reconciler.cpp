@@ -1,0 +1,294 @@
+// The reconcile flow (reconciler.h lists the steps; docs/controller.md "The reconcile loop").
+// Each step lives in a reconcile_*.cpp file: status, plan, gang, placement.
+#include "wavepool/controller/reconciler.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "reconcile_context.h"
+#include "wavepool/api/defaults.h"
+#include "wavepool/api/validation.h"
+#include "wavepool/controller/job_progress.h"
+
+namespace wavepool::controller {
+
+using api::ConditionStatus;
+using internal::ReconcileContext;
+using internal::SetCondition;
+
+struct Reconciler::State {
+  const ClusterReader& reader;
+  ClusterWriter& writer;
+  ReconcilerOptions options;
+  ControllerMetrics* metrics;
+  internal::PlacementLedger ledger;
+  internal::PlanCache plans;
+};
+
+namespace {
+
+bool Finished(const api::TrainingJob& job) {
+  return job.status.phase == api::JobPhase::kSucceeded ||
+         job.status.phase == api::JobPhase::kFailed;
+}
+
+// Step 2: a bad spec fails the job until a new generation fixes it.
+std::optional<std::string> CheckSpec(ReconcileContext& ctx) {
+  const absl::Status valid = api::Validate(ctx.job);
+  if (valid.ok()) {
+    if (internal::ConditionIs(ctx, api::kConditionInvalid, ConditionStatus::kTrue)) {
+      // Fixed by a new generation: start over from Pending.
+      SetCondition(ctx, api::kConditionInvalid, ConditionStatus::kFalse, "ValidSpec",
+                   "the spec passes validation");
+      if (ctx.job.status.phase == api::JobPhase::kFailed) {
+        ctx.job.status.phase = api::JobPhase::kPending;
+      }
+    }
+    return std::nullopt;
+  }
+  const std::string message(valid.message());
+  const api::Condition* before =
+      api::FindCondition(ctx.job.status.conditions, api::kConditionInvalid);
+  const bool news =
+      before == nullptr || before->status != ConditionStatus::kTrue || before->message != message;
+  ctx.job.status.phase = api::JobPhase::kFailed;
+  SetCondition(ctx, api::kConditionInvalid, ConditionStatus::kTrue, internal::kReasonInvalidSpec,
+               message);
+  if (news) internal::QueueEvent(ctx, true, internal::kReasonInvalidSpec, message);
+  return message;
+}
+
+// Step 3: a job that finished at an earlier generation is looked at afresh.
+void RestartFinishedAtOlderGeneration(ReconcileContext& ctx) {
+  if (!Finished(ctx.job) || ctx.job.status.observed_generation == ctx.job.metadata.generation) {
+    return;
+  }
+  const std::string msg =
+      absl::StrCat("spec changed (generation ", ctx.job.metadata.generation, "): running again");
+  for (std::string_view type : {api::kConditionFailed, api::kConditionSucceeded}) {
+    if (internal::ConditionIs(ctx, type, ConditionStatus::kTrue)) {
+      SetCondition(ctx, type, ConditionStatus::kFalse, "SpecChanged", msg);
+    }
+  }
+  ctx.job.status.phase = api::JobPhase::kPending;
+  ctx.job.status.restarts = 0;
+  ++ctx.job.status.gang_generation;
+  ctx.job.status.placement.clear();
+}
+
+// Step 4: suspended jobs (spec.suspend, Kueue's admission gate) hold no pods.
+absl::StatusOr<ReconcileResult> Suspend(ReconcileContext& ctx,
+                                        const std::vector<nlohmann::json>& pods) {
+  if (absl::Status s = internal::DeletePods(ctx, pods, /*keep_finished=*/false); !s.ok()) {
+    return s;
+  }
+  internal::ReleaseReservation(ctx);
+  ctx.job.status.placement.clear();
+  ctx.job.status.phase = api::JobPhase::kSuspended;
+  const std::string msg = "spec.suspend is true: the job holds no GPUs until it is resumed";
+  SetCondition(ctx, api::kConditionPlaced, ConditionStatus::kFalse, internal::kReasonSuspended,
+               msg);
+  SetCondition(ctx, api::kConditionRunning, ConditionStatus::kFalse, internal::kReasonSuspended,
+               msg);
+  if (absl::Status s = internal::WriteStatus(ctx); !s.ok()) return s;
+  return ReconcileResult{};
+}
+
+// Deletes pods of earlier gangs still running (a restart stopped between its status write and
+// its deletions), keeping finished ones for their logs.
+absl::Status DeleteOldGangs(ReconcileContext& ctx, const std::vector<nlohmann::json>& pods) {
+  std::vector<nlohmann::json> old;
+  for (const nlohmann::json& pod : pods) {
+    if (internal::GangGenerationOf(pod) != ctx.job.status.gang_generation) old.push_back(pod);
+  }
+  return internal::DeletePods(ctx, old, /*keep_finished=*/true);
+}
+
+// The wait a counted restart imposes before the next gang (Placed=False RestartBackoff).
+std::optional<ReconcileResult> BackoffWait(ReconcileContext& ctx) {
+  const api::Condition* placed =
+      api::FindCondition(ctx.job.status.conditions, api::kConditionPlaced);
+  if (placed == nullptr || placed->status != ConditionStatus::kFalse ||
+      placed->reason != internal::kReasonRestartBackoff) {
+    return std::nullopt;
+  }
+  const auto since = api::ParseRfc3339(placed->last_transition_time);
+  if (!since.ok()) return std::nullopt;
+  const auto left =
+      internal::RestartBackoff(ctx.options, ctx.job.status.restarts) - (ctx.now - *since);
+  if (left <= std::chrono::system_clock::duration::zero()) return std::nullopt;
+  ReconcileResult result;
+  result.requeue_after = std::chrono::duration_cast<std::chrono::nanoseconds>(left);
+  return result;
+}
+
+// Step 8: phase, Running, progress and Degraded from the current gang.
+ReconcileResult ReportGang(ReconcileContext& ctx, const std::vector<nlohmann::json>& pods,
+                           const std::vector<api::GpuNode>& nodes) {
+  std::vector<std::string> names;
+  std::size_t running = 0;
+  std::size_t done = 0;
+  for (const api::PodPlacement& p : ctx.job.status.placement) names.push_back(p.pod);
+  for (const nlohmann::json& pod : pods) {
+    if (internal::GangGenerationOf(pod) == ctx.job.status.gang_generation &&
+        !internal::IsTerminating(pod)) {
+      const std::string phase = internal::PodPhaseOf(pod);
+      running += phase == "Running" ? 1 : 0;
+      done += phase == "Succeeded" ? 1 : 0;  // Ranks that finished first; the rest still run.
+    }
+  }
+  const std::size_t total = ctx.job.status.placement.size();
+  ReconcileResult result;
+  if (running > 0 && running + done == total) {
+    ctx.job.status.phase = api::JobPhase::kRunning;
+    SetCondition(ctx, api::kConditionRunning, ConditionStatus::kTrue, "AllPodsRunning",
+                 done == 0 ? absl::StrCat("all ", total, " pods running")
+                           : absl::StrCat(running, " pods running, ", done, " finished"));
+    result.requeue_after = ctx.options.heartbeat_timeout;  // Notice an agent going silent.
+  } else {
+    ctx.job.status.phase = api::JobPhase::kPlaced;
+    SetCondition(ctx, api::kConditionRunning, ConditionStatus::kFalse, "PodsStarting",
+                 absl::StrCat(running, " of ", total, " pods running"));
+    if (ctx.options.start_timeout.count() > 0) result.requeue_after = ctx.options.start_timeout;
+  }
+  ctx.job.status.progress = JobProgress(nodes, ctx.ns(), ctx.name(), names);
+  if (ctx.foreground()) {
+    const double slo = ctx.job.spec.collocation.max_foreground_slowdown.value_or(
+        api::kDefaultMaxForegroundSlowdown);
+    const double slowdown =
+        ctx.job.status.progress ? ctx.job.status.progress->foreground_slowdown : 0;
+    if (slowdown > slo) {
+      SetCondition(ctx, api::kConditionDegraded, ConditionStatus::kTrue,
+                   internal::kReasonSlowdownAboveSlo,
+                   absl::StrCat("observed foreground slowdown ", slowdown,
+                                " exceeds spec.collocation.maxForegroundSlowdown ", slo));
+    } else {
+      SetCondition(ctx, api::kConditionDegraded, ConditionStatus::kFalse, "SlowdownWithinSLO",
+                   absl::StrCat("observed foreground slowdown ", slowdown, " within ", slo));
+    }
+  }
+  return result;
+}
+
+// A recorded placement whose GPUs are no longer ours to take: a fresh gang (new generation),
+// placed on the next look.
+absl::StatusOr<ReconcileResult> PlaceAfresh(ReconcileContext& ctx,
+                                            const std::vector<nlohmann::json>& pods,
+                                            const std::string& conflict) {
+  std::vector<nlohmann::json> gang;
+  for (const nlohmann::json& pod : pods) {
+    if (internal::GangGenerationOf(pod) == ctx.job.status.gang_generation) gang.push_back(pod);
+  }
+  if (absl::Status st = internal::DeletePods(ctx, gang, /*keep_finished=*/false); !st.ok()) {
+    return st;
+  }
+  ++ctx.job.status.gang_generation;
+  ctx.job.status.placement.clear();
+  ctx.job.status.phase = api::JobPhase::kPlanned;
+  SetCondition(ctx, api::kConditionPlaced, ConditionStatus::kFalse, "PlacementConflict", conflict);
+  internal::ReleaseReservation(ctx);
+  if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
+  ReconcileResult result;
+  result.requeue_after = std::chrono::nanoseconds(0);
+  return result;
+}
+
+// Steps 6 to 8, once the job is planned.
+absl::StatusOr<ReconcileResult> ReconcileGang(ReconcileContext& ctx, const JobPlan& plan,
+                                              const std::vector<nlohmann::json>& pods,
+                                              const std::vector<api::GpuNode>& nodes) {
+  // Step 6: the current gang.
+  if (!ctx.job.status.placement.empty()) {
+    absl::StatusOr<std::optional<ReconcileResult>> observed =
+        internal::ObserveGang(ctx, pods, nodes);
+    if (!observed.ok()) return observed.status();
+    if (observed->has_value()) return **observed;
+  }
+  if (absl::Status st = DeleteOldGangs(ctx, pods); !st.ok()) return st;
+  if (!ctx.job.status.placement.empty()) {
+    if (std::optional<std::string> conflict =
+            internal::RecordedPlacementConflict(ctx, plan, pods, nodes)) {
+      return PlaceAfresh(ctx, pods, *conflict);
+    }
+  }
+  // Step 7: no gang yet.
+  if (ctx.job.status.placement.empty()) {
+    if (std::optional<ReconcileResult> wait = BackoffWait(ctx)) {
+      if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
+      return *wait;
+    }
+    absl::StatusOr<std::optional<ReconcileResult>> placed = internal::PlaceJob(ctx, plan, nodes);
+    if (!placed.ok()) return placed.status();
+    if (placed->has_value()) {
+      if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
+      return **placed;
+    }
+  }
+  if (absl::Status st = internal::CreateMissingPods(ctx, plan, pods, nodes); !st.ok()) return st;
+  ReconcileResult result = ReportGang(ctx, pods, nodes);
+  if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
+  return result;
+}
+
+}  // namespace
+
+Reconciler::Reconciler(const ClusterReader& reader, ClusterWriter& writer,
+                       ReconcilerOptions options, ControllerMetrics* metrics)
+    : state_(new State{reader, writer, std::move(options), metrics, {}, {}}) {
+  if (state_->options.clock == nullptr) state_->options.clock = &RealClock();
+}
+
+Reconciler::~Reconciler() = default;
+
+absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::string_view name) {
+  State& s = *state_;
+  std::optional<api::TrainingJob> read = s.reader.GetJob(ns, name);
+  ReconcileContext ctx{s.reader,  s.writer, s.options,
+                       s.metrics, s.ledger, absl::StrCat(std::string(ns), "/", std::string(name)),
+                       {},        {},       {},
+                       {}};
+  // Step 1: gone or going; garbage collection removes what it owned.
+  if (!read.has_value() || !read->metadata.deletion_timestamp.empty()) {
+    std::lock_guard<std::mutex> lock(s.ledger.mu);
+    s.ledger.reserved.erase(ctx.key);
+    return ReconcileResult{};
+  }
+  ctx.now = s.options.wall_now ? s.options.wall_now() : std::chrono::system_clock::now();
+  ctx.stored_status = internal::StatusJson(*read);
+  ctx.job = std::move(*read);
+  api::SetDefaults(&ctx.job);
+  if (CheckSpec(ctx).has_value()) {
+    if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
+    return ReconcileResult{};
+  }
+  RestartFinishedAtOlderGeneration(ctx);
+  if (Finished(ctx.job)) {
+    if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
+    return ReconcileResult{};
+  }
+  const std::vector<nlohmann::json> pods = s.reader.PodsOfJob(ns, name);
+  if (ctx.job.spec.suspend.value_or(false)) return Suspend(ctx, pods);
+  if (ctx.job.status.phase == api::JobPhase::kSuspended) {  // Resumed: a fresh gang.
+    ctx.job.status.phase = api::JobPhase::kPending;
+    ++ctx.job.status.gang_generation;
+  }
+  if (!ctx.job.status.phase.has_value()) ctx.job.status.phase = api::JobPhase::kPending;
+  const std::vector<api::GpuNode> nodes = s.reader.ListGpuNodes();
+  absl::StatusOr<internal::PlanOutcome> planned = internal::PlanAndStore(ctx, s.plans, nodes);
+  if (!planned.ok()) return planned.status();
+  if (planned->wait.has_value()) {
+    if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
+    return *planned->wait;
+  }
+  const JobPlan& plan = *planned->plan;
+  if (ctx.job.status.phase == api::JobPhase::kPending) {
+    ctx.job.status.phase = api::JobPhase::kPlanned;
+  }
+  return ReconcileGang(ctx, plan, pods, nodes);
+}
+
+}  // namespace wavepool::controller

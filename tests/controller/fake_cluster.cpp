@@ -1,0 +1,477 @@
+// The in-memory cluster of the reconciler tests (fake_cluster.h).
+#include "tests/controller/fake_cluster.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "wavepool/controller/owned_objects.h"
+#include "wavepool/kube/api_error.h"
+
+namespace wavepool::controller {
+namespace {
+
+using nlohmann::json;
+
+std::string Key(std::string_view ns, std::string_view name) {
+  return absl::StrCat(std::string(ns), "/", std::string(name));
+}
+
+// An error as kube::Client returns it: the API server's metav1.Status behind an absl code.
+absl::Status ApiError(int code, std::string_view reason, const std::string& message,
+                      std::string_view request) {
+  const json body = {{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
+                     {"message", message}, {"reason", reason},   {"code", code}};
+  return kube::ApiErrorFromResponse(code, body.dump(), request);
+}
+
+absl::Status NotFound(std::string_view resource, std::string_view name, std::string_view request) {
+  return ApiError(404, "NotFound",
+                  absl::StrCat(std::string(resource), " \"", std::string(name), "\" not found"),
+                  request);
+}
+
+absl::Status Conflict(std::string_view resource, std::string_view name, std::string_view request) {
+  return ApiError(409, "Conflict",
+                  absl::StrCat("Operation cannot be fulfilled on ", std::string(resource), " \"",
+                               std::string(name),
+                               "\": the object has been modified; please apply your changes to "
+                               "the latest version and try again"),
+                  request);
+}
+
+json& Meta(json& object) {
+  if (!object.contains("metadata") || !object["metadata"].is_object()) {
+    object["metadata"] = json::object();
+  }
+  return object["metadata"];
+}
+
+}  // namespace
+
+FakeCluster::FakeCluster(std::function<std::chrono::system_clock::time_point()> now)
+    : now_(std::move(now)) {
+  if (!now_) now_ = [] { return std::chrono::system_clock::now(); };
+}
+
+std::string FakeCluster::Now() const { return api::FormatRfc3339(now_()); }
+
+std::string FakeCluster::NextResourceVersion() { return absl::StrCat(++resource_version_); }
+
+absl::Status FakeCluster::NextWrite() {
+  ++write_attempts_;
+  const auto fault = faults_.find(write_attempts_);
+  if (fault == faults_.end()) return absl::OkStatus();
+  absl::Status status = fault->second;
+  faults_.erase(fault);
+  return status;
+}
+
+void FakeCluster::FailNthWrite(int n, absl::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  faults_[write_attempts_ + n] = std::move(status);
+}
+
+api::TrainingJob FakeCluster::AddJob(api::TrainingJob job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  job.metadata.uid = absl::StrCat("uid-", ++uid_counter_, "-", job.metadata.name);
+  job.metadata.generation = 1;
+  job.metadata.resource_version = NextResourceVersion();
+  if (job.metadata.creation_timestamp.empty()) job.metadata.creation_timestamp = Now();
+  jobs_[Key(job.metadata.namespace_, job.metadata.name)] = api::ToJson(job);
+  return job;
+}
+
+absl::Status FakeCluster::EditJob(std::string_view ns, std::string_view name,
+                                  const std::function<void(api::TrainingJob&)>& edit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = jobs_.find(Key(ns, name));
+  if (it == jobs_.end()) return NotFound("trainingjobs.wavepool.dev", name, "PUT");
+  absl::StatusOr<api::TrainingJob> job = api::TrainingJob::FromJson(it->second);
+  if (!job.ok()) return job.status();
+  edit(*job);
+  ++job->metadata.generation;
+  job->metadata.resource_version = NextResourceVersion();
+  it->second = api::ToJson(*job);
+  return absl::OkStatus();
+}
+
+void FakeCluster::RemoveJob(std::string_view ns, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.erase(Key(ns, name));
+}
+
+void FakeCluster::PutConfigMap(json config_map) {
+  std::lock_guard<std::mutex> lock(mu_);
+  json& meta = Meta(config_map);
+  meta["resourceVersion"] = NextResourceVersion();
+  const std::string key = Key(meta.value("namespace", ""), meta.value("name", ""));
+  config_maps_[key] = std::move(config_map);
+}
+
+void FakeCluster::PutGpuNode(const api::GpuNode& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  gpu_nodes_[node.metadata.name] = node;
+}
+
+void FakeCluster::SetNodeState(const std::string& node, NodeState state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  node_states_[node] = state;
+}
+
+absl::Status FakeCluster::SetPodPhase(std::string_view ns, std::string_view name,
+                                      std::string_view phase, std::optional<int> exit_code,
+                                      std::string_view reason) {
+  return EditPod(ns, name, [&](json& pod) {
+    pod["status"]["phase"] = std::string(phase);
+    if (exit_code.has_value()) {
+      json terminated = {{"exitCode", *exit_code}};
+      if (!reason.empty()) terminated["reason"] = std::string(reason);
+      pod["status"]["containerStatuses"] =
+          json::array({{{"name", "worker"}, {"state", {{"terminated", terminated}}}}});
+    }
+  });
+}
+
+absl::Status FakeCluster::EditPod(std::string_view ns, std::string_view name,
+                                  const std::function<void(json&)>& edit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = pods_.find(Key(ns, name));
+  if (it == pods_.end()) return NotFound("pods", name, "PATCH");
+  edit(it->second);
+  Meta(it->second)["resourceVersion"] = NextResourceVersion();
+  return absl::OkStatus();
+}
+
+void FakeCluster::RemovePod(std::string_view ns, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pods_.erase(Key(ns, name));
+}
+
+void FakeCluster::FinishTerminatingPods() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    it = Meta(it->second).contains("deletionTimestamp") ? pods_.erase(it) : std::next(it);
+  }
+}
+
+std::optional<json> FakeCluster::GetPod(std::string_view ns, std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = pods_.find(Key(ns, name));
+  if (it == pods_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<json> FakeCluster::AllPods() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<json> pods;
+  for (const auto& [key, pod] : pods_) pods.push_back(pod);
+  return pods;
+}
+
+std::vector<FakeCluster::RecordedEvent> FakeCluster::Events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+std::vector<FakeCluster::RecordedEvent> FakeCluster::EventsWithReason(
+    std::string_view reason) const {
+  std::vector<RecordedEvent> found;
+  for (RecordedEvent& e : Events()) {
+    if (e.reason == reason) found.push_back(std::move(e));
+  }
+  return found;
+}
+
+std::int64_t FakeCluster::writes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return writes_;
+}
+
+std::int64_t FakeCluster::status_writes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_writes_;
+}
+
+std::optional<api::TrainingJob> FakeCluster::GetJob(std::string_view ns,
+                                                    std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = jobs_.find(Key(ns, name));
+  if (it == jobs_.end()) return std::nullopt;
+  absl::StatusOr<api::TrainingJob> job = api::TrainingJob::FromJson(it->second);
+  if (!job.ok()) return std::nullopt;
+  return *job;
+}
+
+std::vector<api::TrainingJob> FakeCluster::ListJobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<api::TrainingJob> jobs;
+  for (const auto& [key, json_job] : jobs_) {
+    absl::StatusOr<api::TrainingJob> job = api::TrainingJob::FromJson(json_job);
+    if (job.ok()) jobs.push_back(*std::move(job));
+  }
+  return jobs;
+}
+
+std::vector<json> FakeCluster::PodsOfJob(std::string_view ns, std::string_view job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::map<std::string, std::string> selector = JobSelector(job);
+  std::vector<json> pods;
+  for (const auto& [key, pod] : pods_) {
+    const json meta = pod.value("metadata", json::object());
+    if (meta.value("namespace", "") != ns) continue;
+    const json labels = meta.value("labels", json::object());
+    const bool selected = std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
+      return labels.value(kv.first, "") == kv.second;
+    });
+    if (selected) pods.push_back(pod);
+  }
+  return pods;
+}
+
+std::optional<json> FakeCluster::GetConfigMap(std::string_view ns, std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = config_maps_.find(Key(ns, name));
+  if (it == config_maps_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<api::GpuNode> FakeCluster::ListGpuNodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<api::GpuNode> nodes;
+  for (const auto& [name, node] : gpu_nodes_) nodes.push_back(node);
+  return nodes;
+}
+
+std::map<std::string, NodeState> FakeCluster::NodeStates() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, NodeState> states = node_states_;
+  for (auto& [name, state] : states) state.heartbeat_fresh = false;  // The reconciler decides.
+  return states;
+}
+
+std::vector<GpuAssignment> FakeCluster::Assignments() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<GpuAssignment> assignments;
+  for (const auto& [key, pod] : pods_) {
+    absl::StatusOr<std::optional<GpuAssignment>> a = AssignmentFromPod(pod);
+    if (a.ok() && a->has_value()) assignments.push_back(**a);
+  }
+  return assignments;
+}
+
+absl::StatusOr<json> FakeCluster::CreatePod(const json& pod) {
+  std::lock_guard<std::mutex> lock(mu_);
+  json created = pod;
+  json& meta = Meta(created);
+  const std::string name = meta.value("name", "");
+  const std::string key = Key(meta.value("namespace", ""), name);
+  if (pods_.count(key) > 0) {
+    return ApiError(409, "AlreadyExists", absl::StrCat("pods \"", name, "\" already exists"),
+                    "POST pods");
+  }
+  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
+  meta["uid"] = absl::StrCat("pod-uid-", ++uid_counter_);
+  meta["resourceVersion"] = NextResourceVersion();
+  meta["creationTimestamp"] = Now();
+  created["status"] = {{"phase", "Pending"}};
+  pods_[key] = created;
+  ++writes_;
+  return created;
+}
+
+absl::Status FakeCluster::DeletePod(std::string_view ns, std::string_view name,
+                                    std::string_view uid,
+                                    std::optional<std::int64_t> grace_period_seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = pods_.find(Key(ns, name));
+  if (it == pods_.end()) return NotFound("pods", name, "DELETE pods");
+  json& meta = Meta(it->second);
+  if (!uid.empty() && meta.value("uid", "") != uid) {
+    return ApiError(409, "Conflict",
+                    absl::StrCat("Precondition failed: UID in precondition: ", std::string(uid),
+                                 ", UID in object meta: ", meta.value("uid", "")),
+                    "DELETE pods");
+  }
+  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
+  ++writes_;
+  const json spec = it->second.value("spec", json::object());
+  const std::int64_t grace =
+      grace_period_seconds.value_or(spec.value("terminationGracePeriodSeconds", 30));
+  if (grace == 0) {
+    pods_.erase(it);
+    return absl::OkStatus();
+  }
+  if (!meta.contains("deletionTimestamp")) {
+    meta["deletionTimestamp"] = Now();
+    meta["deletionGracePeriodSeconds"] = grace;
+    meta["resourceVersion"] = NextResourceVersion();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeCluster::AnnotatePod(std::string_view ns, std::string_view name,
+                                      const std::map<std::string, std::string>& annotations) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = pods_.find(Key(ns, name));
+  if (it == pods_.end()) return NotFound("pods", name, "PATCH pods");
+  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
+  json& meta = Meta(it->second);
+  for (const auto& [k, v] : annotations) meta["annotations"][k] = v;
+  meta["resourceVersion"] = NextResourceVersion();
+  ++writes_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<json> FakeCluster::CreateConfigMap(const json& config_map) {
+  std::lock_guard<std::mutex> lock(mu_);
+  json created = config_map;
+  json& meta = Meta(created);
+  const std::string name = meta.value("name", "");
+  const std::string key = Key(meta.value("namespace", ""), name);
+  if (config_maps_.count(key) > 0) {
+    return ApiError(409, "AlreadyExists", absl::StrCat("configmaps \"", name, "\" already exists"),
+                    "POST configmaps");
+  }
+  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
+  meta["resourceVersion"] = NextResourceVersion();
+  config_maps_[key] = created;
+  ++writes_;
+  return created;
+}
+
+absl::StatusOr<json> FakeCluster::UpdateConfigMap(const json& config_map) {
+  std::lock_guard<std::mutex> lock(mu_);
+  json updated = config_map;
+  json& meta = Meta(updated);
+  const std::string name = meta.value("name", "");
+  const auto it = config_maps_.find(Key(meta.value("namespace", ""), name));
+  if (it == config_maps_.end()) return NotFound("configmaps", name, "PUT configmaps");
+  if (meta.value("resourceVersion", "") != Meta(it->second).value("resourceVersion", "")) {
+    return Conflict("configmaps", name, "PUT configmaps");
+  }
+  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
+  meta["resourceVersion"] = NextResourceVersion();
+  it->second = updated;
+  ++writes_;
+  return updated;
+}
+
+absl::StatusOr<api::TrainingJob> FakeCluster::UpdateJobStatus(const api::TrainingJob& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string request =
+      absl::StrCat("PUT /apis/wavepool.dev/v1alpha1/namespaces/", job.metadata.namespace_,
+                   "/trainingjobs/", job.metadata.name, "/status");
+  const auto it = jobs_.find(Key(job.metadata.namespace_, job.metadata.name));
+  if (it == jobs_.end()) {
+    return NotFound("trainingjobs.wavepool.dev", job.metadata.name, request);
+  }
+  if (job.metadata.resource_version != Meta(it->second).value("resourceVersion", "")) {
+    return Conflict("trainingjobs.wavepool.dev", job.metadata.name, request);
+  }
+  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
+  // The status subresource: only status changes, whatever else the object carries.
+  const json status = api::ToJson(job).value("status", json::object());
+  it->second["status"] = status;
+  Meta(it->second)["resourceVersion"] = NextResourceVersion();
+  ++writes_;
+  ++status_writes_;
+  absl::StatusOr<api::TrainingJob> stored = api::TrainingJob::FromJson(it->second);
+  if (!stored.ok()) return stored.status();
+  return *stored;
+}
+
+void FakeCluster::RecordEvent(const api::TrainingJob& job, bool warning, std::string_view reason,
+                              std::string_view message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(
+      {api::NamespacedName(job.metadata), warning, std::string(reason), std::string(message)});
+}
+
+FakeScene::FakeScene()
+    : now(*api::ParseRfc3339("2026-05-01T10:00:00Z")), cluster([this] { return now; }) {}
+
+ReconcilerOptions FakeScene::Options() {
+  ReconcilerOptions options;
+  options.objects.default_image = "registry.example/wavepool-worker:1";
+  options.wall_now = [this] { return now; };
+  return options;
+}
+
+void FakeScene::AddNode(const std::string& name, int gpus) {
+  api::GpuNode node;
+  node.metadata.name = name;
+  node.spec.node_name = name;
+  node.status.heartbeat_time = api::FormatRfc3339(now);
+  for (int i = 0; i < gpus; ++i) {
+    api::GpuStatus gpu;
+    gpu.index = i;
+    gpu.uuid = absl::StrCat("GPU-", name, "-", i);
+    gpu.model = "NVIDIA H100 80GB HBM3";
+    gpu.memory_bytes = std::int64_t{80} << 30;
+    node.status.gpus.push_back(gpu);
+  }
+  cluster.PutGpuNode(node);
+  cluster.SetNodeState(name, NodeState{true, true, false});
+}
+
+void FakeScene::Heartbeat() {
+  for (api::GpuNode node : cluster.ListGpuNodes()) {
+    node.status.heartbeat_time = api::FormatRfc3339(now);
+    cluster.PutGpuNode(node);
+  }
+}
+
+namespace {
+
+api::TrainingJob BaseJob(const std::string& name, api::Role role, std::int64_t gpus) {
+  api::TrainingJob job;
+  job.metadata.name = name;
+  job.metadata.namespace_ = std::string(FakeScene::kNamespace);
+  job.spec.role = role;
+  job.spec.model.name = "mlp_tiny";
+  job.spec.global_batch_size = 16;
+  job.spec.gpus = gpus;
+  job.spec.steps = 100;
+  job.spec.checkpoint.path = absl::StrCat("/checkpoints/", name);
+  return job;
+}
+
+}  // namespace
+
+api::TrainingJob FakeScene::AddForeground(const std::string& name, std::int64_t gpus,
+                                          bool allow_background) {
+  api::TrainingJob job = BaseJob(name, api::Role::kForeground, gpus);
+  job.spec.parallelism.strategy = api::Strategy::kDataParallel;
+  job.spec.collocation.allow_background = allow_background;
+  return cluster.AddJob(job);
+}
+
+api::TrainingJob FakeScene::AddBackground(const std::string& name) {
+  return cluster.AddJob(BaseJob(name, api::Role::kBackground, 1));
+}
+
+api::TrainingJob FakeScene::Job(const std::string& name) const {
+  return *cluster.GetJob(kNamespace, name);
+}
+
+std::vector<json> FakeScene::CurrentPods(const std::string& name) const {
+  const std::int64_t generation = Job(name).status.gang_generation;
+  std::vector<json> pods;
+  for (json& pod : cluster.PodsOfJob(kNamespace, name)) {
+    const json labels = pod["metadata"].value("labels", json::object());
+    if (labels.value(std::string(kLabelGangGeneration), "") == absl::StrCat(generation)) {
+      pods.push_back(std::move(pod));
+    }
+  }
+  return pods;
+}
+
+void FakeScene::SetGangPhase(const std::string& name, std::string_view phase) {
+  for (const json& pod : CurrentPods(name)) {
+    cluster.SetPodPhase(kNamespace, pod["metadata"]["name"].get<std::string>(), phase)
+        .IgnoreError();
+  }
+}
+
+}  // namespace wavepool::controller

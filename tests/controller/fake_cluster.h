@@ -1,0 +1,153 @@
+// An in-memory cluster for reconciler unit tests: ClusterReader and ClusterWriter over JSON
+// objects, with the API server's optimistic concurrency (resourceVersion bumped on every write,
+// Conflict on a stale status write), its errors (AlreadyExists, NotFound, as kube::Client
+// returns them), graceful deletion (deletionTimestamp until the "kubelet" finishes it), recorded
+// Events and fault injection. Tests act as the kubelet and the node agents by editing pods,
+// Node states and GPUNodes directly.
+//
+// Thread-safe: every method locks one mutex, so several reconcile workers may share one fake.
+#ifndef WAVEPOOL_TESTS_CONTROLLER_FAKE_CLUSTER_H_
+#define WAVEPOOL_TESTS_CONTROLLER_FAKE_CLUSTER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "wavepool/controller/cluster.h"
+#include "wavepool/controller/reconciler.h"
+
+namespace wavepool::controller {
+
+class FakeCluster : public ClusterReader, public ClusterWriter {
+ public:
+  struct RecordedEvent {
+    std::string object;  // "ns/name" of the job.
+    bool warning = false;
+    std::string reason;
+    std::string message;
+  };
+
+  // `now` stamps creation and deletion timestamps; empty: the system clock.
+  explicit FakeCluster(std::function<std::chrono::system_clock::time_point()> now = {});
+
+  // --- Setting the scene ---
+  // Stores the job with a uid, resourceVersion, generation 1 and creationTimestamp; returns it.
+  api::TrainingJob AddJob(api::TrainingJob job);
+  // Edits the spec as `kubectl edit` would: generation + 1. NotFound for an unknown job.
+  absl::Status EditJob(std::string_view ns, std::string_view name,
+                       const std::function<void(api::TrainingJob&)>& edit);
+  void RemoveJob(std::string_view ns, std::string_view name);
+  void PutConfigMap(nlohmann::json config_map);
+  void PutGpuNode(const api::GpuNode& node);
+  void SetNodeState(const std::string& node, NodeState state);
+
+  // --- Acting as the kubelet ---
+  // Sets status.phase; for "Failed" with an exit code, a terminated worker container status.
+  absl::Status SetPodPhase(std::string_view ns, std::string_view name, std::string_view phase,
+                           std::optional<int> exit_code = std::nullopt,
+                           std::string_view reason = "");
+  absl::Status EditPod(std::string_view ns, std::string_view name,
+                       const std::function<void(nlohmann::json&)>& edit);
+  // Removes a pod (a terminating one finishing, or someone deleting it with grace 0).
+  void RemovePod(std::string_view ns, std::string_view name);
+  // Removes every pod with a deletionTimestamp.
+  void FinishTerminatingPods();
+
+  // --- Inspecting ---
+  std::optional<nlohmann::json> GetPod(std::string_view ns, std::string_view name) const;
+  std::vector<nlohmann::json> AllPods() const;  // Sorted by namespace/name.
+  std::vector<RecordedEvent> Events() const;
+  std::vector<RecordedEvent> EventsWithReason(std::string_view reason) const;
+  std::int64_t writes() const;         // Successful writes of any kind (Events excluded).
+  std::int64_t status_writes() const;  // Successful UpdateJobStatus calls.
+
+  // --- Fault injection ---
+  // The `n`-th write from now (1: the next one) fails with `status` and changes nothing.
+  void FailNthWrite(int n, absl::Status status);
+
+  // ClusterReader.
+  std::optional<api::TrainingJob> GetJob(std::string_view ns, std::string_view name) const override;
+  std::vector<api::TrainingJob> ListJobs() const override;
+  std::vector<nlohmann::json> PodsOfJob(std::string_view ns, std::string_view job) const override;
+  std::optional<nlohmann::json> GetConfigMap(std::string_view ns,
+                                             std::string_view name) const override;
+  std::vector<api::GpuNode> ListGpuNodes() const override;
+  std::map<std::string, NodeState> NodeStates() const override;
+  std::vector<GpuAssignment> Assignments() const override;
+
+  // ClusterWriter.
+  absl::StatusOr<nlohmann::json> CreatePod(const nlohmann::json& pod) override;
+  absl::Status DeletePod(std::string_view ns, std::string_view name, std::string_view uid,
+                         std::optional<std::int64_t> grace_period_seconds) override;
+  absl::Status AnnotatePod(std::string_view ns, std::string_view name,
+                           const std::map<std::string, std::string>& annotations) override;
+  absl::StatusOr<nlohmann::json> CreateConfigMap(const nlohmann::json& config_map) override;
+  absl::StatusOr<nlohmann::json> UpdateConfigMap(const nlohmann::json& config_map) override;
+  absl::StatusOr<api::TrainingJob> UpdateJobStatus(const api::TrainingJob& job) override;
+  void RecordEvent(const api::TrainingJob& job, bool warning, std::string_view reason,
+                   std::string_view message) override;
+
+ private:
+  // An injected failure for this write, if any. REQUIRES: mu_ held.
+  absl::Status NextWrite();
+  std::string NextResourceVersion();  // REQUIRES: mu_ held.
+  std::string Now() const;
+
+  std::function<std::chrono::system_clock::time_point()> now_;
+  mutable std::mutex mu_;
+  std::int64_t resource_version_ = 100;
+  std::int64_t uid_counter_ = 0;
+  std::map<std::string, nlohmann::json> jobs_;         // "ns/name" -> TrainingJob JSON.
+  std::map<std::string, nlohmann::json> pods_;         // "ns/name" -> Pod.
+  std::map<std::string, nlohmann::json> config_maps_;  // "ns/name" -> ConfigMap.
+  std::map<std::string, api::GpuNode> gpu_nodes_;      // By name.
+  std::map<std::string, NodeState> node_states_;
+  std::vector<RecordedEvent> events_;
+  std::map<std::int64_t, absl::Status> faults_;  // Write number -> failure.
+  std::int64_t write_attempts_ = 0;
+  std::int64_t writes_ = 0;
+  std::int64_t status_writes_ = 0;
+};
+
+// A small scene for reconciler tests: one wall clock shared by the fake and the reconciler,
+// nodes with H100 GPUs, and TrainingJobs in namespace "team" that plan quickly (mlp_tiny).
+struct FakeScene {
+  static constexpr std::string_view kNamespace = "team";
+
+  std::chrono::system_clock::time_point now;  // 2026-05-01T10:00:00Z at the start.
+  FakeCluster cluster;
+
+  FakeScene();
+  FakeScene(const FakeScene&) = delete;
+  FakeScene& operator=(const FakeScene&) = delete;
+
+  // Reconciler options reading `now`; pods get a default image.
+  ReconcilerOptions Options();
+  // A GPUNode `name` with `gpus` 80 GiB H100s (UUIDs "GPU-<name>-<i>"), heartbeat now, and a
+  // Ready, managed Node.
+  void AddNode(const std::string& name, int gpus);
+  // Every GPUNode's heartbeat becomes `now`.
+  void Heartbeat();
+  // Jobs: Foreground DataParallel on `gpus` GPUs, or Background on one; checkpoint path set.
+  api::TrainingJob AddForeground(const std::string& name, std::int64_t gpus,
+                                 bool allow_background = true);
+  api::TrainingJob AddBackground(const std::string& name);
+  api::TrainingJob Job(const std::string& name) const;  // REQUIRES: the job exists.
+  // Pods of the job's current gang (status.gangGeneration), by name.
+  std::vector<nlohmann::json> CurrentPods(const std::string& name) const;
+  // Acts as the kubelet: every pod of the job's current gang gets `phase`.
+  void SetGangPhase(const std::string& name, std::string_view phase);
+};
+
+}  // namespace wavepool::controller
+
+#endif  // WAVEPOOL_TESTS_CONTROLLER_FAKE_CLUSTER_H_

@@ -1,0 +1,363 @@
+// KubeCluster (controller/kube_cluster.h) against the embedded test API server: its reads come
+// from informer caches, its writes reach the server, and the pods it creates count as
+// assignments before the watch shows them.
+#include "wavepool/controller/kube_cluster.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/apiserver/test_server.h"
+#include "tests/support/cluster/crds.h"
+#include "tests/support/cluster/simulated_kubelet.h"
+#include "tests/support/cluster/simulated_node_agent.h"
+#include "tests/support/simulated_clock.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/controller/owned_objects.h"
+#include "wavepool/kube/api_error.h"
+#include "wavepool/kube/client.h"
+#include "wavepool/kube/resource.h"
+
+namespace wavepool::controller {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using ::wavepool::testing::IsOk;
+using ::wavepool::testing::StatusIs;
+
+// Polls `done` on the real clock for up to 20 s: informer caches catch up asynchronously.
+bool Eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+json JobManifest(const std::string& name) {
+  json manifest = json::parse(R"({
+    "apiVersion": "wavepool.dev/v1alpha1", "kind": "TrainingJob",
+    "metadata": {"namespace": "default"},
+    "spec": {"role": "Foreground", "model": {"name": "mlp_tiny"}, "globalBatchSize": 8,
+             "gpus": 2, "steps": 20, "optimizer": "SGD", "learningRate": 0.05}})");
+  manifest["metadata"]["name"] = name;
+  return manifest;
+}
+
+api::Plan TwoGpuPlan(const std::string& job) {
+  api::Plan plan;
+  plan.job = job;
+  plan.model = "mlp_tiny";
+  plan.device = "h100";
+  plan.gpus = 2;
+  plan.global_batch_size = 8;
+  api::PlanStage stage;
+  stage.layers = {"fc1", "fc2"};
+  stage.gpus = 2;
+  stage.ranks = {0, 1};
+  stage.per_gpu_batch = 4;
+  plan.stages.push_back(stage);
+  return plan;
+}
+
+OwnedObjectOptions ImageOptions() {
+  OwnedObjectOptions options;
+  options.default_image = "worker:1";
+  return options;
+}
+
+class KubeClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(server_, ::wavepool::testing::apiserver::TestApiServer::Start({}));
+    kube::ClientConfig config;
+    config.server = server_->url();
+    ASSERT_OK_AND_ASSIGN(client_, kube::Client::Connect(config));
+    ASSERT_OK(::wavepool::testing::RegisterWavepoolCrds(*client_));
+  }
+
+  // A job created on the server, read back as the typed object (uid and all).
+  api::TrainingJob CreateJob(const std::string& name) {
+    absl::StatusOr<json> created = client_->Create(kube::kTrainingJobs, JobManifest(name));
+    EXPECT_THAT(created.status(), IsOk());
+    absl::StatusOr<api::TrainingJob> job =
+        api::TrainingJob::FromJson(created.ok() ? *created : json());
+    EXPECT_THAT(job.status(), IsOk());
+    return job.ok() ? *job : api::TrainingJob();
+  }
+
+  // Rank `rank` of gang 0 of `job` on node-a's GPU `rank`.
+  json Pod(const api::TrainingJob& job, std::int64_t rank) {
+    const std::string uuid = ::wavepool::testing::SimulatedNodeAgents::GpuUuid("node-a", rank);
+    absl::StatusOr<json> pod =
+        BuildPod(job, TwoGpuPlan("default/" + job.metadata.name),
+                 PodAssignment{rank, "node-a", {uuid}, {rank}}, 0, ImageOptions());
+    EXPECT_THAT(pod.status(), IsOk());
+    return pod.ok() ? *pod : json();
+  }
+
+  std::unique_ptr<KubeCluster> MakeCluster(KubeClusterOptions options = {}) {
+    options.log = [](std::string_view) {};
+    absl::StatusOr<std::unique_ptr<KubeCluster>> cluster =
+        KubeCluster::Create(*client_, std::move(options));
+    EXPECT_THAT(cluster.status(), IsOk());
+    return cluster.ok() ? *std::move(cluster) : nullptr;
+  }
+
+  std::unique_ptr<::wavepool::testing::apiserver::TestApiServer> server_;
+  std::unique_ptr<kube::Client> client_;
+};
+
+std::vector<std::string> PodNames(const std::vector<json>& pods) {
+  std::vector<std::string> names;
+  for (const json& pod : pods) names.push_back(pod["metadata"]["name"]);
+  return names;
+}
+
+std::vector<std::string> AssignedPods(const std::vector<GpuAssignment>& assignments) {
+  std::vector<std::string> pods;
+  for (const GpuAssignment& a : assignments) pods.push_back(a.pod);
+  return pods;
+}
+
+TEST_F(KubeClusterTest, ReadsJobsPodsConfigMapsGpuNodesAndNodesFromTheServer) {
+  ::wavepool::testing::SimulatedKubelet::Options kubelet_options;
+  ASSERT_OK_AND_ASSIGN(auto kubelet, ::wavepool::testing::SimulatedKubelet::Start(
+                                         *client_, {"node-a", "node-b"}, kubelet_options));
+  ASSERT_OK_AND_ASSIGN(
+      auto agents,
+      ::wavepool::testing::SimulatedNodeAgents::Start(
+          *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a", "node-b"}, 2),
+          {}));
+  // A node without the managed label: ready, but not wavepool's.
+  ASSERT_OK(client_
+                ->Create(kube::kNodes, json::parse(R"({"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": "plain"}})"))
+                .status());
+  const api::TrainingJob resnet = CreateJob("resnet");
+  const api::TrainingJob other = CreateJob("other");
+  ASSERT_OK(client_->Create(kube::kPods, Pod(resnet, 1)).status());
+  ASSERT_OK(client_->Create(kube::kPods, Pod(resnet, 0)).status());
+  ASSERT_OK(client_
+                ->Create(kube::kConfigMaps, json::parse(R"({"apiVersion": "v1",
+      "kind": "ConfigMap", "metadata": {"name": "layers", "namespace": "default"},
+      "data": {"k": "v"}})"))
+                .status());
+
+  std::unique_ptr<KubeCluster> cluster = MakeCluster();
+  ASSERT_NE(cluster, nullptr);
+  cluster->Start();
+  ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
+  EXPECT_THAT(cluster->UnsyncedInformers(), IsEmpty());
+
+  std::optional<api::TrainingJob> job = cluster->GetJob("default", "resnet");
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->metadata.uid, resnet.metadata.uid);
+  EXPECT_EQ(job->spec.gpus, 2);
+  EXPECT_FALSE(cluster->GetJob("default", "missing").has_value());
+  EXPECT_FALSE(cluster->GetJob("elsewhere", "resnet").has_value());
+  std::vector<std::string> job_names;
+  for (const api::TrainingJob& j : cluster->ListJobs()) job_names.push_back(j.metadata.name);
+  EXPECT_THAT(job_names, ElementsAre("other", "resnet"));
+
+  EXPECT_THAT(PodNames(cluster->PodsOfJob("default", "resnet")),
+              ElementsAre("resnet-g0-0", "resnet-g0-1"));
+  EXPECT_THAT(cluster->PodsOfJob("default", "other"), IsEmpty());
+
+  std::optional<json> cm = cluster->GetConfigMap("default", "layers");
+  ASSERT_TRUE(cm.has_value());
+  EXPECT_EQ((*cm)["data"]["k"], "v");
+  EXPECT_FALSE(cluster->GetConfigMap("default", "nope").has_value());
+
+  const std::vector<api::GpuNode> gpu_nodes = cluster->ListGpuNodes();
+  ASSERT_THAT(gpu_nodes, SizeIs(2));
+  EXPECT_EQ(gpu_nodes[0].metadata.name, "node-a");
+  EXPECT_THAT(gpu_nodes[0].status.gpus, SizeIs(2));
+
+  const std::map<std::string, NodeState> states = cluster->NodeStates();
+  ASSERT_THAT(states, SizeIs(3));
+  EXPECT_TRUE(states.at("node-a").ready);
+  EXPECT_TRUE(states.at("node-a").managed);
+  EXPECT_FALSE(states.at("node-a").heartbeat_fresh);  // the reconciler's verdict, not ours
+  EXPECT_FALSE(states.at("plain").managed);
+  EXPECT_FALSE(states.at("plain").ready);  // no Ready condition at all
+
+  const std::vector<GpuAssignment> assignments = cluster->Assignments();
+  EXPECT_THAT(AssignedPods(assignments), ElementsAre("default/resnet-g0-0", "default/resnet-g0-1"));
+  EXPECT_EQ(assignments[1].job, "default/resnet");
+  EXPECT_EQ(assignments[1].node, "node-a");
+  EXPECT_THAT(assignments[1].gpu_uuids, ElementsAre("GPU-node-a-1"));
+
+  // A node that goes down is seen as not ready.
+  ASSERT_OK(kubelet->NodeDown("node-b"));
+  EXPECT_TRUE(Eventually([&] { return !cluster->NodeStates().at("node-b").ready; }));
+}
+
+TEST_F(KubeClusterTest, CreatedPodCountsBeforeTheCacheShowsItAndOnlyOnceAfter) {
+  const api::TrainingJob job = CreateJob("resnet");
+  std::unique_ptr<KubeCluster> cluster = MakeCluster();
+  ASSERT_NE(cluster, nullptr);
+  // Informers not running yet: the cache cannot have seen the pod.
+  ASSERT_OK_AND_ASSIGN(json created, cluster->CreatePod(Pod(job, 0)));
+  EXPECT_EQ(created["metadata"]["name"], "resnet-g0-0");
+  EXPECT_THAT(AssignedPods(cluster->Assignments()), ElementsAre("default/resnet-g0-0"));
+  EXPECT_EQ(cluster->AssumedPods(), 1u);
+  EXPECT_THAT(cluster->PodsOfJob("default", "resnet"), IsEmpty());
+
+  cluster->Start();
+  ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
+  EXPECT_TRUE(Eventually([&] { return cluster->AssumedPods() == 0; }));
+  EXPECT_THAT(AssignedPods(cluster->Assignments()), ElementsAre("default/resnet-g0-0"));
+
+  // A second create of the same pod is the server's AlreadyExists and assumes nothing.
+  EXPECT_TRUE(kube::IsAlreadyExists(cluster->CreatePod(Pod(job, 0)).status()));
+  EXPECT_EQ(cluster->AssumedPods(), 0u);
+}
+
+TEST_F(KubeClusterTest, AssumedPodIsForgottenAfterTheTimeout) {
+  const api::TrainingJob job = CreateJob("resnet");
+  ::wavepool::testing::SimulatedClock clock;
+  KubeClusterOptions options;
+  options.clock = &clock;
+  options.assume_timeout = std::chrono::seconds(30);
+  std::unique_ptr<KubeCluster> cluster = MakeCluster(options);
+  ASSERT_NE(cluster, nullptr);
+  ASSERT_OK(cluster->CreatePod(Pod(job, 1)).status());
+  clock.Advance(std::chrono::seconds(29));
+  EXPECT_THAT(cluster->Assignments(), SizeIs(1));
+  clock.Advance(std::chrono::seconds(1));  // 30 s: the pod never showed up (informers stopped)
+  EXPECT_THAT(cluster->Assignments(), IsEmpty());
+  EXPECT_EQ(cluster->AssumedPods(), 0u);
+}
+
+TEST_F(KubeClusterTest, TerminalAndDeletedPodsReleaseTheirGpus) {
+  const api::TrainingJob job = CreateJob("resnet");
+  std::unique_ptr<KubeCluster> cluster = MakeCluster();
+  ASSERT_NE(cluster, nullptr);
+  cluster->Start();
+  ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
+  ASSERT_OK_AND_ASSIGN(json pod0, cluster->CreatePod(Pod(job, 0)));
+  ASSERT_OK_AND_ASSIGN(json pod1, cluster->CreatePod(Pod(job, 1)));
+  EXPECT_THAT(cluster->Assignments(), SizeIs(2));
+  EXPECT_TRUE(Eventually([&] { return cluster->PodsOfJob("default", "resnet").size() == 2; }));
+
+  pod0["status"] = {{"phase", "Failed"}};
+  ASSERT_OK(client_->UpdateStatus(kube::kPods, pod0).status());
+  EXPECT_TRUE(Eventually([&] { return cluster->Assignments().size() == 1; }));
+  EXPECT_THAT(AssignedPods(cluster->Assignments()), ElementsAre("default/resnet-g0-1"));
+  // The failed pod is still the job's, so the reconciler sees why its gang broke.
+  EXPECT_THAT(cluster->PodsOfJob("default", "resnet"), SizeIs(2));
+
+  // A delete for another incarnation is refused; the right uid deletes it.
+  EXPECT_TRUE(kube::IsConflict(cluster->DeletePod("default", "resnet-g0-1", "not-the-uid", 0)));
+  ASSERT_OK(
+      cluster->DeletePod("default", "resnet-g0-1", pod1["metadata"]["uid"].get<std::string>(), 0));
+  EXPECT_TRUE(Eventually([&] { return cluster->Assignments().empty(); }));
+  EXPECT_TRUE(kube::IsNotFound(cluster->DeletePod("default", "resnet-g0-1", "", 0)));
+}
+
+TEST_F(KubeClusterTest, WritesAnnotationsConfigMapsStatusAndEvents) {
+  const api::TrainingJob job = CreateJob("resnet");
+  std::unique_ptr<KubeCluster> cluster = MakeCluster();
+  ASSERT_NE(cluster, nullptr);
+  cluster->Start();
+  ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
+
+  ASSERT_OK(cluster->CreatePod(Pod(job, 0)).status());
+  ASSERT_OK(cluster->AnnotatePod("default", "resnet-g0-0",
+                                 {{std::string(kAnnotationPreemptedBy), "default/big"}}));
+  ASSERT_OK_AND_ASSIGN(json pod, client_->Get(kube::kPods, "default", "resnet-g0-0"));
+  EXPECT_EQ(pod["metadata"]["annotations"][std::string(kAnnotationPreemptedBy)], "default/big");
+  EXPECT_TRUE(pod["metadata"]["annotations"].contains(std::string(kAnnotationGpuUuids)));
+
+  ASSERT_OK_AND_ASSIGN(json plan_cm, BuildPlanConfigMap(job, TwoGpuPlan("default/resnet")));
+  ASSERT_OK_AND_ASSIGN(json created_cm, cluster->CreateConfigMap(plan_cm));
+  created_cm["data"]["extra"] = "1";
+  ASSERT_OK(cluster->UpdateConfigMap(created_cm).status());
+  EXPECT_TRUE(kube::IsConflict(cluster->UpdateConfigMap(created_cm).status()));  // stale now
+  EXPECT_TRUE(Eventually([&] {
+    std::optional<json> cm = cluster->GetConfigMap("default", "resnet-plan");
+    return cm.has_value() && (*cm)["data"].contains("extra");
+  }));
+
+  api::TrainingJob update = job;
+  update.status.phase = api::JobPhase::kPlanned;
+  ASSERT_OK_AND_ASSIGN(api::TrainingJob written, cluster->UpdateJobStatus(update));
+  EXPECT_EQ(written.status.phase, api::JobPhase::kPlanned);
+  EXPECT_NE(written.metadata.resource_version, job.metadata.resource_version);
+  EXPECT_TRUE(kube::IsConflict(cluster->UpdateJobStatus(update).status()));
+  EXPECT_TRUE(Eventually([&] {
+    std::optional<api::TrainingJob> cached = cluster->GetJob("default", "resnet");
+    return cached.has_value() && cached->status.phase == api::JobPhase::kPlanned;
+  }));
+
+  cluster->RecordEvent(job, /*warning=*/true, "NotPlaceable", "needs 2 GPUs");
+  cluster->FlushEvents();
+  kube::ListOptions by_object;
+  by_object.field_selector = "involvedObject.name=resnet";
+  ASSERT_OK_AND_ASSIGN(kube::ObjectList events, client_->List(kube::kEvents, "default", by_object));
+  ASSERT_THAT(events.items, SizeIs(1));
+  EXPECT_EQ(events.items[0]["type"], "Warning");
+  EXPECT_EQ(events.items[0]["reason"], "NotPlaceable");
+  EXPECT_EQ(events.items[0]["involvedObject"]["kind"], "TrainingJob");
+  EXPECT_EQ(events.items[0]["involvedObject"]["uid"], job.metadata.uid);
+}
+
+TEST_F(KubeClusterTest, WatchNamespaceLimitsJobsPodsAndConfigMaps) {
+  ASSERT_OK(client_
+                ->Create(kube::kNamespaces, json::parse(R"({"apiVersion": "v1",
+                    "kind": "Namespace", "metadata": {"name": "team-a"}})"))
+                .status());
+  json other = JobManifest("theirs");
+  other["metadata"]["namespace"] = "team-a";
+  ASSERT_OK(client_->Create(kube::kTrainingJobs, other).status());
+  CreateJob("ours");
+  KubeClusterOptions options;
+  options.watch_namespace = "team-a";
+  std::unique_ptr<KubeCluster> cluster = MakeCluster(options);
+  ASSERT_NE(cluster, nullptr);
+  cluster->Start();
+  ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
+  EXPECT_TRUE(cluster->GetJob("team-a", "theirs").has_value());
+  EXPECT_FALSE(cluster->GetJob("default", "ours").has_value());
+  EXPECT_THAT(cluster->ListJobs(), SizeIs(1));
+}
+
+TEST_F(KubeClusterTest, BadOptionsAreRefusedNamingTheOption) {
+  KubeClusterOptions options;
+  options.assume_timeout = std::chrono::seconds(-1);
+  EXPECT_THAT(KubeCluster::Create(*client_, options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("assume_timeout")));
+  options = {};
+  options.informer_initial_backoff = std::chrono::nanoseconds(0);
+  EXPECT_THAT(KubeCluster::Create(*client_, options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("informer_initial_backoff")));
+}
+
+TEST(NodeStateFromNode, ReadyConditionAndManagedLabel) {
+  EXPECT_FALSE(NodeStateFromNode(json::object()).ready);
+  const NodeState state = NodeStateFromNode(json::parse(R"({
+      "metadata": {"name": "n", "labels": {"wavepool.dev/managed": "true"}},
+      "status": {"conditions": [{"type": "MemoryPressure", "status": "True"},
+                                {"type": "Ready", "status": "True"}]}})"));
+  EXPECT_TRUE(state.ready);
+  EXPECT_TRUE(state.managed);
+  const NodeState unknown = NodeStateFromNode(json::parse(R"({
+      "metadata": {"name": "n", "labels": {"wavepool.dev/managed": "false"}},
+      "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})"));
+  EXPECT_FALSE(unknown.ready);
+  EXPECT_FALSE(unknown.managed);
+}
+
+}  // namespace
+}  // namespace wavepool::controller

@@ -1,0 +1,337 @@
+// ControllerManager (controller/manager.h) against the embedded test API server and the
+// simulated cluster: informers feed the work queue, workers reconcile, leader election lets one
+// replica act, and the health, readiness and metrics endpoints answer over real HTTP.
+#include "wavepool/controller/manager.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "boost/asio/connect.hpp"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/beast/core/flat_buffer.hpp"
+#include "boost/beast/http.hpp"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/apiserver/test_server.h"
+#include "tests/support/cluster/crds.h"
+#include "tests/support/cluster/simulated_kubelet.h"
+#include "tests/support/cluster/simulated_node_agent.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/controller/owned_objects.h"
+#include "wavepool/kube/client.h"
+#include "wavepool/kube/resource.h"
+
+namespace wavepool::controller {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::SizeIs;
+using ::wavepool::testing::StatusIs;
+
+bool Eventually(const std::function<bool()>& done,
+                std::chrono::seconds timeout = std::chrono::seconds(30)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+struct HttpResult {
+  int status = 0;
+  std::string body;
+};
+
+// One GET over a fresh connection (Boost.Beast), as a probe or a scrape does.
+HttpResult HttpGet(int port, const std::string& target) {
+  namespace http = boost::beast::http;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  boost::system::error_code error;
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)},
+                 error);
+  if (error) return {};
+  http::request<http::empty_body> request{http::verb::get, target, 11};
+  request.set(http::field::host, "127.0.0.1");
+  http::write(socket, request, error);
+  if (error) return {};
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(socket, buffer, response, error);
+  if (error) return {};
+  return {static_cast<int>(response.result_int()), response.body()};
+}
+
+// Reconciles so far, every outcome.
+double ReconcileCount(ControllerMetrics& metrics) {
+  std::istringstream text(metrics.Serialize());
+  double total = 0;
+  for (std::string line; std::getline(text, line);) {
+    if (line.rfind("wavepool_controller_reconciles_total{", 0) == 0) {
+      total += std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return total;
+}
+
+json JobManifest(const std::string& name) {
+  json manifest = json::parse(R"({
+    "apiVersion": "wavepool.dev/v1alpha1", "kind": "TrainingJob",
+    "metadata": {"namespace": "default"},
+    "spec": {"role": "Foreground", "model": {"name": "mlp_tiny"}, "globalBatchSize": 8,
+             "gpus": 2, "steps": 20, "optimizer": "SGD", "learningRate": 0.05}})");
+  manifest["metadata"]["name"] = name;
+  return manifest;
+}
+
+// A pod with the controller's managed-by label (so the pod informer sees it), owned by the
+// TrainingJob `owner` (a controller reference) or naming `annotated_job` in the job-name
+// annotation; neither when both are empty.
+json LabelledPod(const std::string& name, const std::string& owner,
+                 const std::string& annotated_job) {
+  json pod = json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+      "metadata": {"namespace": "default",
+                   "labels": {"app.kubernetes.io/managed-by": "wavepool-controller"}},
+      "spec": {"containers": [{"name": "worker", "image": "worker:1"}]}})");
+  pod["metadata"]["name"] = name;
+  if (!owner.empty()) {
+    pod["metadata"]["ownerReferences"] =
+        json::array({{{"apiVersion", "wavepool.dev/v1alpha1"},
+                      {"kind", "TrainingJob"},
+                      {"name", owner},
+                      {"uid", "00000000-0000-0000-0000-000000000001"},
+                      {"controller", true}}});
+  }
+  if (!annotated_job.empty()) {
+    pod["metadata"]["annotations"] = {{std::string(kAnnotationJobName), annotated_job}};
+  }
+  return pod;
+}
+
+class ManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::wavepool::testing::apiserver::TestApiServer::Options server_options;
+    server_options.store.finish_pod_deletion_after_grace = false;  // the kubelet confirms
+    ASSERT_OK_AND_ASSIGN(server_,
+                         ::wavepool::testing::apiserver::TestApiServer::Start(server_options));
+    kube::ClientConfig config;
+    config.server = server_->url();
+    config.timeout = std::chrono::seconds(5);
+    ASSERT_OK_AND_ASSIGN(client_, kube::Client::Connect(config));
+    ASSERT_OK(::wavepool::testing::RegisterWavepoolCrds(*client_));
+  }
+
+  static ManagerOptions Options() {
+    ManagerOptions options;
+    options.leader_elect = false;
+    options.http_port = -1;
+    options.workers = 2;
+    options.identity = "test";
+    options.lease_namespace = "default";
+    options.log = [](std::string_view) {};
+    options.reconciler.objects.default_image = "worker:1";
+    return options;
+  }
+
+  std::unique_ptr<ControllerManager> StartManager(ManagerOptions options) {
+    absl::StatusOr<std::unique_ptr<ControllerManager>> manager =
+        ControllerManager::Create(*client_, std::move(options));
+    EXPECT_THAT(manager.status(), ::wavepool::testing::IsOk());
+    if (!manager.ok()) return nullptr;
+    EXPECT_THAT((*manager)->Start(), ::wavepool::testing::IsOk());
+    EXPECT_TRUE((*manager)->WaitForSync(std::chrono::seconds(20)));
+    return *std::move(manager);
+  }
+
+  std::unique_ptr<::wavepool::testing::apiserver::TestApiServer> server_;
+  std::unique_ptr<kube::Client> client_;
+};
+
+TEST_F(ManagerTest, BadOptionsAreInvalidArgumentNamingTheOption) {
+  const auto create_error = [&](const std::function<void(ManagerOptions&)>& change) {
+    ManagerOptions options = Options();
+    change(options);
+    return ControllerManager::Create(*client_, options).status();
+  };
+  EXPECT_THAT(create_error([](ManagerOptions& o) { o.workers = 0; }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("workers")));
+  EXPECT_THAT(create_error([](ManagerOptions& o) { o.http_port = 65536; }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("http_port")));
+  EXPECT_THAT(create_error([](ManagerOptions& o) {
+                o.leader_elect = true;
+                o.lease_name = "";
+              }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lease_name")));
+  EXPECT_THAT(create_error([](ManagerOptions& o) {
+                o.leader_elect = true;
+                o.lease_duration = std::chrono::seconds(5);  // not above the 10 s renew deadline
+              }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lease_duration")));
+}
+
+TEST_F(ManagerTest, HealthReadinessAndMetricsAnswerOverHttp) {
+  ManagerOptions options = Options();
+  options.http_port = 0;
+  options.http_address = "127.0.0.1";
+  std::unique_ptr<ControllerManager> manager = StartManager(options);
+  ASSERT_NE(manager, nullptr);
+  const int port = manager->http_port();
+  ASSERT_GT(port, 0);
+  HttpResult healthz = HttpGet(port, "/healthz");
+  EXPECT_EQ(healthz.status, 200);
+  EXPECT_EQ(healthz.body, "ok");
+  EXPECT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 200; }));
+  EXPECT_EQ(HttpGet(port, "/readyz?verbose=1").body, "ok");
+  HttpResult metrics = HttpGet(port, "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.body, HasSubstr("wavepool_controller_leader 1"));
+  EXPECT_THAT(metrics.body, HasSubstr("wavepool_controller_queue_depth"));
+  EXPECT_THAT(metrics.body, HasSubstr("wavepool_controller_jobs{phase=\"Pending\"}"));
+  EXPECT_THAT(metrics.body, HasSubstr("process_resident_memory_bytes"));
+  EXPECT_EQ(HttpGet(port, "/nothing").status, 404);
+  manager->Stop();
+  EXPECT_EQ(HttpGet(port, "/healthz").status, 0);  // nobody listens any more
+}
+
+TEST_F(ManagerTest, HttpPortInUseFailsStart) {
+  ManagerOptions options = Options();
+  options.http_port = 0;
+  options.http_address = "127.0.0.1";
+  std::unique_ptr<ControllerManager> first = StartManager(options);
+  ASSERT_NE(first, nullptr);
+  options.http_port = first->http_port();
+  ASSERT_OK_AND_ASSIGN(auto second, ControllerManager::Create(*client_, options));
+  EXPECT_THAT(second->Start(), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("listen")));
+}
+
+TEST_F(ManagerTest, PodEventEnqueuesItsOwningJob) {
+  std::unique_ptr<ControllerManager> manager = StartManager(Options());
+  ASSERT_NE(manager, nullptr);
+  ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
+  EXPECT_EQ(ReconcileCount(manager->metrics()), 0);  // no jobs yet
+  // Neither owner nor annotation: nothing to enqueue. Then one pod event for an owned pod and
+  // one for an annotated pod: one reconcile each (their jobs do not exist; nothing to do).
+  ASSERT_OK(client_->Create(kube::kPods, LabelledPod("stray", "", "")).status());
+  ASSERT_OK(client_->Create(kube::kPods, LabelledPod("owned", "ghost", "")).status());
+  EXPECT_TRUE(Eventually([&] { return ReconcileCount(manager->metrics()) >= 1; }));
+  ASSERT_OK(client_->Create(kube::kPods, LabelledPod("annotated", "", "phantom")).status());
+  EXPECT_TRUE(Eventually([&] { return ReconcileCount(manager->metrics()) >= 2; }));
+  ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
+  EXPECT_EQ(ReconcileCount(manager->metrics()), 2);
+}
+
+TEST_F(ManagerTest, ReconcilesACreatedJobToPods) {
+  ::wavepool::testing::SimulatedKubelet::Options kubelet_options;
+  ASSERT_OK_AND_ASSIGN(auto kubelet, ::wavepool::testing::SimulatedKubelet::Start(
+                                         *client_, {"node-a"}, kubelet_options));
+  ASSERT_OK_AND_ASSIGN(
+      auto agents,
+      ::wavepool::testing::SimulatedNodeAgents::Start(
+          *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a"}, 4), {}));
+  std::unique_ptr<ControllerManager> manager = StartManager(Options());
+  ASSERT_NE(manager, nullptr);
+  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("tiny")).status());
+  // The planner decides how many GPUs the tiny model uses; every placed rank gets a pod, and
+  // the simulated kubelet runs it.
+  json status;
+  EXPECT_TRUE(Eventually([&] {
+    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", "tiny");
+    if (job.ok()) status = job->value("status", json::object());
+    return status.value("phase", "") == "Running";
+  })) << "job status: "
+      << status.dump();
+  kube::ListOptions selector;
+  selector.label_selector = "wavepool.dev/job=tiny";
+  ASSERT_OK_AND_ASSIGN(kube::ObjectList pods, client_->List(kube::kPods, "default", selector));
+  ASSERT_TRUE(status["placement"].is_array());
+  EXPECT_THAT(pods.items, SizeIs(status["placement"].size()));
+  EXPECT_THAT(pods.items, Not(IsEmpty()));
+  ASSERT_OK_AND_ASSIGN(json plan, client_->Get(kube::kConfigMaps, "default", "tiny-plan"));
+  EXPECT_TRUE(plan["data"].contains("plan.json"));
+  EXPECT_TRUE(manager->IsLeader());
+}
+
+// A job that waits for GPUs is placed as soon as a deleted job's pods are gone, long before its
+// own periodic retry (an hour here) and with no resync: the pod deletion requeues it.
+TEST_F(ManagerTest, WaitingJobIsRequeuedWhenGpusAreFreed) {
+  ::wavepool::testing::SimulatedKubelet::Options kubelet_options;
+  ASSERT_OK_AND_ASSIGN(auto kubelet, ::wavepool::testing::SimulatedKubelet::Start(
+                                         *client_, {"node-a"}, kubelet_options));
+  ASSERT_OK_AND_ASSIGN(
+      auto agents,
+      ::wavepool::testing::SimulatedNodeAgents::Start(
+          *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a"}, 1), {}));
+  ManagerOptions options = Options();
+  options.reconciler.waiting_requeue = std::chrono::hours(1);
+  options.resync_period = std::chrono::nanoseconds(0);
+  std::unique_ptr<ControllerManager> manager = StartManager(options);
+  ASSERT_NE(manager, nullptr);
+  const auto phase = [&](const std::string& name) {
+    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", name);
+    return job.ok() ? job->value("/status/phase"_json_pointer, "") : std::string("(gone)");
+  };
+  const auto placed_reason = [&](const std::string& name) {
+    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", name);
+    if (!job.ok()) return std::string();
+    for (const json& c : job->value("/status/conditions"_json_pointer, json::array())) {
+      if (c.value("type", "") == "Placed") return c.value("reason", "");
+    }
+    return std::string();
+  };
+  // The node's one GPU goes to the first job; the second waits for it.
+  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("first")).status());
+  ASSERT_TRUE(Eventually([&] { return phase("first") == "Running"; })) << phase("first");
+  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("second")).status());
+  ASSERT_TRUE(Eventually([&] { return placed_reason("second") == kNotPlaceableReason; }))
+      << placed_reason("second");
+  ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
+
+  ASSERT_OK(client_->Delete(kube::kTrainingJobs, "default", "first"));
+  EXPECT_TRUE(Eventually([&] { return phase("second") == "Running"; })) << phase("second");
+}
+
+TEST_F(ManagerTest, OnlyTheLeaseHolderReconcilesAndAStandbyTakesOver) {
+  ManagerOptions options = Options();
+  options.leader_elect = true;
+  options.lease_name = "wavepool-controller";
+  options.lease_duration = std::chrono::seconds(3);
+  options.renew_deadline = std::chrono::seconds(2);
+  options.retry_period = std::chrono::milliseconds(200);
+  options.identity = "replica-1";
+  std::unique_ptr<ControllerManager> first = StartManager(options);
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(Eventually([&] { return first->IsLeader(); }));
+  options.identity = "replica-2";
+  std::unique_ptr<ControllerManager> second = StartManager(options);
+  ASSERT_NE(second, nullptr);
+
+  ASSERT_OK(client_->Create(kube::kPods, LabelledPod("owned", "ghost", "")).status());
+  EXPECT_TRUE(Eventually([&] { return ReconcileCount(first->metrics()) >= 1; }));
+  ASSERT_TRUE(first->WaitForIdle(std::chrono::seconds(10)));
+  EXPECT_FALSE(second->IsLeader());
+  EXPECT_EQ(ReconcileCount(second->metrics()), 0);  // its caches are warm, its workers idle
+  ASSERT_OK_AND_ASSIGN(json lease, client_->Get(kube::kLeases, "default", "wavepool-controller"));
+  EXPECT_EQ(lease["spec"]["holderIdentity"], "replica-1");
+
+  first->Stop();  // releases the Lease
+  EXPECT_FALSE(first->IsLeader());
+  ASSERT_TRUE(Eventually([&] { return second->IsLeader(); }));
+  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("after")).status());
+  EXPECT_TRUE(Eventually([&] { return ReconcileCount(second->metrics()) >= 1; }));
+  EXPECT_THAT(second->metrics().Serialize(), HasSubstr("wavepool_controller_leader 1"));
+  EXPECT_THAT(first->metrics().Serialize(), HasSubstr("wavepool_controller_leader 0"));
+}
+
+}  // namespace
+}  // namespace wavepool::controller

@@ -1,0 +1,282 @@
+// End to end as an operator meets it: the real `wavepool-controller` binary as a child process,
+// the real kubectl (1.32 from /usr/bin, 1.33 from the tools directory) applying crds/ and
+// examples/, and a simulated cluster (kubelet and node agents, one node of 8 H100s) in this
+// process. The API server is the embedded TestApiServer rather than the wavepool-test-apiserver
+// binary: the simulated kubelet and agents run in this process anyway, and embedding it needs
+// no port discovery or second child to clean up; the controller and kubectl still reach it only
+// over HTTP through a kubeconfig, as they would a real cluster.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/apiserver/test_server.h"
+#include "tests/support/cluster/simulated_kubelet.h"
+#include "tests/support/cluster/simulated_node_agent.h"
+#include "tests/support/kubectl.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/api/training_job.h"
+#include "wavepool/kube/client.h"
+#include "wavepool/kube/resource.h"
+
+namespace wavepool::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Eq;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+constexpr std::chrono::seconds kTimeout(120);  // a safety net, never a statement about speed
+const std::string kSource = WAVEPOOL_SOURCE_DIR;
+const std::string kNode = "node-0";
+
+// Polls `done` every 100 ms until it holds or kTimeout passes.
+bool Eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return done();
+}
+
+// GET http://127.0.0.1:<port><path> over HTTP/1.0: "<status code> <body>", or "" when the
+// connection fails.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buffer[4096];
+      for (ssize_t n; (n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) response.append(buffer, n);
+    }
+  }
+  ::close(fd);
+  std::smatch match;
+  if (!std::regex_search(response, match, std::regex("^HTTP/1\\.[01] (\\d{3})"))) return "";
+  const std::size_t body = response.find("\r\n\r\n");
+  return match[1].str() + " " + (body == std::string::npos ? "" : response.substr(body + 4));
+}
+
+class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (::access(GetParam().c_str(), X_OK) != 0) GTEST_SKIP() << "no kubectl at " << GetParam();
+    apiserver::TestApiServer::Options options;
+    options.store.finish_pod_deletion_after_grace = false;  // the simulated kubelet confirms
+    ASSERT_OK_AND_ASSIGN(server_, apiserver::TestApiServer::Start(options));
+    char dir_template[] = "/tmp/wavepool-controller-e2e-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+    WriteTextFile(dir_ + "/kubeconfig", server_->Kubeconfig());
+    kube::ClientConfig config;
+    config.server = server_->url();
+    ASSERT_OK_AND_ASSIGN(client_, kube::Client::Connect(config));
+  }
+
+  void TearDown() override {
+    if (controller_pid_ > 0) {
+      ::kill(controller_pid_, SIGKILL);
+      ::waitpid(controller_pid_, nullptr, 0);
+    }
+    agents_.reset();
+    kubelet_.reset();
+    server_.reset();
+    if (!dir_.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir_, ignored);
+    }
+  }
+
+  KubectlResult Kubectl(const std::vector<std::string>& args) {
+    return KubectlRunner(GetParam(), dir_).Run(args);
+  }
+
+  // What an operator does first: the CRDs, the controller's namespace; then the nodes join.
+  void InstallAndStartNodes() {
+    const KubectlResult crds = Kubectl({"apply", "-f", kSource + "/crds/"});
+    ASSERT_EQ(crds.exit_code, 0) << crds;
+    const KubectlResult ns = Kubectl({"create", "namespace", "wavepool-system"});
+    ASSERT_EQ(ns.exit_code, 0) << ns;
+    SimulatedKubelet::Options kubelet_options;
+    kubelet_options.gpus_per_node = 8;
+    ASSERT_OK_AND_ASSIGN(kubelet_, SimulatedKubelet::Start(*client_, {kNode}, kubelet_options));
+    SimulatedNodeAgents::Options agent_options;
+    agent_options.heartbeat_period = std::chrono::seconds(1);
+    ASSERT_OK_AND_ASSIGN(
+        agents_, SimulatedNodeAgents::Start(*client_, SimulatedNodeAgents::Uniform({kNode}, 8),
+                                            agent_options));
+  }
+
+  // Starts wavepool-controller with leader election and an ephemeral HTTP port, and reads the
+  // port from the line it prints once started.
+  void StartController() {
+    std::vector<std::string> args = {WAVEPOOL_CONTROLLER_BIN,
+                                     "--kubeconfig=" + dir_ + "/kubeconfig",
+                                     "--leader-elect=true",
+                                     "--identity=e2e-controller",
+                                     "--http-address=127.0.0.1",
+                                     "--http-port=0",
+                                     "--default-image=wavepool/worker:e2e"};
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, (dir_ + "/controller.out").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, (dir_ + "/controller.err").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char* env[] = {nullptr};
+    ASSERT_EQ(::posix_spawn(&controller_pid_, argv[0], &actions, nullptr, argv.data(), env), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    std::smatch match;
+    const std::regex http(R"(http 127\.0\.0\.1:(\d+))");
+    ASSERT_TRUE(Eventually([&] {
+      const std::string out = ReadTextFile(dir_ + "/controller.out");
+      if (!std::regex_search(out, match, http)) return false;
+      http_port_ = std::stoi(match[1].str());
+      return true;
+    })) << ControllerOutput();
+  }
+
+  std::string ControllerOutput() {
+    return "controller stdout:\n" + ReadTextFile(dir_ + "/controller.out") +
+           "\ncontroller stderr:\n" + ReadTextFile(dir_ + "/controller.err");
+  }
+
+  // The `kubectl get tj` row of `name`, words split on blanks; empty when absent.
+  std::vector<std::string> TjRow(const std::string& name) {
+    const KubectlResult get = Kubectl({"get", "tj"});
+    for (const std::vector<std::string>& row : TableWords(get.out)) {
+      if (!row.empty() && row[0] == name) return row;
+    }
+    return {};
+  }
+
+  // Reports `step` and `slowdown` for every pod of the job on its GPUs, as the agent does.
+  void PublishProgress(const std::string& job_name, std::int64_t step, double slowdown) {
+    ASSERT_OK_AND_ASSIGN(nlohmann::json json,
+                         client_->Get(kube::kTrainingJobs, "default", job_name));
+    ASSERT_OK_AND_ASSIGN(api::TrainingJob job, api::TrainingJob::FromJson(json));
+    ASSERT_OK_AND_ASSIGN(api::GpuNodeStatus status, agents_->PublishedStatus(kNode));
+    for (const api::PodPlacement& placement : job.status.placement) {
+      for (const api::GpuStatus& gpu : status.gpus) {
+        if (gpu.uuid != placement.gpu_uuids.at(0)) continue;
+        api::GpuTask task;
+        task.namespace_ = "default";
+        task.job = job_name;
+        task.pod = placement.pod;
+        task.role = api::Role::kForeground;
+        task.pid = 100 + gpu.index;
+        task.progress = api::TrainingProgress{step, 100, 0.2, slowdown};
+        ASSERT_OK(agents_->SetTasks(kNode, gpu.index, {task}));
+      }
+    }
+  }
+
+  std::unique_ptr<apiserver::TestApiServer> server_;
+  std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<SimulatedKubelet> kubelet_;
+  std::unique_ptr<SimulatedNodeAgents> agents_;
+  std::string dir_;
+  pid_t controller_pid_ = -1;
+  int http_port_ = -1;
+};
+
+TEST_P(ControllerE2eTest, ExamplesRunUnderTheControllerBinaryAndDeleteCleanly) {
+  ASSERT_NO_FATAL_FAILURE(InstallAndStartNodes());
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  EXPECT_THAT(HttpGet(http_port_, "/healthz"), Eq("200 ok")) << ControllerOutput();
+  ASSERT_TRUE(Eventually([&] { return HttpGet(http_port_, "/readyz") == "200 ok"; }))
+      << HttpGet(http_port_, "/readyz") << "\n"
+      << ControllerOutput();
+
+  // Both examples fit one node of 8 x 80 GiB: vgg16 on all 8 GPUs, resnet50 next to it.
+  const KubectlResult apply = Kubectl({"apply", "-f", kSource + "/examples/vgg16-foreground.yaml",
+                                       "-f", kSource + "/examples/resnet50-background.yaml"});
+  ASSERT_EQ(apply.exit_code, 0) << apply;
+  ASSERT_TRUE(Eventually([&] {
+    const std::vector<std::string> fg = TjRow("vgg16"), bg = TjRow("resnet50-background");
+    return fg.size() > 2 && fg[2] == "Running" && bg.size() > 2 && bg[2] == "Running";
+  })) << Kubectl({"get", "tj", "-o", "yaml"})
+      << ControllerOutput();
+
+  const KubectlResult table = Kubectl({"get", "tj"});
+  ASSERT_EQ(table.exit_code, 0) << table;
+  ASSERT_FALSE(TableWords(table.out).empty());
+  EXPECT_THAT(TableWords(table.out)[0],
+              ElementsAre("NAME", "ROLE", "PHASE", "GPUS", "STRATEGY", "ITER", "SLOWDOWN", "AGE"));
+  const KubectlResult strategy =
+      Kubectl({"get", "tj", "vgg16", "-o", "jsonpath={.status.plan.strategy}"});
+  ASSERT_EQ(strategy.exit_code, 0) << strategy;
+  ASSERT_FALSE(strategy.out.empty()) << "status.plan.strategy is set once planned";
+
+  // Progress the agent publishes shows in the Iter and Slowdown columns.
+  ASSERT_NO_FATAL_FAILURE(PublishProgress("vgg16", 42, 1.05));
+  std::vector<std::string> row;
+  ASSERT_TRUE(Eventually([&] {
+    row = TjRow("vgg16");
+    return row.size() == 8 && row[5] == "42";
+  })) << table.out;
+  EXPECT_THAT(row, ElementsAre("vgg16", "Foreground", "Running", "8", strategy.out, "42", "1.05",
+                               ::testing::_));
+
+  const KubectlResult pods = Kubectl({"get", "pods", "-l", "wavepool.dev/job=vgg16"});
+  ASSERT_EQ(pods.exit_code, 0) << pods;
+  const auto pod_rows = TableWords(pods.out);
+  ASSERT_THAT(pod_rows, SizeIs(9)) << pods.out;  // header + 8 ranks
+  for (std::size_t i = 1; i < pod_rows.size(); ++i) {
+    EXPECT_THAT(pod_rows[i][0], HasSubstr("vgg16-g")) << pods.out;
+    EXPECT_THAT(pod_rows[i][2], Eq("Running")) << pods.out;
+  }
+
+  const KubectlResult del = Kubectl({"delete", "tj", "vgg16", "resnet50-background"});
+  ASSERT_EQ(del.exit_code, 0) << del;
+  ASSERT_TRUE(Eventually([&] {
+    const KubectlResult left = Kubectl(
+        {"get", "pods", "-l", "app.kubernetes.io/managed-by=wavepool-controller", "-o", "name"});
+    return left.exit_code == 0 && left.out.empty();
+  })) << Kubectl({"get", "pods", "-A"});
+
+  ASSERT_EQ(::kill(controller_pid_, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(controller_pid_, &status, 0), controller_pid_);
+  controller_pid_ = -1;
+  ASSERT_TRUE(WIFEXITED(status)) << ControllerOutput();
+  EXPECT_THAT(WEXITSTATUS(status), Eq(0)) << ControllerOutput();
+}
+
+INSTANTIATE_TEST_SUITE_P(Kubectl, ControllerE2eTest,
+                         ::testing::Values("/usr/bin/kubectl", std::string(WAVEPOOL_SOURCE_DIR) +
+                                                                   "/.tools/bin/kubectl"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.index == 0 ? std::string("Kubectl132")
+                                                   : std::string("Kubectl133");
+                         });
+
+}  // namespace
+}  // namespace wavepool::testing
