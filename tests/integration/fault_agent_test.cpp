@@ -23,24 +23,6 @@ using ::wavepool::testing::TestCluster;
 
 constexpr auto kConvergeTimeout = std::chrono::seconds(120);
 
-// Waits until every job is Running with its placement and `also` holds; the last snapshot.
-Snapshot WaitAllRunning(kube::Client& client, std::size_t jobs,
-                        const std::function<bool(const Snapshot&)>& also) {
-  Snapshot last;
-  const bool converged = WaitFor(
-      [&] {
-        absl::StatusOr<Snapshot> snapshot = TakeSnapshot(client);
-        if (!snapshot.ok()) return false;
-        last = *std::move(snapshot);
-        return last.jobs.size() == jobs && CountRunning(last) == static_cast<int>(jobs) &&
-               CountPlaced(last) == static_cast<int>(jobs) && also(last);
-      },
-      kConvergeTimeout);
-  EXPECT_TRUE(converged) << CountRunning(last) << " of " << jobs << " jobs Running, "
-                         << CountPlaced(last) << " placed";
-  return last;
-}
-
 std::set<std::string> NodesOf(const api::TrainingJob& job) {
   std::set<std::string> nodes;
   for (const api::PodPlacement& placement : job.status.placement) nodes.insert(placement.node);
@@ -67,7 +49,7 @@ TEST(FaultAgent, StaleHeartbeatMovesJobsAwayAndResumedAgentTakesPodsAgain) {
                                             BackgroundJob("bg-1"),    BackgroundJob("bg-2")};
   ASSERT_OK(CreateJobs(cluster->client(), jobs));
   const Snapshot before =
-      WaitAllRunning(cluster->client(), jobs.size(), [](const Snapshot&) { return true; });
+      WaitAllRunning(cluster->client(), jobs.size(), kConvergeTimeout);
   ASSERT_THAT(CheckInvariants(before, {}), IsEmpty());
 
   // The agent of the node with the most pods goes away.
@@ -82,7 +64,7 @@ TEST(FaultAgent, StaleHeartbeatMovesJobsAwayAndResumedAgentTakesPodsAgain) {
   ASSERT_OK(cluster->AgentsOf(victim).StopHeartbeat(victim));
 
   // Its jobs move; the jobs elsewhere keep their first gang.
-  const Snapshot moved = WaitAllRunning(cluster->client(), jobs.size(),
+  const Snapshot moved = WaitAllRunning(cluster->client(), jobs.size(), kConvergeTimeout,
                                         [&](const Snapshot& s) { return AvoidsNode(s, victim); });
   InvariantOptions away;
   away.first_generation = false;
@@ -107,14 +89,14 @@ TEST(FaultAgent, StaleHeartbeatMovesJobsAwayAndResumedAgentTakesPodsAgain) {
   // New jobs avoid the node while its agent is gone (2 GPUs are free elsewhere).
   ASSERT_OK(CreateJobs(cluster->client(), {ForegroundJob("late-fg", 2), BackgroundJob("late-bg")}));
   const Snapshot late =
-      WaitAllRunning(cluster->client(), jobs.size() + 2, [](const Snapshot&) { return true; });
+      WaitAllRunning(cluster->client(), jobs.size() + 2, kConvergeTimeout);
   EXPECT_THAT(CheckInvariants(late, away), IsEmpty());
 
   // The agent returns: a 4-GPU gang fits only on its node now (the others hold 8 fg GPUs).
   ASSERT_OK(cluster->AgentsOf(victim).ResumeHeartbeat(victim));
   ASSERT_OK(CreateJobs(cluster->client(), {ForegroundJob("resumed-fg", 4)}));
   const Snapshot resumed =
-      WaitAllRunning(cluster->client(), jobs.size() + 3, [](const Snapshot&) { return true; });
+      WaitAllRunning(cluster->client(), jobs.size() + 3, kConvergeTimeout);
   InvariantOptions any_generation;
   any_generation.first_generation = false;
   EXPECT_THAT(CheckInvariants(resumed, any_generation), IsEmpty());

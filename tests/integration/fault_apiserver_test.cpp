@@ -29,23 +29,6 @@ using ::wavepool::testing::TestCluster;
 
 constexpr auto kConvergeTimeout = std::chrono::seconds(180);
 
-// Waits until all `jobs` jobs are Running and placed; the last snapshot.
-Snapshot WaitAllRunning(kube::Client& client, std::size_t jobs) {
-  Snapshot last;
-  const bool converged = WaitFor(
-      [&] {
-        absl::StatusOr<Snapshot> snapshot = TakeSnapshot(client);
-        if (!snapshot.ok()) return false;
-        last = *std::move(snapshot);
-        return last.jobs.size() == jobs && CountRunning(last) == static_cast<int>(jobs) &&
-               CountPlaced(last) == static_cast<int>(jobs);
-      },
-      kConvergeTimeout);
-  EXPECT_TRUE(converged) << CountRunning(last) << " of " << jobs << " jobs Running, "
-                         << CountPlaced(last) << " placed";
-  return last;
-}
-
 // Pod names created more than once across the logs, or outside every final placement.
 std::vector<std::string> CreationProblems(const std::vector<std::map<std::string, int>>& logs,
                                           const Snapshot& snapshot) {
@@ -101,7 +84,7 @@ TEST(FaultApiServer, RestartMidPlacementLosesNoJobAndDuplicatesNoPod) {
   // Jobs created after the restarts are seen through the informers' new watches.
   const std::vector<nlohmann::json> late = {ForegroundJob("late-fg", 4), BackgroundJob("late-bg")};
   ASSERT_OK(CreateJobs(*cluster->client, late));
-  const Snapshot last = WaitAllRunning(*cluster->client, jobs.size() + late.size());
+  const Snapshot last = WaitAllRunning(*cluster->client, jobs.size() + late.size(), kConvergeTimeout);
   log->Stop();
   creations.push_back(log->Creations());
   EXPECT_THAT(CheckInvariants(last, {}), IsEmpty());
@@ -138,7 +121,7 @@ TEST(FaultApiServer, WatchExpiryRelistsAndConverges) {
   ASSERT_OK(CreateJobs(cluster->client(), second));
   cluster->server().Compact();
   cluster->server().DropWatches();
-  const Snapshot last = WaitAllRunning(cluster->client(), jobs.size());
+  const Snapshot last = WaitAllRunning(cluster->client(), jobs.size(), kConvergeTimeout);
   log->Stop();
   EXPECT_THAT(CheckInvariants(last, {}), IsEmpty());
   EXPECT_THAT(CreationProblems({log->Creations()}, last), IsEmpty());

@@ -48,18 +48,7 @@ std::vector<std::string> CreatedOutsidePlacement(const PodCreationLog& log,
 // Waits until every job of `jobs` is Running with its placement, then checks the invariants and
 // the creation log.
 void ExpectConvergedOnce(kube::Client& client, const PodCreationLog& log, std::size_t jobs) {
-  Snapshot last;
-  const bool converged = WaitFor(
-      [&] {
-        absl::StatusOr<Snapshot> snapshot = TakeSnapshot(client);
-        if (!snapshot.ok()) return false;
-        last = *std::move(snapshot);
-        return last.jobs.size() == jobs && CountRunning(last) == static_cast<int>(jobs) &&
-               CountPlaced(last) == static_cast<int>(jobs);
-      },
-      kConvergeTimeout);
-  EXPECT_TRUE(converged) << CountRunning(last) << " of " << jobs << " jobs Running, "
-                         << CountPlaced(last) << " placed";
+  const Snapshot last = WaitAllRunning(client, jobs, kConvergeTimeout);
   EXPECT_THAT(CheckInvariants(last, {}), IsEmpty());
   EXPECT_THAT(log.Duplicates(), IsEmpty());
   EXPECT_THAT(CreatedOutsidePlacement(log, last), IsEmpty());

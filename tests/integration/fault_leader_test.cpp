@@ -43,22 +43,6 @@ int PodWrites(const CountingTransport& transport) {
   return it == writes.end() ? 0 : it->second;
 }
 
-Snapshot WaitAllRunning(kube::Client& client, std::size_t jobs) {
-  Snapshot last;
-  const bool converged = WaitFor(
-      [&] {
-        absl::StatusOr<Snapshot> snapshot = TakeSnapshot(client);
-        if (!snapshot.ok()) return false;
-        last = *std::move(snapshot);
-        return last.jobs.size() == jobs && CountRunning(last) == static_cast<int>(jobs) &&
-               CountPlaced(last) == static_cast<int>(jobs);
-      },
-      kConvergeTimeout);
-  EXPECT_TRUE(converged) << CountRunning(last) << " of " << jobs << " jobs Running, "
-                         << CountPlaced(last) << " placed";
-  return last;
-}
-
 std::string LeaseHolder(kube::Client& client, const ManagerOptions& options) {
   absl::StatusOr<nlohmann::json> lease =
       client.Get(kube::kLeases, options.lease_namespace, options.lease_name);
@@ -99,7 +83,7 @@ TEST(FaultLeader, OnlyTheLeaderWritesAndADeadLeaderHandsOverWithoutDuplicates) {
   const std::size_t half = jobs.size() / 2;
   ASSERT_OK(CreateJobs(cluster->client(),
                        std::vector<nlohmann::json>(jobs.begin(), jobs.begin() + half)));
-  const Snapshot first = WaitAllRunning(cluster->client(), half);
+  const Snapshot first = WaitAllRunning(cluster->client(), half, kConvergeTimeout);
   EXPECT_THAT(CheckInvariants(first, {}), IsEmpty());
   EXPECT_TRUE(replica_a->IsLeader());
   EXPECT_FALSE(replica_b->IsLeader());
@@ -113,7 +97,7 @@ TEST(FaultLeader, OnlyTheLeaderWritesAndADeadLeaderHandsOverWithoutDuplicates) {
   const int b_writes_at_cut = ControllerWrites(*wire_b);
   ASSERT_OK(
       CreateJobs(cluster->client(), std::vector<nlohmann::json>(jobs.begin() + half, jobs.end())));
-  const Snapshot last = WaitAllRunning(cluster->client(), jobs.size());
+  const Snapshot last = WaitAllRunning(cluster->client(), jobs.size(), kConvergeTimeout);
   EXPECT_TRUE(replica_b->IsLeader());
   EXPECT_EQ(LeaseHolder(cluster->client(), options_b), "replica-b");
   EXPECT_GT(ControllerWrites(*wire_b), b_writes_at_cut);

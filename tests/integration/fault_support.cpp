@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
 #include "tests/support/cluster/crds.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/api_error.h"
@@ -186,6 +187,23 @@ int CountRunning(const Snapshot& snapshot) {
     running += job.status.phase == api::JobPhase::kRunning;
   }
   return running;
+}
+
+Snapshot WaitAllRunning(kube::Client& client, std::size_t jobs, std::chrono::nanoseconds timeout,
+                        const std::function<bool(const Snapshot&)>& also) {
+  Snapshot last;
+  const bool converged = WaitFor(
+      [&] {
+        absl::StatusOr<Snapshot> snapshot = TakeSnapshot(client);
+        if (!snapshot.ok()) return false;
+        last = *std::move(snapshot);
+        return last.jobs.size() == jobs && CountRunning(last) == static_cast<int>(jobs) &&
+               CountPlaced(last) == static_cast<int>(jobs) && (!also || also(last));
+      },
+      timeout);
+  EXPECT_TRUE(converged) << CountRunning(last) << " of " << jobs << " jobs Running, "
+                         << CountPlaced(last) << " placed";
+  return last;
 }
 
 std::vector<std::string> CheckInvariants(const Snapshot& snapshot,

@@ -79,6 +79,12 @@ absl::StatusOr<Snapshot> TakeSnapshot(kube::Client& client);
 int CountPlaced(const Snapshot& snapshot);
 int CountRunning(const Snapshot& snapshot);
 
+// Waits (up to `timeout`, a safety net) until exactly `jobs` jobs exist, every one Running with
+// its placement, and `also` holds (empty: nothing more); a test failure if that never happens.
+// The last snapshot taken.
+Snapshot WaitAllRunning(kube::Client& client, std::size_t jobs, std::chrono::nanoseconds timeout,
+                        const std::function<bool(const Snapshot&)>& also = {});
+
 struct InvariantOptions {
   // Every job must be placed (status.placement not empty) with its pods created.
   bool all_placed = true;
