@@ -42,11 +42,42 @@ struct PendingEvent {
 // Placement state shared by every worker: decisions are made one at a time, and the GPUs of a
 // placement recorded but whose pods are not all created yet stay reserved here, so that another
 // job's decision counts them even before the cache shows the pods or the status.
+//
+// A fg gang that preempts nominates the GPUs it chose (the pods it will create there): while its
+// victims checkpoint and exit, every other decision (bg or fg) counts those GPUs as taken, or the
+// victim's job would be placed right back onto them and preempted again, forever. A nomination
+// ends when the gang is placed, when its job goes or changes (uid, generation) or at `expires`;
+// it lives in memory only: a restarted controller re-derives the same decision (placement.h
+// breaks ties deterministically) and nominates again.
+//
+// Preempted pods are remembered as well: the victim's reconcile may run only after its pod is
+// gone (the annotation gone with it), and must still report Preempted rather than a lost pod.
+struct Nomination {
+  std::string uid;                  // The gang's job, as it was when it nominated.
+  std::int64_t generation = 0;      // metadata.generation.
+  std::vector<GpuAssignment> pods;  // The gang's pods on the GPUs it waits for.
+  std::chrono::system_clock::time_point expires;
+};
+struct PreemptedPod {
+  std::string job;  // "ns/job" of the victim.
+  std::string by;   // "ns/job" of the preempting gang.
+  std::chrono::system_clock::time_point when;
+};
 struct PlacementLedger {
   std::mutex mu;
   // "ns/job" -> the recorded placement's pods (pod names "ns/pod").
   std::map<std::string, std::vector<GpuAssignment>> reserved;
+  // "ns/job" of a fg gang waiting for its victims -> the GPUs it nominated.
+  std::map<std::string, Nomination> nominated;
+  // "ns/pod" -> who preempted it; entries older than kPreemptedPodMemory are dropped.
+  std::map<std::string, PreemptedPod> preempted;
 };
+
+// A nomination outlives the victims' grace period (time to checkpoint) by this much; a gang that
+// still preempts then nominates again.
+inline constexpr std::chrono::seconds kNominationSlack{60};
+// How long a preempted pod is remembered for its job's reconcile.
+inline constexpr std::chrono::minutes kPreemptedPodMemory{30};
 
 struct ReconcileContext {
   const ClusterReader& reader;
@@ -168,6 +199,14 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
 
 // Drops the job's reservation (its pods exist, or it has no placement any more).
 void ReleaseReservation(ReconcileContext& ctx);
+
+// Drops the job's nomination and what is remembered of its preempted pods (it is gone, or
+// suspended). REQUIRES: ctx.ledger.mu not held.
+void ForgetJob(PlacementLedger& ledger, const std::string& key);
+
+// Who preempted the pod `pod` of this job ("ns/job"), as remembered when it was deleted; nullopt
+// when this controller did not preempt it (or forgot).
+std::optional<std::string> RememberedPreemptor(ReconcileContext& ctx, const std::string& pod);
 
 }  // namespace wavepool::controller::internal
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -83,14 +84,23 @@ std::optional<Finding> LostPod(const ReconcileContext& ctx, const json& pod,
   return std::nullopt;
 }
 
-Finding Look(const ReconcileContext& ctx, const std::map<std::string, const json*>& current,
+Finding Look(ReconcileContext& ctx, const std::map<std::string, const json*>& current,
              const std::map<std::string, NodeState>& states) {
   const auto& placement = ctx.job.status.placement;
   std::size_t succeeded = 0;
   for (const api::PodPlacement& p : placement) {
     const auto it = current.find(p.pod);
-    if (it == current.end()) continue;
-    if (std::optional<std::string> by = PodAnnotation(*it->second, kAnnotationPreemptedBy)) {
+    // The annotation, or what the preemptor remembered: the pod may be gone (and its
+    // annotation with it) before this job's reconcile looks.
+    std::optional<std::string> by = RememberedPreemptor(ctx, p.pod);
+    if (it == current.end()) {
+      if (by.has_value()) return {Finding::kPreemptedGone, p.pod, "", *by, ""};
+      continue;
+    }
+    if (std::optional<std::string> annotated = PodAnnotation(*it->second, kAnnotationPreemptedBy)) {
+      by = std::move(annotated);
+    }
+    if (by.has_value()) {
       const std::string phase = PodPhaseOf(*it->second);
       if (phase == "Succeeded" || phase == "Failed") {
         return {Finding::kPreemptedGone, p.pod, "", *by, ""};
@@ -106,7 +116,11 @@ Finding Look(const ReconcileContext& ctx, const std::map<std::string, const json
       return {Finding::kFailed, p.pod, FailureOf(*it->second), "", "pod_failed"};
     }
   }
-  const bool preempted_before = ConditionIs(ctx, api::kConditionPreempted, ConditionStatus::kTrue);
+  // Phase Preempted: the gang was seen preempted (a gang placed again after a preemption keeps
+  // Preempted=True until its pods exist, and its missing pods are created below).
+  const bool preempted_before =
+      ConditionIs(ctx, api::kConditionPreempted, ConditionStatus::kTrue) &&
+      ctx.job.status.phase == api::JobPhase::kPreempted;
   for (const api::PodPlacement& p : placement) {
     const auto it = current.find(p.pod);
     if (it == current.end()) {
@@ -272,9 +286,13 @@ absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx
       ctx.job.status.placement.clear();
       ctx.job.status.phase = api::JobPhase::kPreempted;
       if (!f.by.empty()) {
+        const std::string msg = absl::StrCat("pod ", f.pod, " preempted by foreground job ", f.by,
+                                             "; it resumes from its checkpoint once placed again");
         SetCondition(ctx, api::kConditionPreempted, ConditionStatus::kTrue, "PreemptedByForeground",
-                     absl::StrCat("pod ", f.pod, " preempted by foreground job ", f.by));
+                     msg);
+        SetCondition(ctx, api::kConditionRunning, ConditionStatus::kFalse, "Preempted", msg);
       }
+      ReleaseReservation(ctx);
       return std::optional<ReconcileResult>();
     case Finding::kFailed:
     case Finding::kLost: {

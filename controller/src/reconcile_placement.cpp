@@ -1,6 +1,7 @@
 // Placing a job inside a reconcile: the inventory, the decision under the ledger's mutex,
 // preemption, the intent record and the pods (reconcile_context.h).
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -46,9 +47,41 @@ GpuAssignment AssignmentOf(const api::TrainingJob& job, const api::PodPlacement&
   return a;
 }
 
-// Pods other jobs recorded in status.placement (or this controller reserved) that hold no pod
-// yet: a controller stopped between its status write and its pod creations left them; they
-// count as taken so that the job re-creating them later finds its GPUs free.
+// Whether another job's nomination still stands: not expired, its job still there, unchanged
+// and not suspended. REQUIRES: ctx.ledger.mu held.
+bool NominationStands(const ReconcileContext& ctx, const std::string& key, const Nomination& n) {
+  if (ctx.now > n.expires) return false;
+  const auto [ns, name] = SplitKey(key);
+  const std::optional<api::TrainingJob> job = ctx.reader.GetJob(ns, name);
+  return job.has_value() && job->metadata.deletion_timestamp.empty() &&
+         job->metadata.uid == n.uid && job->metadata.generation == n.generation &&
+         !job->spec.suspend.value_or(false);
+}
+
+// Drops the nominations that no longer stand; the rest count as taken (reconcile_context.h).
+// REQUIRES: ctx.ledger.mu held.
+void AddNominations(const ReconcileContext& ctx, std::set<std::string>& seen,
+                    std::vector<GpuAssignment>& intents) {
+  for (auto it = ctx.ledger.nominated.begin(); it != ctx.ledger.nominated.end();) {
+    if (it->first == ctx.key) {
+      ++it;
+      continue;
+    }
+    if (!NominationStands(ctx, it->first, it->second)) {
+      it = ctx.ledger.nominated.erase(it);
+      continue;
+    }
+    for (const GpuAssignment& a : it->second.pods) {
+      if (seen.insert(a.pod).second) intents.push_back(a);
+    }
+    ++it;
+  }
+}
+
+// Pods other jobs recorded in status.placement (or this controller reserved or nominated) that
+// hold no pod yet: a controller stopped between its status write and its pod creations left
+// them; they count as taken so that the job re-creating them later finds its GPUs free.
+// REQUIRES: ctx.ledger.mu held.
 std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<std::string>& held) {
   std::vector<GpuAssignment> intents;
   std::set<std::string> seen = held;
@@ -58,6 +91,7 @@ std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<s
       if (seen.insert(a.pod).second) intents.push_back(a);
     }
   }
+  AddNominations(ctx, seen, intents);
   for (const api::TrainingJob& job : ctx.reader.ListJobs()) {
     // Only a gang being created (phase Placed) holds GPUs without pods; a Running gang's
     // missing pod was lost, a Preempted one's is gone, and both are placed afresh.
@@ -105,7 +139,18 @@ absl::StatusOr<Inventory> BuildInventory(const ReconcileContext& ctx,
   return inventory;
 }
 
+// Remembers who preempted `pod` ("ns/pod") of `job`, for the victim's reconcile, and forgets
+// entries past kPreemptedPodMemory. REQUIRES: ctx.ledger.mu held.
+void RememberPreempted(ReconcileContext& ctx, const std::string& job, const std::string& pod) {
+  auto& preempted = ctx.ledger.preempted;
+  for (auto it = preempted.begin(); it != preempted.end();) {
+    it = ctx.now - it->second.when > kPreemptedPodMemory ? preempted.erase(it) : std::next(it);
+  }
+  preempted[pod] = PreemptedPod{job, ctx.key, ctx.now};
+}
+
 // Annotates and deletes the victims still running; the gang waits until they are gone.
+// REQUIRES: ctx.ledger.mu held.
 absl::Status Preempt(ReconcileContext& ctx, const std::vector<Preemption>& victims) {
   for (const Preemption& v : victims) {
     const auto [ns, job] = SplitKey(v.job);
@@ -120,6 +165,8 @@ absl::Status Preempt(ReconcileContext& ctx, const std::vector<Preemption>& victi
     absl::Status s =
         ctx.writer.AnnotatePod(pod_ns, pod, {{std::string(kAnnotationPreemptedBy), ctx.key}});
     if (s.ok()) {
+      // Remembered before the deletion: the victim's reconcile may see the pod gone at once.
+      RememberPreempted(ctx, v.job, v.pod);
       const std::string uid = found->value("metadata", json::object()).value("uid", "");
       s = ctx.writer.DeletePod(pod_ns, pod, uid, std::nullopt);  // Its grace: checkpoint time.
     }
@@ -155,7 +202,9 @@ absl::StatusOr<Decision> Decide(const ReconcileContext& ctx, const JobPlan& plan
 
 ReconcileResult Waiting(ReconcileContext& ctx, std::string_view reason, std::string_view message) {
   SetCondition(ctx, api::kConditionPlaced, ConditionStatus::kFalse, reason, message);
-  ctx.job.status.phase = api::JobPhase::kPlanned;
+  // A preempted job stays Preempted until its new pods exist.
+  const bool preempted = ConditionIs(ctx, api::kConditionPreempted, ConditionStatus::kTrue);
+  ctx.job.status.phase = preempted ? api::JobPhase::kPreempted : api::JobPhase::kPlanned;
   ReconcileResult result;
   result.requeue_after = ctx.options.waiting_requeue;
   result.waiting_for_gpus = true;
@@ -191,45 +240,51 @@ absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, c
       ctx.metrics->CountPlacementFailure(role, waits ? "not_placeable" : "error");
     }
     if (!waits) return decision.status();
+    ctx.ledger.nominated.erase(ctx.key);  // Nothing to wait for any more.
     return std::optional<ReconcileResult>(
         Waiting(ctx, kNotPlaceableReason, std::string(decision.status().message())));
   }
-  if (!decision->preemptions.empty()) {
-    if (absl::Status s = Preempt(ctx, decision->preemptions); !s.ok()) return s;
-    std::vector<std::string> pods;
-    for (const Preemption& p : decision->preemptions) pods.push_back(p.pod);
-    ReconcileResult result = Waiting(
-        ctx, kReasonPreempting,
-        absl::StrCat("waiting for ", pods.size(),
-                     " background pod(s) to stop (checkpoint, exit): ", absl::StrJoin(pods, ", ")));
-    result.requeue_after = SoonRequeue(ctx.options);
-    result.waiting_for_gpus = false;
-    return std::optional<ReconcileResult>(result);
-  }
+  std::vector<api::PodPlacement> placement;
   std::vector<GpuAssignment> reserved;
   std::set<std::string> node_names;
   for (const RankPlacement& r : decision->ranks) {
     api::PodPlacement p{
         PodName(ctx.name(), ctx.job.status.gang_generation, r.rank), r.node, {r.gpu_uuid}};
     reserved.push_back(AssignmentOf(ctx.job, p, plan.memory_per_gpu_bytes, plan.idle_fraction));
-    ctx.job.status.placement.push_back(std::move(p));
+    placement.push_back(std::move(p));
     node_names.insert(r.node);
   }
+  if (!decision->preemptions.empty()) {
+    // Nominated first: no other decision takes these GPUs while the victims stop.
+    ctx.ledger.nominated[ctx.key] = Nomination{
+        ctx.job.metadata.uid, ctx.job.metadata.generation, std::move(reserved),
+        ctx.now + std::chrono::seconds(ctx.options.objects.background_termination_grace_seconds) +
+            kNominationSlack};
+    if (absl::Status s = Preempt(ctx, decision->preemptions); !s.ok()) return s;
+    std::vector<std::string> pods;
+    for (const Preemption& p : decision->preemptions) pods.push_back(p.pod);
+    ReconcileResult result = Waiting(
+        ctx, kReasonPreempting,
+        absl::StrCat("waiting for ", pods.size(),
+                     " background pod(s) to stop (checkpoint, exit): ", absl::StrJoin(pods, ", "),
+                     "; GPUs nominated on ", absl::StrJoin(node_names, ", ")));
+    // Also retried as soon as GPUs are freed (the victims gone).
+    result.requeue_after = SoonRequeue(ctx.options);
+    return std::optional<ReconcileResult>(result);
+  }
+  ctx.job.status.placement = std::move(placement);
   ctx.ledger.reserved[ctx.key] = std::move(reserved);
   ctx.job.status.phase = api::JobPhase::kPlaced;
   SetCondition(ctx, api::kConditionPlaced, ConditionStatus::kTrue, "GangPlaced",
                absl::StrCat(decision->ranks.size(), " pod(s) on ", absl::StrJoin(node_names, ", "),
                             ", gang generation ", ctx.job.status.gang_generation));
-  if (ConditionIs(ctx, api::kConditionPreempted, ConditionStatus::kTrue)) {
-    SetCondition(ctx, api::kConditionPreempted, ConditionStatus::kFalse, "Resumed",
-                 "placed again; resumes from its checkpoint");
-  }
   // The intent record: written before any pod exists, so that a controller stopped between
   // pod creations re-creates exactly the missing ones.
   if (absl::Status s = WriteStatus(ctx); !s.ok()) {
     ctx.ledger.reserved.erase(ctx.key);
     return s;
   }
+  ctx.ledger.nominated.erase(ctx.key);  // The reservation holds the GPUs from now on.
   ObserveLatency(ctx);
   return std::optional<ReconcileResult>();
 }
@@ -306,6 +361,22 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
 void ReleaseReservation(ReconcileContext& ctx) {
   std::lock_guard<std::mutex> lock(ctx.ledger.mu);
   ctx.ledger.reserved.erase(ctx.key);
+}
+
+void ForgetJob(PlacementLedger& ledger, const std::string& key) {
+  std::lock_guard<std::mutex> lock(ledger.mu);
+  ledger.reserved.erase(key);
+  ledger.nominated.erase(key);
+  for (auto it = ledger.preempted.begin(); it != ledger.preempted.end();) {
+    it = it->second.job == key ? ledger.preempted.erase(it) : std::next(it);
+  }
+}
+
+std::optional<std::string> RememberedPreemptor(ReconcileContext& ctx, const std::string& pod) {
+  std::lock_guard<std::mutex> lock(ctx.ledger.mu);
+  const auto it = ctx.ledger.preempted.find(absl::StrCat(ctx.ns(), "/", pod));
+  if (it == ctx.ledger.preempted.end() || it->second.job != ctx.key) return std::nullopt;
+  return it->second.by;
 }
 
 }  // namespace wavepool::controller::internal

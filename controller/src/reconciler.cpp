@@ -86,7 +86,7 @@ absl::StatusOr<ReconcileResult> Suspend(ReconcileContext& ctx,
   if (absl::Status s = internal::DeletePods(ctx, pods, /*keep_finished=*/false); !s.ok()) {
     return s;
   }
-  internal::ReleaseReservation(ctx);
+  internal::ForgetJob(ctx.ledger, ctx.key);
   ctx.job.status.placement.clear();
   ctx.job.status.phase = api::JobPhase::kSuspended;
   const std::string msg = "spec.suspend is true: the job holds no GPUs until it is resumed";
@@ -188,7 +188,10 @@ absl::StatusOr<ReconcileResult> PlaceAfresh(ReconcileContext& ctx,
   }
   ++ctx.job.status.gang_generation;
   ctx.job.status.placement.clear();
-  ctx.job.status.phase = api::JobPhase::kPlanned;
+  ctx.job.status.phase =
+      internal::ConditionIs(ctx, api::kConditionPreempted, ConditionStatus::kTrue)
+          ? api::JobPhase::kPreempted
+          : api::JobPhase::kPlanned;
   SetCondition(ctx, api::kConditionPlaced, ConditionStatus::kFalse, "PlacementConflict", conflict);
   internal::ReleaseReservation(ctx);
   if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
@@ -229,6 +232,12 @@ absl::StatusOr<ReconcileResult> ReconcileGang(ReconcileContext& ctx, const JobPl
     }
   }
   if (absl::Status st = internal::CreateMissingPods(ctx, plan, pods, nodes); !st.ok()) return st;
+  if (internal::ConditionIs(ctx, api::kConditionPreempted, ConditionStatus::kTrue)) {
+    // Only now: a job placed again but whose pods could not be created is still preempted.
+    SetCondition(ctx, api::kConditionPreempted, ConditionStatus::kFalse, "Resumed",
+                 absl::StrCat("placed again (gang generation ", ctx.job.status.gang_generation,
+                              "); resumes from its checkpoint"));
+  }
   ReconcileResult result = ReportGang(ctx, pods, nodes);
   if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
   return result;
@@ -253,8 +262,7 @@ absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::
                        {}};
   // Step 1: gone or going; garbage collection removes what it owned.
   if (!read.has_value() || !read->metadata.deletion_timestamp.empty()) {
-    std::lock_guard<std::mutex> lock(s.ledger.mu);
-    s.ledger.reserved.erase(ctx.key);
+    internal::ForgetJob(s.ledger, ctx.key);
     return ReconcileResult{};
   }
   ctx.now = s.options.wall_now ? s.options.wall_now() : std::chrono::system_clock::now();

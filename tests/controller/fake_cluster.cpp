@@ -474,4 +474,17 @@ void FakeScene::SetGangPhase(const std::string& name, std::string_view phase) {
   }
 }
 
+const api::Condition& ConditionOf(const api::TrainingJob& job, std::string_view type) {
+  static const api::Condition kMissing;
+  const api::Condition* condition = api::FindCondition(job.status.conditions, type);
+  return condition == nullptr ? kMissing : *condition;
+}
+
+std::vector<std::string> PodNames(const std::vector<nlohmann::json>& pods) {
+  std::vector<std::string> names;
+  for (const nlohmann::json& pod : pods)
+    names.push_back(pod["metadata"]["name"].get<std::string>());
+  return names;
+}
+
 }  // namespace wavepool::controller

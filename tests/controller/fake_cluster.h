@@ -148,6 +148,11 @@ struct FakeScene {
   void SetGangPhase(const std::string& name, std::string_view phase);
 };
 
+// The condition of `type` in the job's status; an empty condition (type "") when absent.
+const api::Condition& ConditionOf(const api::TrainingJob& job, std::string_view type);
+// metadata.name of each pod, in order.
+std::vector<std::string> PodNames(const std::vector<nlohmann::json>& pods);
+
 }  // namespace wavepool::controller
 
 #endif  // WAVEPOOL_TESTS_CONTROLLER_FAKE_CLUSTER_H_

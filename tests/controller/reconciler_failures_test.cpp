@@ -17,20 +17,9 @@ namespace {
 using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr std::string_view kNs = FakeScene::kNamespace;
-
-const api::Condition& Cond(const api::TrainingJob& job, std::string_view type) {
-  static const api::Condition kMissing;
-  const api::Condition* c = api::FindCondition(job.status.conditions, type);
-  return c == nullptr ? kMissing : *c;
-}
-
-std::vector<std::string> Names(const std::vector<json>& pods) {
-  std::vector<std::string> names;
-  for (const json& pod : pods) names.push_back(pod["metadata"]["name"].get<std::string>());
-  return names;
-}
 
 bool Terminating(const FakeCluster& cluster, const std::string& pod) {
   const std::optional<json> p = cluster.GetPod(kNs, pod);
@@ -85,7 +74,7 @@ TEST(ReconcilerPreemption, ForegroundGangPreemptsWaitsAndTheVictimResumesWithANe
   EXPECT_EQ(victim["metadata"]["annotations"][std::string(kAnnotationPreemptedBy)], "team/fg");
   EXPECT_TRUE(Terminating(scene.cluster, "bg-g0-0"));
   EXPECT_EQ(victim["metadata"]["deletionGracePeriodSeconds"], 120);  // Its own grace period.
-  EXPECT_EQ(Cond(scene.Job("fg"), api::kConditionPlaced).reason, "Preempting");
+  EXPECT_EQ(ConditionOf(scene.Job("fg"), api::kConditionPlaced).reason, "Preempting");
   EXPECT_THAT(metrics.Serialize(), HasSubstr("wavepool_controller_preemptions_total 1"));
 
   // Still terminating: the gang keeps waiting, and nobody is preempted twice.
@@ -96,8 +85,8 @@ TEST(ReconcilerPreemption, ForegroundGangPreemptsWaitsAndTheVictimResumesWithANe
   ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
   api::TrainingJob bg = scene.Job("bg");
   EXPECT_EQ(bg.status.phase, api::JobPhase::kPreempted);
-  EXPECT_EQ(Cond(bg, api::kConditionPreempted).status, api::ConditionStatus::kTrue);
-  EXPECT_THAT(Cond(bg, api::kConditionPreempted).message, HasSubstr("team/fg"));
+  EXPECT_EQ(ConditionOf(bg, api::kConditionPreempted).status, api::ConditionStatus::kTrue);
+  EXPECT_THAT(ConditionOf(bg, api::kConditionPreempted).message, HasSubstr("team/fg"));
   EXPECT_EQ(scene.cluster.EventsWithReason("Preempted").size(), 1u);
 
   scene.cluster.FinishTerminatingPods();  // The bg pod checkpointed and exited.
@@ -110,9 +99,111 @@ TEST(ReconcilerPreemption, ForegroundGangPreemptsWaitsAndTheVictimResumesWithANe
   EXPECT_EQ(bg.status.gang_generation, 1);
   ASSERT_EQ(bg.status.placement.size(), 1u);
   EXPECT_EQ(bg.status.placement[0].node, "node-b");
-  EXPECT_EQ(Cond(bg, api::kConditionPreempted).status, api::ConditionStatus::kFalse);
+  EXPECT_EQ(ConditionOf(bg, api::kConditionPreempted).status, api::ConditionStatus::kFalse);
   const json resumed = *scene.cluster.GetPod(kNs, "bg-g1-0");
   EXPECT_EQ(EnvOf(resumed, "WAVEPOOL_CHECKPOINT_PATH"), "/checkpoints/bg");  // Same checkpoint.
+  EXPECT_EQ(bg.status.restarts, 0);
+}
+
+// A bg job Running on node-a (4 GPUs), then an exclusive 4-GPU fg gang that preempts it.
+struct PreemptingGang : ::testing::Test {
+  void SetUp() override {
+    scene.AddNode("node-a", 4);
+    scene.AddBackground("bg");
+    ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
+    scene.SetGangPhase("bg", "Running");
+    ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
+    ASSERT_EQ(scene.Job("bg").status.phase, api::JobPhase::kRunning);
+    scene.AddForeground("fg", 4, /*allow_background=*/false);
+    ASSERT_OK(reconciler.Reconcile(kNs, "fg").status());
+    ASSERT_EQ(ConditionOf(scene.Job("fg"), api::kConditionPlaced).reason, "Preempting");
+    ASSERT_TRUE(Terminating(scene.cluster, "bg-g0-0"));
+  }
+
+  // The victim reports Preempted (by team/fg), not a lost pod, and holds no pod.
+  void ExpectBackgroundPreempted() {
+    const api::TrainingJob bg = scene.Job("bg");
+    EXPECT_EQ(bg.status.phase, api::JobPhase::kPreempted);
+    EXPECT_EQ(ConditionOf(bg, api::kConditionPreempted).status, api::ConditionStatus::kTrue);
+    EXPECT_THAT(ConditionOf(bg, api::kConditionPreempted).message, HasSubstr("team/fg"));
+    EXPECT_EQ(bg.status.restarts, 0);
+    EXPECT_TRUE(scene.cluster.EventsWithReason("GangRestart").empty());
+    EXPECT_THAT(metrics.Serialize(), Not(HasSubstr("pod_deleted")));
+    for (const json& pod : scene.CurrentPods("bg")) {  // At most the victim, stopping.
+      EXPECT_TRUE(pod["metadata"].contains("deletionTimestamp")) << pod.dump();
+    }
+  }
+
+  FakeScene scene;
+  ControllerMetrics metrics;
+  Reconciler reconciler{scene.cluster, scene.cluster, scene.Options(), &metrics};
+};
+
+TEST_F(PreemptingGang, NominatedGpusStayFreeWhileTheVictimTerminatesSlowly) {
+  // The victim checkpoints for a while: newcomers must not take the GPUs the gang waits for,
+  // although three of them are empty.
+  scene.AddBackground("late-bg");
+  scene.AddForeground("late-fg", 1);
+  for (int i = 0; i < 3; ++i) {
+    scene.now += std::chrono::seconds(5);
+    ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
+    ASSERT_OK(reconciler.Reconcile(kNs, "late-bg").status());
+    ASSERT_OK(reconciler.Reconcile(kNs, "late-fg").status());
+    ASSERT_OK(reconciler.Reconcile(kNs, "fg").status());
+  }
+  EXPECT_TRUE(scene.cluster.PodsOfJob(kNs, "late-bg").empty());
+  EXPECT_TRUE(scene.cluster.PodsOfJob(kNs, "late-fg").empty());
+  EXPECT_EQ(ConditionOf(scene.Job("late-bg"), api::kConditionPlaced).reason, kNotPlaceableReason);
+  EXPECT_THAT(metrics.Serialize(), HasSubstr("wavepool_controller_preemptions_total 1"));
+  ExpectBackgroundPreempted();
+
+  // The victim exits; its job looks first, and is not placed back onto the nominated GPUs.
+  scene.cluster.FinishTerminatingPods();
+  ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
+  ExpectBackgroundPreempted();
+  EXPECT_EQ(scene.Job("bg").status.gang_generation, 1);
+  EXPECT_EQ(ConditionOf(scene.Job("bg"), api::kConditionPlaced).reason, kNotPlaceableReason);
+
+  // The gang is placed on the GPUs it waited for, once.
+  ASSERT_OK(reconciler.Reconcile(kNs, "fg").status());
+  EXPECT_EQ(scene.cluster.PodsOfJob(kNs, "fg").size(), 4u);
+  EXPECT_EQ(ConditionOf(scene.Job("fg"), api::kConditionPlaced).status,
+            api::ConditionStatus::kTrue);
+  ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
+  ExpectBackgroundPreempted();
+  EXPECT_EQ(scene.Job("bg").status.gang_generation, 1);
+  EXPECT_THAT(metrics.Serialize(), HasSubstr("wavepool_controller_preemptions_total 1"));
+}
+
+TEST_F(PreemptingGang, ANominationEndsWithItsJob) {
+  scene.cluster.RemoveJob(kNs, "fg");  // Deleted before its reconcile saw it go.
+  scene.AddBackground("late-bg");
+  ASSERT_OK(reconciler.Reconcile(kNs, "late-bg").status());
+  ASSERT_EQ(scene.Job("late-bg").status.placement.size(), 1u);
+  EXPECT_EQ(scene.Job("late-bg").status.placement[0].node, "node-a");
+}
+
+TEST_F(PreemptingGang, AVictimGoneBeforeItsJobLooksIsReportedPreempted) {
+  scene.cluster.FinishTerminatingPods();  // Gone, annotation and all, before bg's reconcile.
+  ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
+  ExpectBackgroundPreempted();
+  EXPECT_EQ(ConditionOf(scene.Job("bg"), api::kConditionPlaced).reason, kNotPlaceableReason);
+  EXPECT_EQ(scene.cluster.EventsWithReason("Preempted").size(), 1u);
+
+  ASSERT_OK(reconciler.Reconcile(kNs, "fg").status());
+  EXPECT_EQ(scene.cluster.PodsOfJob(kNs, "fg").size(), 4u);
+  ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
+  ExpectBackgroundPreempted();  // Still nowhere to go: Preempted until placed again.
+
+  // A GPU appears: placed again, and only now Preempted turns False.
+  scene.AddNode("node-b", 1);
+  ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
+  const api::TrainingJob bg = scene.Job("bg");
+  ASSERT_EQ(bg.status.placement.size(), 1u);
+  EXPECT_EQ(bg.status.placement[0].node, "node-b");
+  EXPECT_EQ(scene.CurrentPods("bg").size(), 1u);
+  EXPECT_EQ(ConditionOf(bg, api::kConditionPreempted).status, api::ConditionStatus::kFalse);
+  EXPECT_EQ(ConditionOf(bg, api::kConditionPreempted).reason, "Resumed");
   EXPECT_EQ(bg.status.restarts, 0);
 }
 
@@ -144,7 +235,7 @@ TEST_F(RunningGang, AFailedPodRestartsTheGangAfterTheBackoff) {
   scene.now += std::chrono::seconds(6);
   scene.Heartbeat();
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
-  EXPECT_THAT(Names(scene.cluster.AllPods()), ElementsAre("train-g1-0", "train-g1-1"));
+  EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("train-g1-0", "train-g1-1"));
   job = scene.Job("train");
   EXPECT_EQ(job.status.phase, api::JobPhase::kPlaced);
   EXPECT_EQ(job.status.restarts, 1);
@@ -158,7 +249,7 @@ TEST_F(RunningGang, PastTheBackoffLimitTheJobFailsAndItsOtherPodsGo) {
   EXPECT_FALSE(result.requeue_after.has_value());
   const api::TrainingJob job = scene.Job("train");
   EXPECT_EQ(job.status.phase, api::JobPhase::kFailed);
-  const api::Condition& failed = Cond(job, api::kConditionFailed);
+  const api::Condition& failed = ConditionOf(job, api::kConditionFailed);
   EXPECT_EQ(failed.status, api::ConditionStatus::kTrue);
   EXPECT_EQ(failed.reason, "BackoffLimitExceeded");
   EXPECT_THAT(failed.message, HasSubstr("train-g0-0"));
@@ -269,7 +360,7 @@ TEST_F(RunningGang, AJobThatFailedRunsAgainWhenItsSpecChanges) {
   EXPECT_EQ(job.status.phase, api::JobPhase::kPlaced);
   EXPECT_EQ(job.status.gang_generation, 1);
   EXPECT_EQ(job.status.restarts, 0);
-  EXPECT_EQ(Cond(job, api::kConditionFailed).status, api::ConditionStatus::kFalse);
+  EXPECT_EQ(ConditionOf(job, api::kConditionFailed).status, api::ConditionStatus::kFalse);
   EXPECT_TRUE(scene.cluster.GetPod(kNs, "train-g1-0").has_value());
 }
 
@@ -285,8 +376,8 @@ TEST(ReconcilerSuspend, SuspendDeletesThePodsAndResumePlacesANewGang) {
   EXPECT_FALSE(result.requeue_after.has_value());
   api::TrainingJob job = scene.Job("train");
   EXPECT_EQ(job.status.phase, api::JobPhase::kSuspended);
-  EXPECT_EQ(Cond(job, api::kConditionPlaced).reason, "Suspended");
-  EXPECT_EQ(Cond(job, api::kConditionRunning).reason, "Suspended");
+  EXPECT_EQ(ConditionOf(job, api::kConditionPlaced).reason, "Suspended");
+  EXPECT_EQ(ConditionOf(job, api::kConditionRunning).reason, "Suspended");
   EXPECT_TRUE(job.status.placement.empty());
   EXPECT_TRUE(Terminating(scene.cluster, "train-g0-0"));
   EXPECT_TRUE(Terminating(scene.cluster, "train-g0-1"));
@@ -298,7 +389,7 @@ TEST(ReconcilerSuspend, SuspendDeletesThePodsAndResumePlacesANewGang) {
   job = scene.Job("train");
   EXPECT_EQ(job.status.gang_generation, 1);
   EXPECT_EQ(job.status.phase, api::JobPhase::kPlaced);
-  EXPECT_THAT(Names(scene.cluster.AllPods()), ElementsAre("train-g1-0", "train-g1-1"));
+  EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("train-g1-0", "train-g1-1"));
 }
 
 TEST(ReconcilerSuspend, AJobKueueHasNotAdmittedGetsNoPodsUntilAdmitted) {
@@ -326,7 +417,7 @@ TEST_F(RunningGang, AllPodsSucceededMakesTheJobSucceededAndKeepsThePods) {
   EXPECT_FALSE(result.requeue_after.has_value());
   const api::TrainingJob job = scene.Job("train");
   EXPECT_EQ(job.status.phase, api::JobPhase::kSucceeded);
-  EXPECT_EQ(Cond(job, api::kConditionSucceeded).status, api::ConditionStatus::kTrue);
+  EXPECT_EQ(ConditionOf(job, api::kConditionSucceeded).status, api::ConditionStatus::kTrue);
   EXPECT_EQ(scene.cluster.EventsWithReason("Succeeded").size(), 1u);
   EXPECT_EQ(scene.cluster.AllPods().size(), 2u);
   EXPECT_FALSE(Terminating(scene.cluster, "train-g0-0"));
@@ -357,14 +448,14 @@ TEST_F(RunningGang, ProgressIsReportedAndSlowdownAboveTheSloIsDegraded) {
   ASSERT_TRUE(job.status.progress.has_value());
   EXPECT_EQ(job.status.progress->step, 40);  // The slowest rank.
   EXPECT_DOUBLE_EQ(job.status.progress->samples_per_second, 200);
-  EXPECT_EQ(Cond(job, api::kConditionDegraded).status, api::ConditionStatus::kTrue);
-  EXPECT_EQ(Cond(job, api::kConditionDegraded).reason, "SlowdownAboveSLO");
+  EXPECT_EQ(ConditionOf(job, api::kConditionDegraded).status, api::ConditionStatus::kTrue);
+  EXPECT_EQ(ConditionOf(job, api::kConditionDegraded).reason, "SlowdownAboveSLO");
 
   report(1.05, 50, 50);  // Within the default 1.10 SLO.
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   job = scene.Job("train");
   EXPECT_EQ(job.status.progress->step, 50);
-  EXPECT_EQ(Cond(job, api::kConditionDegraded).status, api::ConditionStatus::kFalse);
+  EXPECT_EQ(ConditionOf(job, api::kConditionDegraded).status, api::ConditionStatus::kFalse);
 }
 
 }  // namespace

@@ -22,18 +22,6 @@ using ::testing::HasSubstr;
 
 constexpr std::string_view kNs = FakeScene::kNamespace;
 
-const api::Condition& Cond(const api::TrainingJob& job, std::string_view type) {
-  static const api::Condition kMissing;
-  const api::Condition* c = api::FindCondition(job.status.conditions, type);
-  return c == nullptr ? kMissing : *c;
-}
-
-std::vector<std::string> Names(const std::vector<json>& pods) {
-  std::vector<std::string> names;
-  for (const json& pod : pods) names.push_back(pod["metadata"]["name"].get<std::string>());
-  return names;
-}
-
 TEST(ReconcilerValidation, BadSpecFailsWithInvalidConditionWarningEventAndNoRequeue) {
   FakeScene scene;
   scene.AddNode("node-a", 4);
@@ -47,9 +35,9 @@ TEST(ReconcilerValidation, BadSpecFailsWithInvalidConditionWarningEventAndNoRequ
   job = scene.Job("train");
   EXPECT_EQ(job.status.phase, api::JobPhase::kFailed);
   EXPECT_EQ(job.status.observed_generation, 2);
-  EXPECT_EQ(Cond(job, api::kConditionInvalid).status, api::ConditionStatus::kTrue);
-  EXPECT_EQ(Cond(job, api::kConditionInvalid).reason, "InvalidSpec");
-  EXPECT_THAT(Cond(job, api::kConditionInvalid).message, HasSubstr("spec.gpus"));
+  EXPECT_EQ(ConditionOf(job, api::kConditionInvalid).status, api::ConditionStatus::kTrue);
+  EXPECT_EQ(ConditionOf(job, api::kConditionInvalid).reason, "InvalidSpec");
+  EXPECT_THAT(ConditionOf(job, api::kConditionInvalid).message, HasSubstr("spec.gpus"));
   const auto events = scene.cluster.EventsWithReason("InvalidSpec");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_TRUE(events[0].warning);
@@ -67,7 +55,7 @@ TEST(ReconcilerValidation, BadSpecFailsWithInvalidConditionWarningEventAndNoRequ
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   job = scene.Job("train");
   EXPECT_EQ(job.status.observed_generation, 3);
-  EXPECT_EQ(Cond(job, api::kConditionInvalid).status, api::ConditionStatus::kFalse);
+  EXPECT_EQ(ConditionOf(job, api::kConditionInvalid).status, api::ConditionStatus::kFalse);
   EXPECT_EQ(job.status.phase, api::JobPhase::kPlaced);
   EXPECT_EQ(scene.cluster.AllPods().size(), 2u);
 }
@@ -87,7 +75,7 @@ TEST(ReconcilerPlan, IsStoredInTheConfigMapAndReplacedWhenTheSpecChanges) {
       api::Plan::FromJson(json::parse((*first)["data"][std::string(kPlanKey)].get<std::string>())));
   EXPECT_EQ(plan.global_batch_size, 16);
   const api::TrainingJob job = scene.Job("train");
-  EXPECT_EQ(Cond(job, api::kConditionPlanned).status, api::ConditionStatus::kTrue);
+  EXPECT_EQ(ConditionOf(job, api::kConditionPlanned).status, api::ConditionStatus::kTrue);
   ASSERT_TRUE(job.status.plan.has_value());
 
   ASSERT_OK(scene.cluster.EditJob(kNs, "train",
@@ -117,9 +105,9 @@ TEST(ReconcilerPlan, MissingLayerTableWaitsWithPlannedFalseNamingTheField) {
   ASSERT_OK_AND_ASSIGN(ReconcileResult result, reconciler.Reconcile(kNs, "custom"));
   EXPECT_EQ(result.requeue_after, std::chrono::nanoseconds(options.waiting_requeue));
   job = scene.Job("custom");
-  EXPECT_EQ(Cond(job, api::kConditionPlanned).status, api::ConditionStatus::kFalse);
-  EXPECT_THAT(Cond(job, api::kConditionPlanned).message, HasSubstr("spec.model.layerTable"));
-  EXPECT_THAT(Cond(job, api::kConditionPlanned).message, HasSubstr("team/layers"));
+  EXPECT_EQ(ConditionOf(job, api::kConditionPlanned).status, api::ConditionStatus::kFalse);
+  EXPECT_THAT(ConditionOf(job, api::kConditionPlanned).message, HasSubstr("spec.model.layerTable"));
+  EXPECT_THAT(ConditionOf(job, api::kConditionPlanned).message, HasSubstr("team/layers"));
   EXPECT_EQ(job.status.phase, api::JobPhase::kPending);
   EXPECT_TRUE(scene.cluster.AllPods().empty());
 }
@@ -140,14 +128,14 @@ TEST(ReconcilerPlacement, ForegroundGangIsPlacedWholeWithDeterministicNames) {
     uuids.insert(job.status.placement[r].gpu_uuids.at(0));
   }
   EXPECT_EQ(uuids.size(), 4u);
-  EXPECT_THAT(Names(scene.cluster.AllPods()),
+  EXPECT_THAT(PodNames(scene.cluster.AllPods()),
               ElementsAre("train-g0-0", "train-g0-1", "train-g0-2", "train-g0-3"));
   const json pod = *scene.cluster.GetPod(kNs, "train-g0-2");
   EXPECT_EQ(pod["spec"]["nodeName"], "node-a");
   EXPECT_EQ(pod["metadata"]["annotations"][std::string(kAnnotationGpuUuids)],
             job.status.placement[2].gpu_uuids[0]);
-  EXPECT_EQ(Cond(job, api::kConditionPlaced).status, api::ConditionStatus::kTrue);
-  EXPECT_EQ(Cond(job, api::kConditionRunning).reason, "PodsStarting");
+  EXPECT_EQ(ConditionOf(job, api::kConditionPlaced).status, api::ConditionStatus::kTrue);
+  EXPECT_EQ(ConditionOf(job, api::kConditionRunning).reason, "PodsStarting");
   EXPECT_EQ(scene.cluster.EventsWithReason("Planned").size(), 1u);
   EXPECT_EQ(scene.cluster.EventsWithReason("Placed").size(), 1u);
 }
@@ -196,7 +184,7 @@ TEST(ReconcilerCrashSafety, AStopAfterAnyPodCreationRecreatesExactlyTheMissingPo
     Reconciler restarted(scene.cluster, scene.cluster, scene.Options());  // Nothing remembered.
     ASSERT_OK(restarted.Reconcile(kNs, "train").status());
     ASSERT_OK(restarted.Reconcile(kNs, "train").status());
-    EXPECT_THAT(Names(scene.cluster.AllPods()),
+    EXPECT_THAT(PodNames(scene.cluster.AllPods()),
                 ElementsAre("train-g0-0", "train-g0-1", "train-g0-2", "train-g0-3"));
     const api::TrainingJob job = scene.Job("train");
     ASSERT_EQ(job.status.placement.size(), recorded.size());
@@ -225,12 +213,12 @@ TEST(ReconcilerCrashSafety, RecordedPlacementOnAVanishedGpuIsPlacedAfreshWithANe
   ASSERT_OK(restarted.Reconcile(kNs, "train").status());
   api::TrainingJob job = scene.Job("train");
   EXPECT_EQ(job.status.gang_generation, 1);
-  EXPECT_EQ(Cond(job, api::kConditionPlaced).reason, "PlacementConflict");
+  EXPECT_EQ(ConditionOf(job, api::kConditionPlaced).reason, "PlacementConflict");
   ASSERT_OK(restarted.Reconcile(kNs, "train").status());
   job = scene.Job("train");
   ASSERT_EQ(job.status.placement.size(), 2u);
   EXPECT_EQ(job.status.placement[0].node, "node-b");
-  EXPECT_THAT(Names(scene.cluster.AllPods()), ElementsAre("train-g1-0", "train-g1-1"));
+  EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("train-g1-0", "train-g1-1"));
 }
 
 TEST(ReconcilerCrashSafety, GpusRecordedByAnotherJobWithoutPodsYetAreNotGivenAway) {
@@ -248,7 +236,7 @@ TEST(ReconcilerCrashSafety, GpusRecordedByAnotherJobWithoutPodsYetAreNotGivenAwa
   ASSERT_OK_AND_ASSIGN(ReconcileResult second, restarted.Reconcile(kNs, "second"));
   EXPECT_TRUE(second.waiting_for_gpus);
   ASSERT_OK(restarted.Reconcile(kNs, "first").status());
-  EXPECT_THAT(Names(scene.cluster.AllPods()), ElementsAre("first-g0-0", "first-g0-1"));
+  EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("first-g0-0", "first-g0-1"));
 }
 
 TEST(ReconcilerPlacement, NotPlaceableSetsPlacedFalseAndTheWaitingFlag) {
@@ -263,9 +251,9 @@ TEST(ReconcilerPlacement, NotPlaceableSetsPlacedFalseAndTheWaitingFlag) {
   EXPECT_EQ(result.requeue_after, std::chrono::nanoseconds(options.waiting_requeue));
   const api::TrainingJob job = scene.Job("big");
   EXPECT_EQ(job.status.phase, api::JobPhase::kPlanned);
-  EXPECT_EQ(Cond(job, api::kConditionPlaced).status, api::ConditionStatus::kFalse);
-  EXPECT_EQ(Cond(job, api::kConditionPlaced).reason, kNotPlaceableReason);
-  EXPECT_THAT(Cond(job, api::kConditionPlaced).message, HasSubstr("4 GPUs"));
+  EXPECT_EQ(ConditionOf(job, api::kConditionPlaced).status, api::ConditionStatus::kFalse);
+  EXPECT_EQ(ConditionOf(job, api::kConditionPlaced).reason, kNotPlaceableReason);
+  EXPECT_THAT(ConditionOf(job, api::kConditionPlaced).message, HasSubstr("4 GPUs"));
   EXPECT_TRUE(job.status.placement.empty());
   EXPECT_TRUE(scene.cluster.AllPods().empty());
   EXPECT_THAT(metrics.Serialize(), HasSubstr("reason=\"not_placeable\""));

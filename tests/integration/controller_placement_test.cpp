@@ -216,12 +216,10 @@ TEST(ControllerPlacement, ExclusiveForegroundJobPreemptsABackgroundPodThatIsPlac
   EXPECT_THAT(bg.status.placement[0].pod, Not(Eq(first_pod)));
 }
 
-// DISABLED: fails against the current reconciler. A bg pod that takes a moment to stop (a worker
-// checkpointing on SIGTERM) is replaced by a new bg gang on the GPUs the exclusive gang waits
-// for, again and again (the gang generation climbs into the tens, the fg job stays
-// Placed=False/Preempting); with pods that stop at once, the bg job sometimes reports its pod
-// "lost" (GangRestart) and Preempted=False/Resumed instead of Preempted=True.
-TEST(ControllerPlacement, DISABLED_PreemptedBackgroundJobReportsPreemptedAndYieldsItsGpus) {
+// A bg pod that takes a moment to stop (a worker checkpointing on SIGTERM): the exclusive gang
+// nominates the GPUs it waits for, so the preempted job is not placed back onto them (and
+// preempted again, forever); the victim reports Preempted, never a lost pod, while it waits.
+TEST(ControllerPlacement, PreemptedBackgroundJobReportsPreemptedAndYieldsItsGpus) {
   ASSERT_OK_AND_ASSIGN(auto cluster, StartPreemption(std::chrono::milliseconds(500)));
   ASSERT_OK(cluster->CreateJob(BackgroundJob("bg")).status());
   ASSERT_OK(cluster->WaitForJob("bg", kRunning).status());
@@ -235,6 +233,17 @@ TEST(ControllerPlacement, DISABLED_PreemptedBackgroundJobReportsPreemptedAndYiel
                 .status());
   ASSERT_OK(cluster->WaitForJob("exclusive", kRunning).status());
   EXPECT_THAT(cluster->PodsOfJob("bg"), IsEmpty());
+  // No GPU is left: the bg job stays Preempted (one new gang generation, no restart counted).
+  ASSERT_OK_AND_ASSIGN(api::TrainingJob bg,
+                       cluster->WaitForJob("bg", [](const api::TrainingJob& job) {
+                         return job.status.phase == api::JobPhase::kPreempted &&
+                                ConditionIs("Preempted", "True")(job);
+                       }));
+  EXPECT_EQ(bg.status.gang_generation, 1);
+  EXPECT_EQ(bg.status.restarts, 0);
+  const api::Condition* preempted = api::FindCondition(bg.status.conditions, "Preempted");
+  ASSERT_NE(preempted, nullptr);
+  EXPECT_THAT(preempted->message, HasSubstr("exclusive"));
 }
 
 }  // namespace

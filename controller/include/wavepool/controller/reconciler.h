@@ -1,8 +1,11 @@
 // The TrainingJob reconciler: one call brings one job's owned objects and status in line with
 // its spec and the cluster as observed. Level-based and idempotent: it decides from what it
-// reads (ClusterReader), never from what it remembers, so a controller killed at any point and
-// started again converges to the same pods, and a repeated call with nothing changed writes
-// nothing. docs/controller.md walks through the loop.
+// reads (ClusterReader), so a controller killed at any point and started again converges to the
+// same pods, and a repeated call with nothing changed writes nothing. What it keeps in memory
+// only sharpens decisions and is safe to lose: GPUs a preempting gang has nominated (placement
+// re-derives the same choice) and which pods were preempted by whom (without it, a preempted pod
+// already gone reads as lost, which restarts the job without counting). docs/controller.md walks
+// through the loop.
 //
 // One call, in order:
 //  1. The job is gone: nothing to do (garbage collection removes what it owned).
