@@ -48,8 +48,7 @@ TEST(FaultAgent, StaleHeartbeatMovesJobsAwayAndResumedAgentTakesPodsAgain) {
                                             ForegroundJob("fg-2", 2), BackgroundJob("bg-0"),
                                             BackgroundJob("bg-1"),    BackgroundJob("bg-2")};
   ASSERT_OK(CreateJobs(cluster->client(), jobs));
-  const Snapshot before =
-      WaitAllRunning(cluster->client(), jobs.size(), kConvergeTimeout);
+  const Snapshot before = WaitAllRunning(cluster->client(), jobs.size(), kConvergeTimeout);
   ASSERT_THAT(CheckInvariants(before, {}), IsEmpty());
 
   // The agent of the node with the most pods goes away.
@@ -88,15 +87,13 @@ TEST(FaultAgent, StaleHeartbeatMovesJobsAwayAndResumedAgentTakesPodsAgain) {
 
   // New jobs avoid the node while its agent is gone (2 GPUs are free elsewhere).
   ASSERT_OK(CreateJobs(cluster->client(), {ForegroundJob("late-fg", 2), BackgroundJob("late-bg")}));
-  const Snapshot late =
-      WaitAllRunning(cluster->client(), jobs.size() + 2, kConvergeTimeout);
+  const Snapshot late = WaitAllRunning(cluster->client(), jobs.size() + 2, kConvergeTimeout);
   EXPECT_THAT(CheckInvariants(late, away), IsEmpty());
 
   // The agent returns: a 4-GPU gang fits only on its node now (the others hold 8 fg GPUs).
   ASSERT_OK(cluster->AgentsOf(victim).ResumeHeartbeat(victim));
   ASSERT_OK(CreateJobs(cluster->client(), {ForegroundJob("resumed-fg", 4)}));
-  const Snapshot resumed =
-      WaitAllRunning(cluster->client(), jobs.size() + 3, kConvergeTimeout);
+  const Snapshot resumed = WaitAllRunning(cluster->client(), jobs.size() + 3, kConvergeTimeout);
   InvariantOptions any_generation;
   any_generation.first_generation = false;
   EXPECT_THAT(CheckInvariants(resumed, any_generation), IsEmpty());

@@ -49,10 +49,7 @@ std::vector<std::string> CreationProblems(const std::vector<std::map<std::string
 }
 
 TEST(FaultApiServer, RestartMidPlacementLosesNoJobAndDuplicatesNoPod) {
-  const unsigned seed = TestSeed();
-  std::cout << "WAVEPOOL_FAULT_SEED=" << seed << "\n";
-  RecordProperty("seed", static_cast<int>(seed));
-  std::mt19937 rng(seed);
+  std::mt19937 rng = SeededRng();
   SimulatedCluster::Options options;
   options.persistent = true;
   ASSERT_OK_AND_ASSIGN(auto cluster, SimulatedCluster::Start(options));
@@ -84,7 +81,8 @@ TEST(FaultApiServer, RestartMidPlacementLosesNoJobAndDuplicatesNoPod) {
   // Jobs created after the restarts are seen through the informers' new watches.
   const std::vector<nlohmann::json> late = {ForegroundJob("late-fg", 4), BackgroundJob("late-bg")};
   ASSERT_OK(CreateJobs(*cluster->client, late));
-  const Snapshot last = WaitAllRunning(*cluster->client, jobs.size() + late.size(), kConvergeTimeout);
+  const Snapshot last =
+      WaitAllRunning(*cluster->client, jobs.size() + late.size(), kConvergeTimeout);
   log->Stop();
   creations.push_back(log->Creations());
   EXPECT_THAT(CheckInvariants(last, {}), IsEmpty());
@@ -100,10 +98,7 @@ TEST(FaultApiServer, RestartMidPlacementLosesNoJobAndDuplicatesNoPod) {
 }
 
 TEST(FaultApiServer, WatchExpiryRelistsAndConverges) {
-  const unsigned seed = TestSeed();
-  std::cout << "WAVEPOOL_FAULT_SEED=" << seed << "\n";
-  RecordProperty("seed", static_cast<int>(seed));
-  std::mt19937 rng(seed);
+  std::mt19937 rng = SeededRng();
   ASSERT_OK_AND_ASSIGN(auto cluster, TestCluster::Start(FixtureOptions(4, 8, true)));
   ASSERT_OK(CreateNamespace(cluster->client()));
   ASSERT_OK_AND_ASSIGN(auto log, PodCreationLog::Start(cluster->server().store()));

@@ -126,10 +126,7 @@ std::string ConflictLines(ControllerManager& manager) {
 }
 
 TEST(FaultConflicts, ConcurrentMetadataAndStatusWritersAreRetriedAndNothingIsLost) {
-  const unsigned seed = TestSeed();
-  std::cout << "WAVEPOOL_FAULT_SEED=" << seed << "\n";
-  RecordProperty("seed", static_cast<int>(seed));
-  std::mt19937 rng(seed);
+  std::mt19937 rng = SeededRng();
   ASSERT_OK_AND_ASSIGN(auto cluster, TestCluster::Start(FixtureOptions(3, 8, true)));
   ASSERT_OK(CreateNamespace(cluster->client()));
   ASSERT_OK_AND_ASSIGN(auto log, PodCreationLog::Start(cluster->server().store()));
@@ -137,7 +134,7 @@ TEST(FaultConflicts, ConcurrentMetadataAndStatusWritersAreRetriedAndNothingIsLos
   std::vector<std::string> names;
   for (const nlohmann::json& job : jobs) names.push_back(job["metadata"]["name"]);
   ASSERT_OK_AND_ASSIGN(auto writer_client, ConnectTo(cluster->server()));
-  OtherWriter writer(*writer_client, names, seed);
+  OtherWriter writer(*writer_client, names, rng());  // its own stream, still from the seed
   std::thread writer_thread([&] { writer.Run(); });
   ASSERT_OK(CreateJobs(cluster->client(), jobs));
 

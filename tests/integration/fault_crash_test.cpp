@@ -65,10 +65,7 @@ std::vector<std::string> ControllerArgs(const std::string& kubeconfig) {
 }
 
 TEST(FaultCrash, ControllerProcessKilledAtRandomPointsPlacesEveryJobOnce) {
-  const unsigned seed = TestSeed();
-  std::cout << "WAVEPOOL_FAULT_SEED=" << seed << "\n";
-  RecordProperty("seed", static_cast<int>(seed));
-  std::mt19937 rng(seed);
+  std::mt19937 rng = SeededRng();
   ASSERT_OK_AND_ASSIGN(auto cluster, TestCluster::Start(FixtureOptions(4, 8, false)));
   ASSERT_OK(CreateNamespace(cluster->client()));
   ASSERT_OK_AND_ASSIGN(auto log, PodCreationLog::Start(cluster->server().store()));
@@ -121,10 +118,7 @@ TEST(FaultCrash, ControllerProcessKilledAtRandomPointsPlacesEveryJobOnce) {
 #endif  // WAVEPOOL_CONTROLLER_BIN
 
 TEST(FaultCrash, InProcessControllerRestartedAtRandomPointsPlacesEveryJobOnce) {
-  const unsigned seed = TestSeed();
-  std::cout << "WAVEPOOL_FAULT_SEED=" << seed << "\n";
-  RecordProperty("seed", static_cast<int>(seed));
-  std::mt19937 rng(seed);
+  std::mt19937 rng = SeededRng();
   ASSERT_OK_AND_ASSIGN(auto cluster, TestCluster::Start(FixtureOptions(4, 8, true)));
   ASSERT_OK(CreateNamespace(cluster->client()));
   ASSERT_OK_AND_ASSIGN(auto log, PodCreationLog::Start(cluster->server().store()));

@@ -51,10 +51,7 @@ std::string LeaseHolder(kube::Client& client, const ManagerOptions& options) {
 }
 
 TEST(FaultLeader, OnlyTheLeaderWritesAndADeadLeaderHandsOverWithoutDuplicates) {
-  const unsigned seed = TestSeed();
-  std::cout << "WAVEPOOL_FAULT_SEED=" << seed << "\n";
-  RecordProperty("seed", static_cast<int>(seed));
-  std::mt19937 rng(seed);
+  std::mt19937 rng = SeededRng();
   ASSERT_OK_AND_ASSIGN(auto cluster, TestCluster::Start(FixtureOptions(4, 8, false)));
   ASSERT_OK(CreateNamespace(cluster->client()));
   ASSERT_OK_AND_ASSIGN(auto log, PodCreationLog::Start(cluster->server().store()));

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <utility>
 
@@ -144,11 +145,14 @@ absl::Status CreateJobs(kube::Client& client, const std::vector<nlohmann::json>&
   return absl::OkStatus();
 }
 
-unsigned TestSeed() {
+std::mt19937 SeededRng() {
   const char* text = std::getenv("WAVEPOOL_FAULT_SEED");
-  if (text != nullptr && *text != '\0')
-    return static_cast<unsigned>(std::strtoul(text, nullptr, 10));
-  return std::random_device{}();
+  const unsigned seed = text != nullptr && *text != '\0'
+                            ? static_cast<unsigned>(std::strtoul(text, nullptr, 10))
+                            : std::random_device{}();
+  std::cout << "WAVEPOOL_FAULT_SEED=" << seed << "\n";
+  ::testing::Test::RecordProperty("seed", static_cast<int>(seed));
+  return std::mt19937(seed);
 }
 
 bool WaitFor(const std::function<bool()>& done, std::chrono::nanoseconds timeout) {

@@ -48,9 +48,10 @@ inline constexpr char kNamespace[] = "faults";
 nlohmann::json ForegroundJob(std::string_view name, std::int64_t gpus);
 nlohmann::json BackgroundJob(std::string_view name);
 
-// The seed of a randomised test: WAVEPOOL_FAULT_SEED when set, else a random one. Tests print
-// it, so a failure reproduces with WAVEPOOL_FAULT_SEED=<seed>.
-unsigned TestSeed();
+// The random generator of a randomised test, seeded with WAVEPOOL_FAULT_SEED when set, else a
+// random seed. The seed is printed and recorded as the test's "seed" property, so a failure
+// reproduces with WAVEPOOL_FAULT_SEED=<seed>.
+std::mt19937 SeededRng();
 
 // `foreground` Foreground jobs of 1, 2, 4 or 8 GPUs (at most max_gang; drawn from `rng`, never more
 // than `gpu_budget` GPUs in all, so that every gang fits at once) and `background` Background jobs,
