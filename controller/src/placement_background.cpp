@@ -35,8 +35,7 @@ bool Admits(const Inventory& inv, const Gpu& gpu, Bytes memory, Tally& tally) {
     return false;
   }
   const GpuAssignment* fg = ForegroundOn(inv, gpu);
-  // A slowdown limit of exactly 1 leaves no room for any interference (deeppool §5).
-  if (fg != nullptr && (!fg->allow_background || fg->max_foreground_slowdown <= 1.0)) {
+  if (fg != nullptr && !AdmitsBackground(*fg)) {
     ++tally.background_disallowed;
     return false;
   }
@@ -62,6 +61,10 @@ std::string GiB(Bytes bytes) {
 }
 
 }  // namespace
+
+bool AdmitsBackground(const GpuAssignment& fg) {
+  return fg.allow_background && fg.max_foreground_slowdown > 1.0;
+}
 
 // Ranks the admitting GPUs: shared with a fg job first (when preferred), then the fg plan's idle
 // share of GPU time (an empty GPU is all idle), then memory headroom, then node name and index

@@ -43,6 +43,14 @@ struct PendingEvent {
 // placement recorded but whose pods are not all created yet stay reserved here, so that another
 // job's decision counts them even before the cache shows the pods or the status.
 //
+// A reservation also outlives a failed intent write: a write whose response was lost (the API
+// server restarting, a connection cut) may have been applied, and the cache may show the job as
+// it was for a while yet. The write carries the job's latest resourceVersion, so once the cache
+// shows the job at a version this controller did not know before the write, the outcome is there
+// to see (status.placement recorded, or not) and the reservation has served; until then it holds
+// its GPUs, and the job's own next look writes the same placement again rather than deciding
+// anew.
+//
 // A fg gang that preempts nominates the GPUs it chose (the pods it will create there): while its
 // victims checkpoint and exit, every other decision (bg or fg) counts those GPUs as taken, or the
 // victim's job would be placed right back onto them and preempted again, forever. A nomination
@@ -58,6 +66,12 @@ struct Nomination {
   std::vector<GpuAssignment> pods;  // The gang's pods on the GPUs it waits for.
   std::chrono::system_clock::time_point expires;
 };
+struct Reservation {
+  // The job's versions known before the intent write (ReconcileContext::versions).
+  std::vector<std::string> resource_versions;
+  std::vector<api::PodPlacement> placement;  // status.placement as written.
+  std::vector<GpuAssignment> pods;           // The same, as the inventory counts them.
+};
 struct PreemptedPod {
   std::string job;  // "ns/job" of the victim.
   std::string by;   // "ns/job" of the preempting gang.
@@ -65,8 +79,8 @@ struct PreemptedPod {
 };
 struct PlacementLedger {
   std::mutex mu;
-  // "ns/job" -> the recorded placement's pods (pod names "ns/pod").
-  std::map<std::string, std::vector<GpuAssignment>> reserved;
+  // "ns/job" -> the placement recorded (or being recorded) whose pods are not all created.
+  std::map<std::string, Reservation> reserved;
   // "ns/job" of a fg gang waiting for its victims -> the GPUs it nominated.
   std::map<std::string, Nomination> nominated;
   // "ns/pod" -> who preempted it; entries older than kPreemptedPodMemory are dropped.
@@ -92,6 +106,8 @@ struct ReconcileContext {
   std::chrono::system_clock::time_point now;  // Wall time of this reconcile.
   std::vector<PendingEvent> events;           // Recorded after the status is stored.
   bool status_written = false;                // This reconcile wrote the status already.
+  // The job's resourceVersions in this reconcile: as read, then as each status write left it.
+  std::vector<std::string> versions;
 
   const std::string& ns() const { return job.metadata.namespace_; }
   const std::string& name() const { return job.metadata.name; }

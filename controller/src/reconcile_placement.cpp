@@ -1,5 +1,6 @@
 // Placing a job inside a reconcile: the inventory, the decision under the ledger's mutex,
 // preemption, the intent record and the pods (reconcile_context.h).
+#include <algorithm>
 #include <chrono>
 #include <iterator>
 #include <map>
@@ -58,6 +59,20 @@ bool NominationStands(const ReconcileContext& ctx, const std::string& key, const
          !job->spec.suspend.value_or(false);
 }
 
+bool KnownBefore(const Reservation& r, const std::string& resource_version) {
+  return std::find(r.resource_versions.begin(), r.resource_versions.end(), resource_version) !=
+         r.resource_versions.end();
+}
+
+// Whether the cache still shows the job of `key` at a version from before its intent write: the
+// write's outcome is not visible yet (reconcile_context.h). REQUIRES: ctx.ledger.mu held.
+bool ReservationStands(const ReconcileContext& ctx, const std::string& key, const Reservation& r) {
+  const auto [ns, name] = SplitKey(key);
+  const std::optional<api::TrainingJob> job = ctx.reader.GetJob(ns, name);
+  return job.has_value() && job->metadata.deletion_timestamp.empty() &&
+         KnownBefore(r, job->metadata.resource_version);
+}
+
 // Drops the nominations that no longer stand; the rest count as taken (reconcile_context.h).
 // REQUIRES: ctx.ledger.mu held.
 void AddNominations(const ReconcileContext& ctx, std::set<std::string>& seen,
@@ -85,11 +100,20 @@ void AddNominations(const ReconcileContext& ctx, std::set<std::string>& seen,
 std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<std::string>& held) {
   std::vector<GpuAssignment> intents;
   std::set<std::string> seen = held;
-  for (const auto& [job, pods] : ctx.ledger.reserved) {
-    if (job == ctx.key) continue;
-    for (const GpuAssignment& a : pods) {
+  for (auto it = ctx.ledger.reserved.begin(); it != ctx.ledger.reserved.end();) {
+    if (it->first == ctx.key) {
+      ++it;
+      continue;
+    }
+    // Once the cache shows the write's outcome, the loop over the jobs below counts it.
+    if (!ReservationStands(ctx, it->first, it->second)) {
+      it = ctx.ledger.reserved.erase(it);
+      continue;
+    }
+    for (const GpuAssignment& a : it->second.pods) {
       if (seen.insert(a.pod).second) intents.push_back(a);
     }
+    ++it;
   }
   AddNominations(ctx, seen, intents);
   for (const api::TrainingJob& job : ctx.reader.ListJobs()) {
@@ -99,14 +123,12 @@ std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<s
         job.status.phase != api::JobPhase::kPlaced) {
       continue;
     }
-    std::set<std::string> existing;
-    for (const json& pod : ctx.reader.PodsOfJob(job.metadata.namespace_, job.metadata.name)) {
-      existing.insert(absl::StrCat(job.metadata.namespace_, "/", PodNameOf(pod)));
-    }
+    // The pods holding GPUs are in `seen` already. Not PodsOfJob: behind an informer, a new pod
+    // shows there a moment before Assignments() counts its GPUs.
     const Bytes memory = job.status.plan ? job.status.plan->memory_per_gpu_bytes : 0;
     for (const api::PodPlacement& p : job.status.placement) {
       GpuAssignment a = AssignmentOf(job, p, memory, 0);
-      if (existing.count(a.pod) == 0 && seen.insert(a.pod).second) intents.push_back(a);
+      if (seen.insert(a.pod).second) intents.push_back(std::move(a));
     }
   }
   return intents;
@@ -220,12 +242,16 @@ void ObserveLatency(const ReconcileContext& ctx) {
                                        std::chrono::duration<double>(ctx.now - *created));
 }
 
-}  // namespace
+// What placing decided: a wait (nothing placeable, victims to stop first) or a reservation.
+struct PlaceOutcome {
+  std::optional<ReconcileResult> wait;
+  Reservation reservation;
+};
 
-absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, const JobPlan& plan,
-                                                        const std::vector<api::GpuNode>& nodes) {
+// Decides where the job goes. REQUIRES: ctx.ledger.mu held.
+absl::StatusOr<PlaceOutcome> DecideReservation(ReconcileContext& ctx, const JobPlan& plan,
+                                               const std::vector<api::GpuNode>& nodes) {
   const api::Role role = ctx.job.spec.role.value_or(api::Role::kForeground);
-  std::lock_guard<std::mutex> lock(ctx.ledger.mu);
   absl::StatusOr<Inventory> inventory = BuildInventory(ctx, nodes);
   if (!inventory.ok()) return inventory.status();
   const auto start = ctx.options.clock->Now();
@@ -241,49 +267,91 @@ absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, c
     }
     if (!waits) return decision.status();
     ctx.ledger.nominated.erase(ctx.key);  // Nothing to wait for any more.
-    return std::optional<ReconcileResult>(
-        Waiting(ctx, kNotPlaceableReason, std::string(decision.status().message())));
+    return PlaceOutcome{Waiting(ctx, kNotPlaceableReason, std::string(decision.status().message())),
+                        {}};
   }
-  std::vector<api::PodPlacement> placement;
-  std::vector<GpuAssignment> reserved;
-  std::set<std::string> node_names;
+  Reservation reservation;
   for (const RankPlacement& r : decision->ranks) {
     api::PodPlacement p{
         PodName(ctx.name(), ctx.job.status.gang_generation, r.rank), r.node, {r.gpu_uuid}};
-    reserved.push_back(AssignmentOf(ctx.job, p, plan.memory_per_gpu_bytes, plan.idle_fraction));
-    placement.push_back(std::move(p));
-    node_names.insert(r.node);
+    reservation.pods.push_back(
+        AssignmentOf(ctx.job, p, plan.memory_per_gpu_bytes, plan.idle_fraction));
+    reservation.placement.push_back(std::move(p));
   }
-  if (!decision->preemptions.empty()) {
-    // Nominated first: no other decision takes these GPUs while the victims stop.
-    ctx.ledger.nominated[ctx.key] = Nomination{
-        ctx.job.metadata.uid, ctx.job.metadata.generation, std::move(reserved),
-        ctx.now + std::chrono::seconds(ctx.options.objects.background_termination_grace_seconds) +
-            kNominationSlack};
-    if (absl::Status s = Preempt(ctx, decision->preemptions); !s.ok()) return s;
-    std::vector<std::string> pods;
-    for (const Preemption& p : decision->preemptions) pods.push_back(p.pod);
-    ReconcileResult result = Waiting(
-        ctx, kReasonPreempting,
-        absl::StrCat("waiting for ", pods.size(),
-                     " background pod(s) to stop (checkpoint, exit): ", absl::StrJoin(pods, ", "),
-                     "; GPUs nominated on ", absl::StrJoin(node_names, ", ")));
-    // Also retried as soon as GPUs are freed (the victims gone).
-    result.requeue_after = SoonRequeue(ctx.options);
-    return std::optional<ReconcileResult>(result);
+  if (decision->preemptions.empty()) return PlaceOutcome{std::nullopt, std::move(reservation)};
+  // Nominated first: no other decision takes these GPUs while the victims stop.
+  std::set<std::string> node_names;
+  for (const api::PodPlacement& p : reservation.placement) node_names.insert(p.node);
+  ctx.ledger.nominated[ctx.key] = Nomination{
+      ctx.job.metadata.uid, ctx.job.metadata.generation, std::move(reservation.pods),
+      ctx.now + std::chrono::seconds(ctx.options.objects.background_termination_grace_seconds) +
+          kNominationSlack};
+  if (absl::Status s = Preempt(ctx, decision->preemptions); !s.ok()) return s;
+  std::vector<std::string> pods;
+  for (const Preemption& p : decision->preemptions) pods.push_back(p.pod);
+  ReconcileResult result = Waiting(
+      ctx, kReasonPreempting,
+      absl::StrCat("waiting for ", pods.size(),
+                   " background pod(s) to stop (checkpoint, exit): ", absl::StrJoin(pods, ", "),
+                   "; GPUs nominated on ", absl::StrJoin(node_names, ", ")));
+  // Also retried as soon as GPUs are freed (the victims gone).
+  result.requeue_after = SoonRequeue(ctx.options);
+  return PlaceOutcome{result, {}};
+}
+
+// The pod that keeps this job's pod off `gpu`, if any, by the rules placement.h decides with:
+// one fg pod per GPU, no bg pod beside a fg job that wants its GPUs alone, at most
+// max_background_per_gpu bg pods. REQUIRES: ctx.ledger.mu held.
+std::optional<std::string> TakenBy(const ReconcileContext& ctx, const Inventory& inventory,
+                                   const Inventory::Gpu& gpu) {
+  const bool exclusive = ctx.foreground() && !ctx.job.spec.collocation.allow_background.value_or(
+                                                 api::kDefaultAllowBackground);
+  int background = 0;
+  for (const std::size_t h : gpu.holders) {
+    const GpuAssignment& holder = inventory.assignments()[h];
+    const bool holder_fg = holder.role == api::Role::kForeground;
+    background += holder_fg ? 0 : 1;
+    const bool clash =
+        ctx.foreground() ? holder_fg || exclusive : holder_fg && !AdmitsBackground(holder);
+    const bool full = !ctx.foreground() && background >= inventory.options().max_background_per_gpu;
+    if (clash || full) return holder.pod;
   }
-  ctx.job.status.placement = std::move(placement);
-  ctx.ledger.reserved[ctx.key] = std::move(reserved);
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, const JobPlan& plan,
+                                                        const std::vector<api::GpuNode>& nodes) {
+  std::lock_guard<std::mutex> lock(ctx.ledger.mu);
+  Reservation reservation;
+  const auto earlier = ctx.ledger.reserved.find(ctx.key);
+  if (earlier != ctx.ledger.reserved.end() &&
+      KnownBefore(earlier->second, ctx.job.metadata.resource_version)) {
+    // The last intent write failed, perhaps only on the way back, and the cache shows the job as
+    // it was then: the same placement again. Fenced on the same version, this write fails if the
+    // first one was applied, and the cache brings that placement soon.
+    reservation = earlier->second;
+  } else {
+    absl::StatusOr<PlaceOutcome> outcome = DecideReservation(ctx, plan, nodes);
+    if (!outcome.ok()) return outcome.status();
+    if (outcome->wait.has_value()) return std::optional<ReconcileResult>(outcome->wait);
+    reservation = std::move(outcome->reservation);
+  }
+  reservation.resource_versions.insert(reservation.resource_versions.end(), ctx.versions.begin(),
+                                       ctx.versions.end());
+  std::set<std::string> node_names;
+  for (const api::PodPlacement& p : reservation.placement) node_names.insert(p.node);
+  ctx.job.status.placement = reservation.placement;
+  ctx.ledger.reserved[ctx.key] = std::move(reservation);
   ctx.job.status.phase = api::JobPhase::kPlaced;
-  SetCondition(ctx, api::kConditionPlaced, ConditionStatus::kTrue, "GangPlaced",
-               absl::StrCat(decision->ranks.size(), " pod(s) on ", absl::StrJoin(node_names, ", "),
-                            ", gang generation ", ctx.job.status.gang_generation));
+  SetCondition(
+      ctx, api::kConditionPlaced, ConditionStatus::kTrue, "GangPlaced",
+      absl::StrCat(ctx.job.status.placement.size(), " pod(s) on ", absl::StrJoin(node_names, ", "),
+                   ", gang generation ", ctx.job.status.gang_generation));
   // The intent record: written before any pod exists, so that a controller stopped between
-  // pod creations re-creates exactly the missing ones.
-  if (absl::Status s = WriteStatus(ctx); !s.ok()) {
-    ctx.ledger.reserved.erase(ctx.key);
-    return s;
-  }
+  // pod creations re-creates exactly the missing ones. The reservation stays when it fails.
+  if (absl::Status s = WriteStatus(ctx); !s.ok()) return s;
   ctx.ledger.nominated.erase(ctx.key);  // The reservation holds the GPUs from now on.
   ObserveLatency(ctx);
   return std::optional<ReconcileResult>();
@@ -311,14 +379,8 @@ std::optional<std::string> RecordedPlacementConflict(ReconcileContext& ctx, cons
     if (!gpu->schedulable) {
       return absl::StrCat("node ", gpu->node, " of pod ", p.pod, " takes no new pods");
     }
-    for (const std::size_t h : gpu->holders) {
-      const GpuAssignment& holder = inventory->assignments()[h];
-      const bool fg_clash = ctx.foreground() && holder.role == api::Role::kForeground;
-      const bool bg_clash =
-          !ctx.foreground() && holder.role == api::Role::kForeground && !holder.allow_background;
-      if (fg_clash || bg_clash) {
-        return absl::StrCat("GPU ", uuid, " of pod ", p.pod, " is taken by ", holder.pod);
-      }
+    if (std::optional<std::string> taken_by = TakenBy(ctx, *inventory, *gpu)) {
+      return absl::StrCat("GPU ", uuid, " of pod ", p.pod, " is taken by ", *taken_by);
     }
     if (inventory->HeadroomBytes(*gpu) < plan.memory_per_gpu_bytes) {
       return absl::StrCat("GPU ", uuid, " of pod ", p.pod, " has no room left");

@@ -68,6 +68,7 @@ absl::Status Write(ReconcileContext& ctx, bool force) {
     absl::StatusOr<api::TrainingJob> written = ctx.writer.UpdateJobStatus(ctx.job);
     if (!written.ok()) return written.status();
     ctx.job.metadata.resource_version = written->metadata.resource_version;
+    ctx.versions.push_back(ctx.job.metadata.resource_version);
     ctx.stored_status = desired;
     ctx.status_written = true;
   }

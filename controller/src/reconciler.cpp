@@ -259,7 +259,7 @@ absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::
   ReconcileContext ctx{s.reader,  s.writer, s.options,
                        s.metrics, s.ledger, absl::StrCat(std::string(ns), "/", std::string(name)),
                        {},        {},       {},
-                       {}};
+                       {},        false,    {}};
   // Step 1: gone or going; garbage collection removes what it owned.
   if (!read.has_value() || !read->metadata.deletion_timestamp.empty()) {
     internal::ForgetJob(s.ledger, ctx.key);
@@ -268,6 +268,7 @@ absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::
   ctx.now = s.options.wall_now ? s.options.wall_now() : std::chrono::system_clock::now();
   ctx.stored_status = internal::StatusJson(*read);
   ctx.job = std::move(*read);
+  ctx.versions.push_back(ctx.job.metadata.resource_version);
   api::SetDefaults(&ctx.job);
   if (CheckSpec(ctx).has_value()) {
     if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;

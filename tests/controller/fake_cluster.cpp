@@ -72,6 +72,27 @@ void FakeCluster::FailNthWrite(int n, absl::Status status) {
   faults_[write_attempts_ + n] = std::move(status);
 }
 
+void FakeCluster::LoseNextPlacementWriteResponse(absl::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lost_placement_response_ = std::move(status);
+}
+
+void FakeCluster::FreezeJobView(std::string_view ns, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = jobs_.find(Key(ns, name));
+  if (it != jobs_.end()) frozen_jobs_[it->first] = it->second;
+}
+
+void FakeCluster::ThawJobView(std::string_view ns, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  frozen_jobs_.erase(Key(ns, name));
+}
+
+api::TrainingJob FakeCluster::StoredJob(std::string_view ns, std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return api::TrainingJob::FromJson(jobs_.at(Key(ns, name))).value();
+}
+
 api::TrainingJob FakeCluster::AddJob(api::TrainingJob job) {
   std::lock_guard<std::mutex> lock(mu_);
   job.metadata.uid = absl::StrCat("uid-", ++uid_counter_, "-", job.metadata.name);
@@ -196,9 +217,12 @@ std::int64_t FakeCluster::status_writes() const {
 std::optional<api::TrainingJob> FakeCluster::GetJob(std::string_view ns,
                                                     std::string_view name) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto it = jobs_.find(Key(ns, name));
-  if (it == jobs_.end()) return std::nullopt;
-  absl::StatusOr<api::TrainingJob> job = api::TrainingJob::FromJson(it->second);
+  const std::string key = Key(ns, name);
+  const auto frozen = frozen_jobs_.find(key);
+  const auto stored = jobs_.find(key);
+  if (frozen == frozen_jobs_.end() && stored == jobs_.end()) return std::nullopt;
+  absl::StatusOr<api::TrainingJob> job =
+      api::TrainingJob::FromJson(frozen != frozen_jobs_.end() ? frozen->second : stored->second);
   if (!job.ok()) return std::nullopt;
   return *job;
 }
@@ -206,7 +230,9 @@ std::optional<api::TrainingJob> FakeCluster::GetJob(std::string_view ns,
 std::vector<api::TrainingJob> FakeCluster::ListJobs() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<api::TrainingJob> jobs;
-  for (const auto& [key, json_job] : jobs_) {
+  for (const auto& [key, stored] : jobs_) {
+    const auto frozen = frozen_jobs_.find(key);
+    const json& json_job = frozen != frozen_jobs_.end() ? frozen->second : stored;
     absl::StatusOr<api::TrainingJob> job = api::TrainingJob::FromJson(json_job);
     if (job.ok()) jobs.push_back(*std::move(job));
   }
@@ -376,6 +402,9 @@ absl::StatusOr<api::TrainingJob> FakeCluster::UpdateJobStatus(const api::Trainin
   Meta(it->second)["resourceVersion"] = NextResourceVersion();
   ++writes_;
   ++status_writes_;
+  if (!lost_placement_response_.ok() && !job.status.placement.empty()) {
+    return std::exchange(lost_placement_response_, absl::OkStatus());
+  }
   absl::StatusOr<api::TrainingJob> stored = api::TrainingJob::FromJson(it->second);
   if (!stored.ok()) return stored.status();
   return *stored;

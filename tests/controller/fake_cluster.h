@@ -64,6 +64,8 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
 
   // --- Inspecting ---
   std::optional<nlohmann::json> GetPod(std::string_view ns, std::string_view name) const;
+  // The job as stored, whatever a frozen view shows. REQUIRES: the job exists.
+  api::TrainingJob StoredJob(std::string_view ns, std::string_view name) const;
   std::vector<nlohmann::json> AllPods() const;  // Sorted by namespace/name.
   std::vector<RecordedEvent> Events() const;
   std::vector<RecordedEvent> EventsWithReason(std::string_view reason) const;
@@ -73,6 +75,13 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   // --- Fault injection ---
   // The `n`-th write from now (1: the next one) fails with `status` and changes nothing.
   void FailNthWrite(int n, absl::Status status);
+  // The next UpdateJobStatus that records a status.placement is applied, but its caller gets
+  // `status`: the response lost with the connection.
+  void LoseNextPlacementWriteResponse(absl::Status status);
+  // GetJob and ListJobs show the job as it is now until ThawJobView: an informer cache behind the
+  // API server. Writes still go to (and are checked against) the stored job.
+  void FreezeJobView(std::string_view ns, std::string_view name);
+  void ThawJobView(std::string_view ns, std::string_view name);
 
   // ClusterReader.
   std::optional<api::TrainingJob> GetJob(std::string_view ns, std::string_view name) const override;
@@ -113,6 +122,8 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::map<std::string, NodeState> node_states_;
   std::vector<RecordedEvent> events_;
   std::map<std::int64_t, absl::Status> faults_;  // Write number -> failure.
+  absl::Status lost_placement_response_;
+  std::map<std::string, nlohmann::json> frozen_jobs_;  // "ns/name" -> the job as reads show it.
   std::int64_t write_attempts_ = 0;
   std::int64_t writes_ = 0;
   std::int64_t status_writes_ = 0;

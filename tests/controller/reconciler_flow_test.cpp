@@ -239,6 +239,65 @@ TEST(ReconcilerCrashSafety, GpusRecordedByAnotherJobWithoutPodsYetAreNotGivenAwa
   EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("first-g0-0", "first-g0-1"));
 }
 
+TEST(ReconcilerCrashSafety, AnIntentWriteWhoseResponseWasLostKeepsItsGpuUntilTheCacheShowsIt) {
+  FakeScene scene;
+  scene.AddNode("node-a", 1);
+  scene.AddBackground("first");
+  scene.AddBackground("second");
+  Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
+  // The API server records the placement, the connection breaks before the answer, and the
+  // cache still shows the job without it.
+  scene.cluster.FreezeJobView(kNs, "first");
+  scene.cluster.LoseNextPlacementWriteResponse(absl::UnavailableError("connection reset"));
+  EXPECT_FALSE(reconciler.Reconcile(kNs, "first").ok());
+  ASSERT_EQ(scene.cluster.StoredJob(kNs, "first").status.placement.size(), 1u);
+  const std::string gpu = scene.cluster.StoredJob(kNs, "first").status.placement[0].gpu_uuids.at(0);
+
+  ASSERT_OK_AND_ASSIGN(ReconcileResult second, reconciler.Reconcile(kNs, "second"));
+  EXPECT_TRUE(second.waiting_for_gpus);
+  // Looked at again through the stale cache: the same placement is written again, which the
+  // API server refuses (it holds a newer version); nothing is created meanwhile.
+  EXPECT_FALSE(reconciler.Reconcile(kNs, "first").ok());
+  EXPECT_TRUE(scene.cluster.AllPods().empty());
+  ASSERT_OK_AND_ASSIGN(second, reconciler.Reconcile(kNs, "second"));
+  EXPECT_TRUE(second.waiting_for_gpus);
+
+  scene.cluster.ThawJobView(kNs, "first");
+  ASSERT_OK(reconciler.Reconcile(kNs, "first").status());
+  ASSERT_OK_AND_ASSIGN(second, reconciler.Reconcile(kNs, "second"));
+  EXPECT_TRUE(second.waiting_for_gpus);
+  const std::vector<json> pods = scene.cluster.AllPods();
+  ASSERT_THAT(PodNames(pods), ElementsAre("first-g0-0"));
+  EXPECT_EQ(scene.Job("first").status.placement[0].gpu_uuids.at(0), gpu);
+}
+
+TEST(ReconcilerCrashSafety, ARecordedBackgroundPlacementOnAGpuThatFilledUpIsPlacedAfresh) {
+  FakeScene scene;
+  scene.AddNode("node-a", 2);
+  scene.AddBackground("first");
+  scene.AddBackground("second");
+  Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
+  ASSERT_OK(reconciler.Reconcile(kNs, "first").status());
+  const api::PodPlacement taken = scene.Job("first").status.placement.at(0);
+  // A placement recorded on the same GPU by a controller that could not know (its cache behind).
+  api::TrainingJob second = scene.Job("second");
+  second.status.phase = api::JobPhase::kPlaced;
+  second.status.placement = {{"second-g0-0", taken.node, taken.gpu_uuids}};
+  ASSERT_OK(scene.cluster.UpdateJobStatus(second).status());
+
+  ASSERT_OK(reconciler.Reconcile(kNs, "second").status());
+  second = scene.Job("second");
+  EXPECT_EQ(second.status.gang_generation, 1);
+  EXPECT_EQ(ConditionOf(second, api::kConditionPlaced).reason, "PlacementConflict");
+  EXPECT_THAT(ConditionOf(second, api::kConditionPlaced).message,
+              HasSubstr("taken by team/first-g0-0"));
+  ASSERT_OK(reconciler.Reconcile(kNs, "second").status());
+  second = scene.Job("second");
+  ASSERT_EQ(second.status.placement.size(), 1u);
+  EXPECT_NE(second.status.placement[0].gpu_uuids, taken.gpu_uuids);
+  EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("first-g0-0", "second-g1-0"));
+}
+
 TEST(ReconcilerPlacement, NotPlaceableSetsPlacedFalseAndTheWaitingFlag) {
   FakeScene scene;
   scene.AddNode("node-a", 2);

@@ -64,6 +64,10 @@ struct GpuAssignment {
   planner::Seconds progress_at_risk{0};
 };
 
+// Whether the fg pod `fg` lets a bg pod share its GPU: it allows background and its slowdown
+// limit leaves room for interference (a limit of exactly 1 leaves none, deeppool §5).
+bool AdmitsBackground(const GpuAssignment& fg);
+
 struct PlacementOptions {
   // Memory kept free on every GPU: max(fraction x GPU memory, minimum). The planner's memory
   // model counts tensors (paradl-oracle §3.3: weights, gradients, optimizer state, activations)
