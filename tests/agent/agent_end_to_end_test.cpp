@@ -6,13 +6,12 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/client/agent_client.h"
@@ -22,16 +21,10 @@ namespace wavepool::agent {
 namespace {
 
 using ::testing::HasSubstr;
+using ::wavepool::testing::Eventually;
 using ::wavepool::testing::StatusIs;
 
-// Polls `done` every 10 ms for up to 20 s.
-bool Eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 2000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
+constexpr std::chrono::seconds kCatchUp(20);  // A safety net for the agent's threads.
 
 class AgentEndToEnd : public ::testing::Test {
  protected:
@@ -50,8 +43,8 @@ class AgentEndToEnd : public ::testing::Test {
     options.hostname = "node-a";
     options.version = "test";
     options.mps.mode = MpsMode::kOff;
-    ASSERT_OK_AND_ASSIGN(agent_, Agent::Start(options, std::move(devices), clock_.get(),
-                                              runner_.get()));
+    ASSERT_OK_AND_ASSIGN(agent_,
+                         Agent::Start(options, std::move(devices), clock_.get(), runner_.get()));
   }
   void TearDown() override {
     agent_.reset();
@@ -91,41 +84,51 @@ TEST_F(AgentEndToEnd, PacesTheBackgroundByWhetherAForegroundSharesItsGpu) {
     EXPECT_EQ(foreground->registration().credit_limit, 2u);
     EXPECT_EQ(foreground->registration().stream_priority, StreamPriority::kHigh);
     // The background is told, and its gate changes, as soon as the foreground arrives.
-    EXPECT_TRUE(Eventually([&] {
-      auto policy = background->LatestPolicy();
-      return policy && policy->credit_limit == 1 && background->gate()->credit_limit() == 1;
-    }));
+    EXPECT_TRUE(Eventually(
+        [&] {
+          auto policy = background->LatestPolicy();
+          return policy && policy->credit_limit == 1 && background->gate()->credit_limit() == 1;
+        },
+        kCatchUp));
     foreground->Close();
   }
-  EXPECT_TRUE(Eventually([&] {
-    auto policy = background->LatestPolicy();
-    return policy && policy->credit_limit == 4 && background->gate()->credit_limit() == 4;
-  }));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto policy = background->LatestPolicy();
+        return policy && policy->credit_limit == 4 && background->gate()->credit_limit() == 4;
+      },
+      kCatchUp));
   background->Close();
-  EXPECT_TRUE(Eventually([&] { return TasksOn(0) == 0; }));
+  EXPECT_TRUE(Eventually([&] { return TasksOn(0) == 0; }, kCatchUp));
 }
 
 TEST_F(AgentEndToEnd, ForegroundReportsMarkSlowedGroupsSensitiveInItsGate) {
   ASSERT_OK_AND_ASSIGN(auto foreground, AgentClient::Connect(Worker(Role::kForeground, "fg-0")));
   // Solo: group 5 takes 100 us alone.
   for (int i = 0; i < 5; ++i) ASSERT_OK(foreground->ReportOp({5, OpKind::kCompute, 100'000}));
-  ASSERT_TRUE(Eventually([&] { return agent_->metrics().ExpositionText().find(
-                                          "wavepool_task_sensitive_op_groups") != std::string::npos; }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return agent_->metrics().ExpositionText().find("wavepool_task_sensitive_op_groups") !=
+               std::string::npos;
+      },
+      kCatchUp));
   EXPECT_FALSE(foreground->gate()->IsSensitive(5));
   ASSERT_OK_AND_ASSIGN(auto background, AgentClient::Connect(Worker(Role::kBackground, "bg-0")));
   // With the background, 140 us: past 1.10x.
   ASSERT_OK(foreground->ReportOp({5, OpKind::kCompute, 140'000}));
-  EXPECT_TRUE(Eventually([&] { return foreground->gate()->IsSensitive(5); }));
+  EXPECT_TRUE(Eventually([&] { return foreground->gate()->IsSensitive(5); }, kCatchUp));
   // All-reduces are sensitive from the first report.
   ASSERT_OK(foreground->ReportOp({9, OpKind::kAllReduce, 80'000}));
-  EXPECT_TRUE(Eventually([&] { return foreground->gate()->IsSensitive(9); }));
-  EXPECT_TRUE(Eventually([&] {
-    const AgentStatus status = agent_->Status();
-    for (const TaskStatus& t : status.gpus[0].tasks) {
-      if (t.role == Role::kForeground) return t.sensitive_op_groups == 2;
-    }
-    return false;
-  }));
+  EXPECT_TRUE(Eventually([&] { return foreground->gate()->IsSensitive(9); }, kCatchUp));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const AgentStatus status = agent_->Status();
+        for (const TaskStatus& t : status.gpus[0].tasks) {
+          if (t.role == Role::kForeground) return t.sensitive_op_groups == 2;
+        }
+        return false;
+      },
+      kCatchUp));
 }
 
 TEST_F(AgentEndToEnd, ReclaimsTheSlotOfAWorkerThatDies) {
@@ -146,11 +149,11 @@ TEST_F(AgentEndToEnd, ReclaimsTheSlotOfAWorkerThatDies) {
   ASSERT_EQ(read(ready[0], &ok, 1), 1);
   close(ready[0]);
   ASSERT_EQ(ok, 'y');
-  ASSERT_TRUE(Eventually([&] { return TasksOn(0) == 1; }));
+  ASSERT_TRUE(Eventually([&] { return TasksOn(0) == 1; }, kCatchUp));
   EXPECT_EQ(agent_->Status().gpus[0].tasks[0].pid, child);  // SO_PEERCRED, not the message
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
-  EXPECT_TRUE(Eventually([&] { return TasksOn(0) == 0; }));
+  EXPECT_TRUE(Eventually([&] { return TasksOn(0) == 0; }, kCatchUp));
   EXPECT_THAT(agent_->metrics().ExpositionText(),
               HasSubstr("wavepool_agent_reclaimed_slots_total{hostname=\"node-a\"} 1"));
   // The slot is free again for the next worker.
@@ -163,9 +166,10 @@ TEST_F(AgentEndToEnd, RejectsARegistrationForAGpuTheNodeDoesNotHave) {
   EXPECT_THAT(AgentClient::Connect(Worker(Role::kForeground, "fg-0", 7)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("Register.gpu_index: 7 is not a GPU of this node (it has 2)")));
-  EXPECT_THAT(agent_->metrics().ExpositionText(),
-              HasSubstr("wavepool_agent_registrations_total{hostname=\"node-a\",result=\"rejected\","
-                        "role=\"foreground\"} 1"));
+  EXPECT_THAT(
+      agent_->metrics().ExpositionText(),
+      HasSubstr("wavepool_agent_registrations_total{hostname=\"node-a\",result=\"rejected\","
+                "role=\"foreground\"} 1"));
 }
 
 TEST_F(AgentEndToEnd, ExportsTaskAndGpuSeries) {
@@ -174,28 +178,32 @@ TEST_F(AgentEndToEnd, ExportsTaskAndGpuSeries) {
   const std::string task =
       "{hostname=\"node-a\",gpu=\"1\",job=\"train\",namespace=\"team-a\",pod=\"fg-0\","
       "role=\"foreground\"}";
-  EXPECT_TRUE(Eventually([&] {
-    const std::string text = agent_->metrics().ExpositionText();
-    return text.find("wavepool_task_samples_total" + task + " 64") != std::string::npos &&
-           text.find("wavepool_task_launch_credit_limit" + task + " 2") != std::string::npos &&
-           text.find("wavepool_gpu_memory_total_bytes{hostname=\"node-a\",UUID=\"GPU-sim-") !=
-               std::string::npos;
-  })) << agent_->metrics().ExpositionText();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::string text = agent_->metrics().ExpositionText();
+        return text.find("wavepool_task_samples_total" + task + " 64") != std::string::npos &&
+               text.find("wavepool_task_launch_credit_limit" + task + " 2") != std::string::npos &&
+               text.find("wavepool_gpu_memory_total_bytes{hostname=\"node-a\",UUID=\"GPU-sim-") !=
+                   std::string::npos;
+      },
+      kCatchUp))
+      << agent_->metrics().ExpositionText();
   foreground->Close();
   // A finished task's series go away.
-  EXPECT_TRUE(Eventually([&] {
-    return agent_->metrics().ExpositionText().find("pod=\"fg-0\"") == std::string::npos;
-  }));
+  EXPECT_TRUE(Eventually(
+      [&] { return agent_->metrics().ExpositionText().find("pod=\"fg-0\"") == std::string::npos; },
+      kCatchUp));
 }
 
 TEST(AgentOptions, RejectsBadOptionsNamingThem) {
   AgentOptions options;
-  EXPECT_THAT(Validate(options), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("directory")));
+  EXPECT_THAT(Validate(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("directory")));
   options.directory = "/tmp/x";
   options.hostname = "h";
   options.slots_per_gpu = 33;
-  EXPECT_THAT(Validate(options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("slots_per_gpu: must be in [1, 32]")));
+  EXPECT_THAT(Validate(options), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          HasSubstr("slots_per_gpu: must be in [1, 32]")));
   options.slots_per_gpu = 8;
   options.pacing.foreground_credits = 0;
   EXPECT_THAT(Validate(options),

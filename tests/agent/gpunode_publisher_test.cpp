@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/apiserver/test_server.h"
+#include "tests/support/eventually.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/agent/agent.h"
@@ -32,20 +32,13 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
+using ::wavepool::testing::Eventually;
 using ::wavepool::testing::SimulatedClock;
 using ::wavepool::testing::StatusIs;
 namespace apiserver = ::wavepool::testing::apiserver;
 
 constexpr char kNode[] = "gpu-node-1";
-
-// Polls `done` every 10 ms for up to 20 s.
-bool Eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 2000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
+constexpr std::chrono::seconds kCatchUp(20);  // A safety net for the publisher's thread.
 
 nlohmann::json MinimalGpuNodeCrd() {
   const nlohmann::json preserved = {{"type", "object"},
@@ -219,7 +212,7 @@ TEST_F(GpuNodePublisherTest, HeartbeatAdvancesEveryInterval) {
   StartSimulatedAgent(1);
   MakePublisher(Options());
   publisher_->Start();
-  ASSERT_TRUE(Eventually([&] { return publisher_->State().publishes == 1; }));
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().publishes == 1; }, kCatchUp));
   ASSERT_OK_AND_ASSIGN(api::GpuNode first, Read());
   EXPECT_EQ(first.status.heartbeat_time, "2026-05-01T10:00:00Z");
   // Nothing is published before the interval has passed on the clock.
@@ -227,7 +220,7 @@ TEST_F(GpuNodePublisherTest, HeartbeatAdvancesEveryInterval) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(publisher_->State().publishes, 1);
   clock_.Advance(std::chrono::seconds(1));  // 10 s: the interval
-  ASSERT_TRUE(Eventually([&] { return publisher_->State().publishes == 2; }));
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().publishes == 2; }, kCatchUp));
   ASSERT_OK_AND_ASSIGN(api::GpuNode second, Read());
   EXPECT_EQ(second.status.heartbeat_time, "2026-05-01T10:00:10Z");
   // Ready did not flip, so its transition time stays at the first publish.
@@ -371,9 +364,9 @@ TEST_F(GpuNodePublisherTest, RecoversWhenTheApiServerComesBack) {
   server_.reset();  // down: connections are refused
 
   publisher_->Start();  // publishes at once, fails, backs off 1 s, 2 s, ...
-  ASSERT_TRUE(Eventually([&] { return publisher_->State().consecutive_failures >= 1; }));
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().consecutive_failures >= 1; }, kCatchUp));
   clock_.Advance(std::chrono::seconds(1));
-  ASSERT_TRUE(Eventually([&] { return publisher_->State().consecutive_failures >= 2; }));
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().consecutive_failures >= 2; }, kCatchUp));
   EXPECT_EQ(publisher_->State().last_error.code(), absl::StatusCode::kUnavailable);
 
   // Back, empty (no data directory): the GPUNode is gone and is created again.
@@ -381,10 +374,12 @@ TEST_F(GpuNodePublisherTest, RecoversWhenTheApiServerComesBack) {
   again.port = port;
   ASSERT_OK_AND_ASSIGN(server_, apiserver::TestApiServer::Start(again));
   ASSERT_OK(client_->Create(kube::kCustomResourceDefinitions, MinimalGpuNodeCrd()).status());
-  ASSERT_TRUE(Eventually([&] {
-    clock_.Advance(std::chrono::seconds(2));  // past the 2 s backoff
-    return publisher_->State().publishes >= 2;
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        clock_.Advance(std::chrono::seconds(2));  // past the 2 s backoff
+        return publisher_->State().publishes >= 2;
+      },
+      kCatchUp));
   publisher_->Stop();
   ASSERT_OK_AND_ASSIGN(api::GpuNode gpunode, Read());
   EXPECT_THAT(gpunode.status.gpus, SizeIs(1));

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "tests/apiserver/http_test_client.h"
 #include "tests/support/apiserver/http_server.h"
+#include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 
 namespace wavepool::testing::apiserver {
@@ -17,15 +18,6 @@ using ::testing::HasSubstr;
 
 std::string UrlOf(const HttpServer& server) {
   return "http://127.0.0.1:" + std::to_string(server.port());
-}
-
-// Waits (generously) until `done` holds; false if it never did.
-bool Eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 600; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
 }
 
 HttpResponse Echo(const HttpRequest& request) {
@@ -126,7 +118,8 @@ TEST(HttpTransport, NoticesAClientThatHungUp) {
     WatchReader reader(UrlOf(*server), "/stream");
     ASSERT_TRUE(reader.Next().has_value());
   }
-  EXPECT_TRUE(Eventually([&] { return cancelled.load(); }));
+  EXPECT_TRUE(Eventually([&] { return cancelled.load(); }, std::chrono::seconds(30),
+                         std::chrono::milliseconds(50)));
 }
 
 TEST(HttpTransport, RejectsBadAddressesAndTakenPorts) {

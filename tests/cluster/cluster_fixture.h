@@ -6,10 +6,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <thread>
 
 #include "gtest/gtest.h"
 #include "tests/support/apiserver/test_server.h"
+#include "tests/support/eventually.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/object_meta.h"
@@ -17,22 +17,11 @@
 
 namespace wavepool::testing {
 
-inline constexpr std::chrono::seconds kWaitTimeout(30);
-
-// True once `done()` holds; false after kWaitTimeout of real time.
-inline bool WaitFor(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kWaitTimeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return done();
-}
-
-// Advances `clock` by `step` between checks until `done()` holds (or kWaitTimeout of real time).
+// Advances `clock` by `step` between checks until `done()` holds (or Eventually's timeout of real
+// time passes).
 inline bool AdvanceUntil(SimulatedClock& clock, std::chrono::nanoseconds step,
                          const std::function<bool()>& done) {
-  return WaitFor([&] {
+  return Eventually([&] {
     if (done()) return true;
     clock.Advance(step);
     return false;

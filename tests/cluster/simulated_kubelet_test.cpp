@@ -116,10 +116,10 @@ TEST_F(SimulatedKubeletTest, BoundPodGoesPendingRunningSucceededOnTheClock) {
 TEST_F(SimulatedKubeletTest, FailPodGivesFailedWithTheExitCode) {
   StartKubelet(Options());
   ASSERT_OK(client_->Create(kube::kPods, BoundPod("w-0", "node-1")).status());
-  ASSERT_TRUE(WaitFor([&] { return Phase("w-0") == "Running"; }));
+  ASSERT_TRUE(Eventually([&] { return Phase("w-0") == "Running"; }));
 
   ASSERT_OK(kubelet_->FailPod("default", "w-0", 137, "OOMKilled"));
-  ASSERT_TRUE(WaitFor([&] { return Phase("w-0") == "Failed"; }));
+  ASSERT_TRUE(Eventually([&] { return Phase("w-0") == "Failed"; }));
   ASSERT_OK_AND_ASSIGN(kube::Pod pod, kube::Pod::FromJson(GetPod("w-0")));
   ASSERT_THAT(pod.status.container_statuses.size(), Eq(1u));
   const kube::ContainerState& state = pod.status.container_statuses[0].state;
@@ -140,9 +140,9 @@ TEST_F(SimulatedKubeletTest, FailPodGivesFailedWithTheExitCode) {
 TEST_F(SimulatedKubeletTest, SucceedPodCompletesARunningPodWithExitCodeZero) {
   StartKubelet(Options());  // no run_time: pods run until told
   ASSERT_OK(client_->Create(kube::kPods, BoundPod("w-0", "node-0")).status());
-  ASSERT_TRUE(WaitFor([&] { return Phase("w-0") == "Running"; }));
+  ASSERT_TRUE(Eventually([&] { return Phase("w-0") == "Running"; }));
   ASSERT_OK(kubelet_->SucceedPod("default", "w-0"));
-  ASSERT_TRUE(WaitFor([&] { return Phase("w-0") == "Succeeded"; }));
+  ASSERT_TRUE(Eventually([&] { return Phase("w-0") == "Succeeded"; }));
   const nlohmann::json terminated =
       GetPod("w-0")["status"]["containerStatuses"][0]["state"]["terminated"];
   EXPECT_THAT(terminated["exitCode"].get<int>(), Eq(0));
@@ -160,17 +160,17 @@ TEST_F(SimulatedKubeletTest, NodeDownMarksTheNodeAndFreezesItsPods) {
 
   ASSERT_OK(kubelet_->NodeUp("node-1"));
   EXPECT_THAT(NodeReady("node-1"), Eq("True"));
-  EXPECT_TRUE(WaitFor([&] { return Phase("w-1") == "Running"; }));
+  EXPECT_TRUE(Eventually([&] { return Phase("w-1") == "Running"; }));
   EXPECT_THAT(kubelet_->NodeDown("node-7"), StatusIs(absl::StatusCode::kNotFound, ::testing::_));
 }
 
 TEST_F(SimulatedKubeletTest, ConfirmsGracefulDeletionOnceContainersStop) {
   StartKubelet(Options());  // stop_delay 0: containers obey SIGTERM at once
   ASSERT_OK(client_->Create(kube::kPods, BoundPod("w-0", "node-0")).status());
-  ASSERT_TRUE(WaitFor([&] { return Phase("w-0") == "Running"; }));
+  ASSERT_TRUE(Eventually([&] { return Phase("w-0") == "Running"; }));
   // The server keeps the pod terminating for its 30 s grace period until the kubelet confirms.
   ASSERT_OK(client_->Delete(kube::kPods, "default", "w-0"));
-  EXPECT_TRUE(WaitFor([&] { return GetPod("w-0").is_null(); }));
+  EXPECT_TRUE(Eventually([&] { return GetPod("w-0").is_null(); }));
 }
 
 TEST_F(SimulatedKubeletTest, ContainerIgnoringSigtermIsKilledAfterTheGracePeriod) {
@@ -178,7 +178,7 @@ TEST_F(SimulatedKubeletTest, ContainerIgnoringSigtermIsKilledAfterTheGracePeriod
   options.stop_delay = std::nullopt;
   StartKubelet(options);
   ASSERT_OK(client_->Create(kube::kPods, BoundPod("w-0", "node-0")).status());
-  ASSERT_TRUE(WaitFor([&] { return Phase("w-0") == "Running"; }));
+  ASSERT_TRUE(Eventually([&] { return Phase("w-0") == "Running"; }));
   kube::DeleteOptions grace;
   grace.grace_period_seconds = 20;
   ASSERT_OK(client_->Delete(kube::kPods, "default", "w-0", grace));

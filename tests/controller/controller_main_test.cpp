@@ -9,13 +9,13 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/apiserver/test_server.h"
 #include "tests/support/cluster/crds.h"
+#include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/resource.h"
@@ -23,6 +23,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::wavepool::testing::Eventually;
 
 struct ProcessResult {
   int exit_code = -1;
@@ -117,10 +118,7 @@ TEST(ControllerMain, RunsUntilSigtermThenReleasesTheLeaseAndExitsZero) {
     if (!lease.ok()) return "(none)";
     return lease->value("/spec/holderIdentity"_json_pointer, "");
   };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (holder() != "main-test" && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  Eventually([&] { return holder() == "main-test"; });
   EXPECT_EQ(holder(), "main-test");
   ASSERT_EQ(kill(pid, SIGTERM), 0);
   int status = 0;

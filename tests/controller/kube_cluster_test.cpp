@@ -4,10 +4,8 @@
 #include "wavepool/controller/kube_cluster.h"
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -16,6 +14,7 @@
 #include "tests/support/cluster/crds.h"
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/cluster/simulated_node_agent.h"
+#include "tests/support/eventually.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/controller/owned_objects.h"
@@ -31,18 +30,12 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
+using ::wavepool::testing::Eventually;
 using ::wavepool::testing::IsOk;
 using ::wavepool::testing::StatusIs;
 
-// Polls `done` on the real clock for up to 20 s: informer caches catch up asynchronously.
-bool Eventually(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
+// A safety net: informer caches catch up asynchronously.
+constexpr std::chrono::seconds kCatchUp(20);
 
 json JobManifest(const std::string& name) {
   json manifest = json::parse(R"({
@@ -200,7 +193,7 @@ TEST_F(KubeClusterTest, ReadsJobsPodsConfigMapsGpuNodesAndNodesFromTheServer) {
 
   // A node that goes down is seen as not ready.
   ASSERT_OK(kubelet->NodeDown("node-b"));
-  EXPECT_TRUE(Eventually([&] { return !cluster->NodeStates().at("node-b").ready; }));
+  EXPECT_TRUE(Eventually([&] { return !cluster->NodeStates().at("node-b").ready; }, kCatchUp));
 }
 
 TEST_F(KubeClusterTest, CreatedPodCountsBeforeTheCacheShowsItAndOnlyOnceAfter) {
@@ -216,7 +209,7 @@ TEST_F(KubeClusterTest, CreatedPodCountsBeforeTheCacheShowsItAndOnlyOnceAfter) {
 
   cluster->Start();
   ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
-  EXPECT_TRUE(Eventually([&] { return cluster->AssumedPods() == 0; }));
+  EXPECT_TRUE(Eventually([&] { return cluster->AssumedPods() == 0; }, kCatchUp));
   EXPECT_THAT(AssignedPods(cluster->Assignments()), ElementsAre("default/resnet-g0-0"));
 
   // A second create of the same pod is the server's AlreadyExists and assumes nothing.
@@ -249,11 +242,12 @@ TEST_F(KubeClusterTest, TerminalAndDeletedPodsReleaseTheirGpus) {
   ASSERT_OK_AND_ASSIGN(json pod0, cluster->CreatePod(Pod(job, 0)));
   ASSERT_OK_AND_ASSIGN(json pod1, cluster->CreatePod(Pod(job, 1)));
   EXPECT_THAT(cluster->Assignments(), SizeIs(2));
-  EXPECT_TRUE(Eventually([&] { return cluster->PodsOfJob("default", "resnet").size() == 2; }));
+  EXPECT_TRUE(
+      Eventually([&] { return cluster->PodsOfJob("default", "resnet").size() == 2; }, kCatchUp));
 
   pod0["status"] = {{"phase", "Failed"}};
   ASSERT_OK(client_->UpdateStatus(kube::kPods, pod0).status());
-  EXPECT_TRUE(Eventually([&] { return cluster->Assignments().size() == 1; }));
+  EXPECT_TRUE(Eventually([&] { return cluster->Assignments().size() == 1; }, kCatchUp));
   EXPECT_THAT(AssignedPods(cluster->Assignments()), ElementsAre("default/resnet-g0-1"));
   // The failed pod is still the job's, so the reconciler sees why its gang broke.
   EXPECT_THAT(cluster->PodsOfJob("default", "resnet"), SizeIs(2));
@@ -262,7 +256,7 @@ TEST_F(KubeClusterTest, TerminalAndDeletedPodsReleaseTheirGpus) {
   EXPECT_TRUE(kube::IsConflict(cluster->DeletePod("default", "resnet-g0-1", "not-the-uid", 0)));
   ASSERT_OK(
       cluster->DeletePod("default", "resnet-g0-1", pod1["metadata"]["uid"].get<std::string>(), 0));
-  EXPECT_TRUE(Eventually([&] { return cluster->Assignments().empty(); }));
+  EXPECT_TRUE(Eventually([&] { return cluster->Assignments().empty(); }, kCatchUp));
   EXPECT_TRUE(kube::IsNotFound(cluster->DeletePod("default", "resnet-g0-1", "", 0)));
 }
 
@@ -285,10 +279,12 @@ TEST_F(KubeClusterTest, WritesAnnotationsConfigMapsStatusAndEvents) {
   created_cm["data"]["extra"] = "1";
   ASSERT_OK(cluster->UpdateConfigMap(created_cm).status());
   EXPECT_TRUE(kube::IsConflict(cluster->UpdateConfigMap(created_cm).status()));  // stale now
-  EXPECT_TRUE(Eventually([&] {
-    std::optional<json> cm = cluster->GetConfigMap("default", "resnet-plan");
-    return cm.has_value() && (*cm)["data"].contains("extra");
-  }));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        std::optional<json> cm = cluster->GetConfigMap("default", "resnet-plan");
+        return cm.has_value() && (*cm)["data"].contains("extra");
+      },
+      kCatchUp));
 
   api::TrainingJob update = job;
   update.status.phase = api::JobPhase::kPlanned;
@@ -296,10 +292,12 @@ TEST_F(KubeClusterTest, WritesAnnotationsConfigMapsStatusAndEvents) {
   EXPECT_EQ(written.status.phase, api::JobPhase::kPlanned);
   EXPECT_NE(written.metadata.resource_version, job.metadata.resource_version);
   EXPECT_TRUE(kube::IsConflict(cluster->UpdateJobStatus(update).status()));
-  EXPECT_TRUE(Eventually([&] {
-    std::optional<api::TrainingJob> cached = cluster->GetJob("default", "resnet");
-    return cached.has_value() && cached->status.phase == api::JobPhase::kPlanned;
-  }));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        std::optional<api::TrainingJob> cached = cluster->GetJob("default", "resnet");
+        return cached.has_value() && cached->status.phase == api::JobPhase::kPlanned;
+      },
+      kCatchUp));
 
   cluster->RecordEvent(job, /*warning=*/true, "NotPlaceable", "needs 2 GPUs");
   cluster->FlushEvents();

@@ -8,7 +8,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "boost/asio/connect.hpp"
@@ -22,6 +21,7 @@
 #include "tests/support/cluster/crds.h"
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/cluster/simulated_node_agent.h"
+#include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/client.h"
@@ -35,17 +35,8 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
+using ::wavepool::testing::Eventually;
 using ::wavepool::testing::StatusIs;
-
-bool Eventually(const std::function<bool()>& done,
-                std::chrono::seconds timeout = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
 
 struct HttpResult {
   int status = 0;

@@ -16,11 +16,9 @@
 
 #include <chrono>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -29,6 +27,7 @@
 #include "tests/support/apiserver/test_server.h"
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/cluster/simulated_node_agent.h"
+#include "tests/support/eventually.h"
 #include "tests/support/kubectl.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/training_job.h"
@@ -43,19 +42,10 @@ using ::testing::Eq;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
-constexpr std::chrono::seconds kTimeout(120);  // a safety net, never a statement about speed
+constexpr std::chrono::seconds kTimeout(120);    // a safety net, never a statement about speed
+constexpr std::chrono::milliseconds kPoll(100);  // each poll runs kubectl or an HTTP GET
 const std::string kSource = WAVEPOOL_SOURCE_DIR;
 const std::string kNode = "node-0";
-
-// Polls `done` every 100 ms until it holds or kTimeout passes.
-bool Eventually(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
 
 // GET http://127.0.0.1:<port><path> over HTTP/1.0: "<status code> <body>", or "" when the
 // connection fails.
@@ -155,12 +145,15 @@ class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
     posix_spawn_file_actions_destroy(&actions);
     std::smatch match;
     const std::regex http(R"(http 127\.0\.0\.1:(\d+))");
-    ASSERT_TRUE(Eventually([&] {
-      const std::string out = ReadTextFile(dir_ + "/controller.out");
-      if (!std::regex_search(out, match, http)) return false;
-      http_port_ = std::stoi(match[1].str());
-      return true;
-    })) << ControllerOutput();
+    ASSERT_TRUE(Eventually(
+        [&] {
+          const std::string out = ReadTextFile(dir_ + "/controller.out");
+          if (!std::regex_search(out, match, http)) return false;
+          http_port_ = std::stoi(match[1].str());
+          return true;
+        },
+        kTimeout, kPoll))
+        << ControllerOutput();
   }
 
   std::string ControllerOutput() {
@@ -211,7 +204,8 @@ TEST_P(ControllerE2eTest, ExamplesRunUnderTheControllerBinaryAndDeleteCleanly) {
   ASSERT_NO_FATAL_FAILURE(InstallAndStartNodes());
   ASSERT_NO_FATAL_FAILURE(StartController());
   EXPECT_THAT(HttpGet(http_port_, "/healthz"), Eq("200 ok")) << ControllerOutput();
-  ASSERT_TRUE(Eventually([&] { return HttpGet(http_port_, "/readyz") == "200 ok"; }))
+  ASSERT_TRUE(
+      Eventually([&] { return HttpGet(http_port_, "/readyz") == "200 ok"; }, kTimeout, kPoll))
       << HttpGet(http_port_, "/readyz") << "\n"
       << ControllerOutput();
 
@@ -219,11 +213,13 @@ TEST_P(ControllerE2eTest, ExamplesRunUnderTheControllerBinaryAndDeleteCleanly) {
   const KubectlResult apply = Kubectl({"apply", "-f", kSource + "/examples/vgg16-foreground.yaml",
                                        "-f", kSource + "/examples/resnet50-background.yaml"});
   ASSERT_EQ(apply.exit_code, 0) << apply;
-  ASSERT_TRUE(Eventually([&] {
-    const std::vector<std::string> fg = TjRow("vgg16"), bg = TjRow("resnet50-background");
-    return fg.size() > 2 && fg[2] == "Running" && bg.size() > 2 && bg[2] == "Running";
-  })) << Kubectl({"get", "tj", "-o", "yaml"})
-      << ControllerOutput();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::vector<std::string> fg = TjRow("vgg16"), bg = TjRow("resnet50-background");
+        return fg.size() > 2 && fg[2] == "Running" && bg.size() > 2 && bg[2] == "Running";
+      },
+      kTimeout, kPoll))
+      << Kubectl({"get", "tj", "-o", "yaml"}) << ControllerOutput();
 
   const KubectlResult table = Kubectl({"get", "tj"});
   ASSERT_EQ(table.exit_code, 0) << table;
@@ -238,10 +234,13 @@ TEST_P(ControllerE2eTest, ExamplesRunUnderTheControllerBinaryAndDeleteCleanly) {
   // Progress the agent publishes shows in the Iter and Slowdown columns.
   ASSERT_NO_FATAL_FAILURE(PublishProgress("vgg16", 42, 1.05));
   std::vector<std::string> row;
-  ASSERT_TRUE(Eventually([&] {
-    row = TjRow("vgg16");
-    return row.size() == 8 && row[5] == "42";
-  })) << table.out;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        row = TjRow("vgg16");
+        return row.size() == 8 && row[5] == "42";
+      },
+      kTimeout, kPoll))
+      << table.out;
   EXPECT_THAT(row, ElementsAre("vgg16", "Foreground", "Running", "8", strategy.out, "42", "1.05",
                                ::testing::_));
 
@@ -256,11 +255,15 @@ TEST_P(ControllerE2eTest, ExamplesRunUnderTheControllerBinaryAndDeleteCleanly) {
 
   const KubectlResult del = Kubectl({"delete", "tj", "vgg16", "resnet50-background"});
   ASSERT_EQ(del.exit_code, 0) << del;
-  ASSERT_TRUE(Eventually([&] {
-    const KubectlResult left = Kubectl(
-        {"get", "pods", "-l", "app.kubernetes.io/managed-by=wavepool-controller", "-o", "name"});
-    return left.exit_code == 0 && left.out.empty();
-  })) << Kubectl({"get", "pods", "-A"});
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const KubectlResult left =
+            Kubectl({"get", "pods", "-l", "app.kubernetes.io/managed-by=wavepool-controller", "-o",
+                     "name"});
+        return left.exit_code == 0 && left.out.empty();
+      },
+      kTimeout, kPoll))
+      << Kubectl({"get", "pods", "-A"});
 
   ASSERT_EQ(::kill(controller_pid_, SIGTERM), 0);
   int status = 0;

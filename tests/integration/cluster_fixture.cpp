@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tests/support/cluster/crds.h"
+#include "tests/support/eventually.h"
 #include "wavepool/api/object_meta.h"
 #include "wavepool/api/yaml.h"
 #include "wavepool/controller/owned_objects.h"
@@ -335,14 +336,8 @@ absl::StatusOr<api::TrainingJob> TestCluster::WaitForJob(std::string_view name,
 
 absl::Status TestCluster::WaitUntil(std::string_view what, const std::function<bool()>& done,
                                     std::chrono::nanoseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat("timed out waiting for ", std::string(what)));
-    }
-    std::this_thread::sleep_for(kPollInterval);
-  }
-  return absl::OkStatus();
+  if (Eventually(done, timeout, kPollInterval)) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat("timed out waiting for ", std::string(what)));
 }
 
 std::vector<nlohmann::json> TestCluster::PodsOfJob(std::string_view job, std::string_view ns) {

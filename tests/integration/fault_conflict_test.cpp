@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/fault_support.h"
+#include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/resource.h"
@@ -27,6 +28,7 @@ namespace wavepool::controller::fault {
 namespace {
 
 using ::testing::IsEmpty;
+using ::wavepool::testing::Eventually;
 using ::wavepool::testing::TestCluster;
 
 constexpr char kSeqAnnotation[] = "fault.wavepool.dev/seq";
@@ -141,20 +143,20 @@ TEST(FaultConflicts, ConcurrentMetadataAndStatusWritersAreRetriedAndNothingIsLos
   // The writer keeps going while the jobs are placed and a while after, then stops; a writer
   // that never stops could starve any optimistic-concurrency client, the controller included.
   Snapshot last;
-  WaitFor(
+  Eventually(
       [&] {
         absl::StatusOr<Snapshot> snapshot = TakeSnapshot(cluster->client());
         if (snapshot.ok()) last = *std::move(snapshot);
         return CountRunning(last) == static_cast<int>(jobs.size());
       },
-      std::chrono::seconds(20));
+      std::chrono::seconds(20), kSnapshotPoll);
   std::this_thread::sleep_for(std::chrono::seconds(2));
   writer.Stop();
   writer_thread.join();
   std::cout << "other writer: " << writer.writes() << " writes, " << writer.conflicts()
             << " conflicts; controller: " << ConflictLines(*cluster->controller()) << "\n";
 
-  const bool converged = WaitFor(
+  const bool converged = Eventually(
       [&] {
         absl::StatusOr<Snapshot> snapshot = TakeSnapshot(cluster->client());
         if (!snapshot.ok()) return false;
@@ -165,7 +167,7 @@ TEST(FaultConflicts, ConcurrentMetadataAndStatusWritersAreRetriedAndNothingIsLos
         }
         return true;
       },
-      std::chrono::seconds(120));
+      std::chrono::seconds(120), kSnapshotPoll);
   ASSERT_TRUE(converged) << CountRunning(last) << " of " << jobs.size() << " Running";
   EXPECT_THAT(CheckInvariants(last, {}), IsEmpty());
   EXPECT_THAT(log->Duplicates(), IsEmpty());

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/integration/cluster_fixture.h"
 #include "tests/integration/fault_support.h"
+#include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/kube/resource.h"
 
@@ -23,6 +24,7 @@ namespace wavepool::controller::fault {
 namespace {
 
 using ::testing::IsEmpty;
+using ::wavepool::testing::Eventually;
 using ::wavepool::testing::TestCluster;
 
 constexpr auto kConvergeTimeout = std::chrono::seconds(120);
@@ -71,7 +73,7 @@ TEST(FaultLeader, OnlyTheLeaderWritesAndADeadLeaderHandsOverWithoutDuplicates) {
 
   ASSERT_OK_AND_ASSIGN(auto replica_a, ControllerManager::Create(*client_a, options_a));
   ASSERT_OK(replica_a->Start());
-  ASSERT_TRUE(WaitFor([&] { return replica_a->IsLeader(); }, std::chrono::seconds(30)));
+  ASSERT_TRUE(Eventually([&] { return replica_a->IsLeader(); }, std::chrono::seconds(30)));
   ASSERT_OK_AND_ASSIGN(auto replica_b, ControllerManager::Create(*client_b, options_b));
   ASSERT_OK(replica_b->Start());
   ASSERT_TRUE(replica_b->WaitForSync(std::chrono::seconds(30)));

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/support/cluster/crds.h"
+#include "tests/support/eventually.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/http_transport.h"
@@ -23,6 +24,7 @@
 namespace wavepool::controller::fault {
 namespace {
 
+using testing::Eventually;
 using testing::apiserver::ObjectStore;
 using testing::apiserver::TestApiServer;
 
@@ -155,15 +157,6 @@ std::mt19937 SeededRng() {
   return std::mt19937(seed);
 }
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::nanoseconds timeout) {
-  const auto give_up = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= give_up) return done();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
 absl::StatusOr<Snapshot> TakeSnapshot(kube::Client& client) {
   Snapshot snapshot;
   absl::StatusOr<kube::ObjectList> jobs = client.ListAll(kube::kTrainingJobs, kNamespace);
@@ -196,7 +189,7 @@ int CountRunning(const Snapshot& snapshot) {
 Snapshot WaitAllRunning(kube::Client& client, std::size_t jobs, std::chrono::nanoseconds timeout,
                         const std::function<bool(const Snapshot&)>& also) {
   Snapshot last;
-  const bool converged = WaitFor(
+  const bool converged = Eventually(
       [&] {
         absl::StatusOr<Snapshot> snapshot = TakeSnapshot(client);
         if (!snapshot.ok()) return false;
@@ -204,7 +197,7 @@ Snapshot WaitAllRunning(kube::Client& client, std::size_t jobs, std::chrono::nan
         return last.jobs.size() == jobs && CountRunning(last) == static_cast<int>(jobs) &&
                CountPlaced(last) == static_cast<int>(jobs) && (!also || also(last));
       },
-      timeout);
+      timeout, kSnapshotPoll);
   EXPECT_TRUE(converged) << CountRunning(last) << " of " << jobs << " jobs Running, "
                          << CountPlaced(last) << " placed";
   return last;

@@ -65,9 +65,8 @@ absl::Status CreateNamespace(kube::Client& client);
 // restarting).
 absl::Status CreateJobs(kube::Client& client, const std::vector<nlohmann::json>& jobs);
 
-// Polls `done` every 50 ms until it is true or `timeout` passes; returns its last value. The
-// timeout is a safety net, never a measured bound.
-bool WaitFor(const std::function<bool()>& done, std::chrono::nanoseconds timeout);
+// How often waits poll the API server (each poll lists every job and pod).
+inline constexpr std::chrono::milliseconds kSnapshotPoll{50};
 
 // The jobs and pods of kNamespace as the API server has them now.
 struct Snapshot {

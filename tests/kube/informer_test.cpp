@@ -7,15 +7,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <iostream>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/eventually.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
 
@@ -31,6 +30,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::wavepool::testing::Eventually;
 using ::wavepool::testing::IsOk;
 using ::wavepool::testing::StatusIs;
 
@@ -159,17 +159,6 @@ TEST(Store, CustomIndexerCoversObjectsAlreadyStored) {
 using ::wavepool::testing::apiserver::TestApiServer;
 
 using ::wavepool::kube::testing::PartitionableTransport;
-
-// Waits (in real time, polling) for what the informer's threads will eventually do; the limit
-// only keeps a broken informer from hanging the test.
-bool Eventually(const std::function<bool()>& condition) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 // What the handlers saw, in order: "add ns/name", "update ns/name 4->5", "delete ns/name".
 class Recorder {
