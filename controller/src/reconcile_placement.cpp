@@ -73,17 +73,19 @@ bool ReservationStands(const ReconcileContext& ctx, const std::string& key, cons
          KnownBefore(r, job->metadata.resource_version);
 }
 
-// Drops the nominations that no longer stand; the rest count as taken (reconcile_context.h).
-// REQUIRES: ctx.ledger.mu held.
-void AddNominations(const ReconcileContext& ctx, std::set<std::string>& seen,
-                    std::vector<GpuAssignment>& intents) {
-  for (auto it = ctx.ledger.nominated.begin(); it != ctx.ledger.nominated.end();) {
+// Adds the pods of the other jobs' ledger entries (reservations, nominations) that still stand
+// to `intents`, and drops the entries that no longer do (reconcile_context.h). REQUIRES:
+// ctx.ledger.mu held.
+template <typename Entry, typename Stands>
+void AddStanding(const ReconcileContext& ctx, std::map<std::string, Entry>& entries, Stands stands,
+                 std::set<std::string>& seen, std::vector<GpuAssignment>& intents) {
+  for (auto it = entries.begin(); it != entries.end();) {
     if (it->first == ctx.key) {
       ++it;
       continue;
     }
-    if (!NominationStands(ctx, it->first, it->second)) {
-      it = ctx.ledger.nominated.erase(it);
+    if (!stands(ctx, it->first, it->second)) {
+      it = entries.erase(it);
       continue;
     }
     for (const GpuAssignment& a : it->second.pods) {
@@ -100,22 +102,9 @@ void AddNominations(const ReconcileContext& ctx, std::set<std::string>& seen,
 std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<std::string>& held) {
   std::vector<GpuAssignment> intents;
   std::set<std::string> seen = held;
-  for (auto it = ctx.ledger.reserved.begin(); it != ctx.ledger.reserved.end();) {
-    if (it->first == ctx.key) {
-      ++it;
-      continue;
-    }
-    // Once the cache shows the write's outcome, the loop over the jobs below counts it.
-    if (!ReservationStands(ctx, it->first, it->second)) {
-      it = ctx.ledger.reserved.erase(it);
-      continue;
-    }
-    for (const GpuAssignment& a : it->second.pods) {
-      if (seen.insert(a.pod).second) intents.push_back(a);
-    }
-    ++it;
-  }
-  AddNominations(ctx, seen, intents);
+  // A reservation whose write's outcome the cache shows is counted by the loop over the jobs.
+  AddStanding(ctx, ctx.ledger.reserved, ReservationStands, seen, intents);
+  AddStanding(ctx, ctx.ledger.nominated, NominationStands, seen, intents);
   for (const api::TrainingJob& job : ctx.reader.ListJobs()) {
     // Only a gang being created (phase Placed) holds GPUs without pods; a Running gang's
     // missing pod was lost, a Preempted one's is gone, and both are placed afresh.
