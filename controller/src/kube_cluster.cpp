@@ -122,6 +122,24 @@ std::vector<std::string> JobPodIndex(const nlohmann::json& pod) {
                        job->get<std::string>())};
 }
 
+// Keeps `cache` in step with its informer; an object that does not decode is logged and left out.
+template <typename T, typename Log>
+kube::ResourceEventHandlers DecodedCacheHandlers(internal::DecodedCache<T>& cache,
+                                                 std::string_view kind, Log log) {
+  kube::ResourceEventHandlers handlers;
+  handlers.on_add = [&cache, kind = std::string(kind), log](const nlohmann::json& object) {
+    if (absl::Status st = cache.Upsert(object); !st.ok()) {
+      log(absl::StrCat(kind, " ", kube::ObjectKey(object), " ignored: ", st.message()));
+    }
+  };
+  handlers.on_update = [add = handlers.on_add](const nlohmann::json&,
+                                               const nlohmann::json& object) { add(object); };
+  handlers.on_delete = [&cache](const nlohmann::json& object) {
+    cache.Remove(kube::ObjectKey(object));
+  };
+  return handlers;
+}
+
 std::string Key(std::string_view ns, std::string_view name) {
   return absl::StrCat(std::string(ns), "/", std::string(name));
 }
@@ -199,30 +217,13 @@ absl::StatusOr<std::unique_ptr<KubeCluster>> KubeCluster::Create(kube::Client& c
   };
   pod_handlers.on_delete = [s](const nlohmann::json& pod) { s->ledger.ObserveDeleted(pod); };
   if (status.ok()) status = s->pods.AddEventHandler(pod_handlers);
-  kube::ResourceEventHandlers job_handlers;
-  job_handlers.on_add = [s](const nlohmann::json& job) {
-    if (absl::Status st = s->job_cache.Upsert(job); !st.ok()) {
-      s->Log(absl::StrCat("TrainingJob ", kube::ObjectKey(job), " ignored: ", st.message()));
-    }
-  };
-  job_handlers.on_update = [add = job_handlers.on_add](const nlohmann::json&,
-                                                       const nlohmann::json& job) { add(job); };
-  job_handlers.on_delete = [s](const nlohmann::json& job) {
-    s->job_cache.Remove(kube::ObjectKey(job));
-  };
-  if (status.ok()) status = s->jobs.AddEventHandler(job_handlers);
-  kube::ResourceEventHandlers node_handlers;
-  node_handlers.on_add = [s](const nlohmann::json& node) {
-    if (absl::Status st = s->gpu_node_cache.Upsert(node); !st.ok()) {
-      s->Log(absl::StrCat("GPUNode ", kube::ObjectKey(node), " ignored: ", st.message()));
-    }
-  };
-  node_handlers.on_update = [add = node_handlers.on_add](const nlohmann::json&,
-                                                         const nlohmann::json& node) { add(node); };
-  node_handlers.on_delete = [s](const nlohmann::json& node) {
-    s->gpu_node_cache.Remove(kube::ObjectKey(node));
-  };
-  if (status.ok()) status = s->gpu_nodes.AddEventHandler(node_handlers);
+  const auto log = [s](std::string_view message) { s->Log(message); };
+  if (status.ok()) {
+    status = s->jobs.AddEventHandler(DecodedCacheHandlers(s->job_cache, "TrainingJob", log));
+  }
+  if (status.ok()) {
+    status = s->gpu_nodes.AddEventHandler(DecodedCacheHandlers(s->gpu_node_cache, "GPUNode", log));
+  }
   if (!status.ok()) return status;
   return std::unique_ptr<KubeCluster>(new KubeCluster(std::move(state)));
 }
