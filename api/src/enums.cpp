@@ -53,6 +53,10 @@ constexpr NameTable<CollectiveAlgorithm, 2> kCollectiveAlgorithmNames{{
     {CollectiveAlgorithm::kRing, "ring"},
     {CollectiveAlgorithm::kTree, "tree"},
 }};
+constexpr NameTable<WavePlacement, 2> kWavePlacementNames{{
+    {WavePlacement::kStationary, "Stationary"},
+    {WavePlacement::kRoundRobin, "RoundRobin"},
+}};
 
 // Maps each enum type to its table.
 constexpr const auto& Table(Role) { return kRoleNames; }
@@ -63,6 +67,7 @@ constexpr const auto& Table(Toggle) { return kToggleNames; }
 constexpr const auto& Table(JobPhase) { return kJobPhaseNames; }
 constexpr const auto& Table(ConditionStatus) { return kConditionStatusNames; }
 constexpr const auto& Table(CollectiveAlgorithm) { return kCollectiveAlgorithmNames; }
+constexpr const auto& Table(WavePlacement) { return kWavePlacementNames; }
 
 template <typename E>
 std::string_view NameOf(E value) {
@@ -82,6 +87,7 @@ std::string_view ToString(Toggle value) { return NameOf(value); }
 std::string_view ToString(JobPhase value) { return NameOf(value); }
 std::string_view ToString(ConditionStatus value) { return NameOf(value); }
 std::string_view ToString(CollectiveAlgorithm value) { return NameOf(value); }
+std::string_view ToString(WavePlacement value) { return NameOf(value); }
 
 template <typename E>
 std::optional<E> ParseEnum(std::string_view name) {
@@ -112,6 +118,7 @@ WAVEPOOL_INSTANTIATE_ENUM(Toggle)
 WAVEPOOL_INSTANTIATE_ENUM(JobPhase)
 WAVEPOOL_INSTANTIATE_ENUM(ConditionStatus)
 WAVEPOOL_INSTANTIATE_ENUM(CollectiveAlgorithm)
+WAVEPOOL_INSTANTIATE_ENUM(WavePlacement)
 #undef WAVEPOOL_INSTANTIATE_ENUM
 
 }  // namespace wavepool::api

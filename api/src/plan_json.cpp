@@ -60,6 +60,17 @@ absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path, Pla
   return reader.Finish();
 }
 
+absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path, PlanTraining* out) {
+  ObjectReader reader(value, path);
+  reader.Read("optimizer", &out->optimizer);
+  reader.Read("learningRate", &out->learning_rate);
+  reader.Read("steps", &out->steps);
+  reader.Read("seed", &out->seed);
+  reader.Read("checkpointIntervalSteps", &out->checkpoint_interval_steps);
+  reader.Read("checkpointIntervalSeconds", &out->checkpoint_interval_seconds);
+  return reader.Finish();
+}
+
 absl::StatusOr<Plan> Plan::FromJson(const nlohmann::json& json) {
   Plan plan;
   ObjectReader reader(json, FieldPath());
@@ -78,11 +89,14 @@ absl::StatusOr<Plan> Plan::FromJson(const nlohmann::json& json) {
   reader.Read("gpuCounts", &plan.gpu_counts);
   reader.Read("waves", &plan.waves);
   reader.Read("waveOffsetFraction", &plan.wave_offset_fraction);
+  reader.Read("wavePlacement", &plan.wave_placement);
   reader.Read("stages", &plan.stages);
   reader.Read("transfers", &plan.transfers);
   reader.Read("syncGroups", &plan.sync_groups);
   reader.Read("dataMovement", &plan.data_movement);
   reader.Read("predictions", &plan.predictions);
+  reader.Read("training", &plan.training);
+  reader.Read("layerTable", &plan.layer_table);
   absl::Status status = reader.Finish();
   if (!status.ok()) return status;
   return plan;
@@ -136,6 +150,7 @@ nlohmann::json ToJson(const Plan& plan) {
       .Put("gpuCounts", plan.gpu_counts)
       .Put("waves", plan.waves)
       .Put("waveOffsetFraction", plan.wave_offset_fraction)
+      .Put("wavePlacement", plan.wave_placement)
       .Put("stages", plan.stages)
       .Put("transfers", plan.transfers)
       .Put("syncGroups", plan.sync_groups)
@@ -155,6 +170,16 @@ nlohmann::json ToJson(const Plan& plan) {
                .Put("backgroundIdleGpuSeconds", predictions.background_idle_gpu_seconds)
                .Put("samplesPerSecond", predictions.samples_per_second)
                .Take())
+      .Put("training",
+           ObjectWriter()
+               .Put("optimizer", plan.training.optimizer)
+               .Put("learningRate", plan.training.learning_rate)
+               .Put("steps", plan.training.steps)
+               .Put("seed", plan.training.seed)
+               .Put("checkpointIntervalSteps", plan.training.checkpoint_interval_steps)
+               .Put("checkpointIntervalSeconds", plan.training.checkpoint_interval_seconds)
+               .Take())
+      .Put("layerTable", plan.layer_table)
       .Take();
 }
 

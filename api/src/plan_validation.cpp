@@ -1,4 +1,5 @@
 // Plan rules (docs/api.md lists them with their messages).
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -184,6 +185,20 @@ absl::Status ValidateWaves(const Plan& plan) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateTraining(const PlanTraining& training) {
+  const FieldPath path("training");
+  if (!(training.learning_rate > 0.0 && std::isfinite(training.learning_rate))) {
+    return path.Child("learningRate")
+        .Invalid("must be a finite number > 0, got " + FormatDouble(training.learning_rate));
+  }
+  WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(path.Child("steps"), training.steps, 0));
+  WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(path.Child("seed"), training.seed, 0));
+  WAVEPOOL_RETURN_IF_ERROR(
+      CheckAtLeast(path.Child("checkpointIntervalSteps"), training.checkpoint_interval_steps, 0));
+  return CheckAtLeast(path.Child("checkpointIntervalSeconds"), training.checkpoint_interval_seconds,
+                      0.0);
+}
+
 absl::Status ValidatePlan(const Plan& plan) {
   WAVEPOOL_RETURN_IF_ERROR(ValidateJobName(plan.job));
   if (plan.strategy == Strategy::kAuto) {
@@ -200,6 +215,7 @@ absl::Status ValidatePlan(const Plan& plan) {
   WAVEPOOL_RETURN_IF_ERROR(ValidateStages(plan));
   WAVEPOOL_RETURN_IF_ERROR(ValidateTransfers(plan));
   WAVEPOOL_RETURN_IF_ERROR(ValidateSyncGroups(plan));
+  WAVEPOOL_RETURN_IF_ERROR(ValidateTraining(plan.training));
   return ValidatePredictions(plan.predictions);
 }
 

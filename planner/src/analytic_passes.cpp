@@ -205,6 +205,7 @@ bool UsesMatrixUnits(LayerKind kind) {
     case LayerKind::kResNetBottleneck:
     case LayerKind::kTransformerAttention:
     case LayerKind::kTransformerFeedForward:
+    case LayerKind::kTransformerPooler:
       return true;
     default:
       return false;
@@ -231,6 +232,15 @@ LayerPasses PassesOf(const Layer& layer, std::int64_t batch, Precision precision
     case LayerKind::kResNetBottleneck:
       BottleneckPasses(layer, p);
       break;
+    case LayerKind::kTransformerPooler: {  // the first token's row: one GEMM row and tanh
+      const double d = static_cast<double>(layer.out_channels);
+      p.Linear(d, d, static_cast<double>(layer.params), 2 * d * d, true);
+      p.Forward(PassBuilder::Stream(2 * kBoundaryBytes * b * d));
+      p.Backward(PassBuilder::Stream(3 * kBoundaryBytes * b * d));
+      // The input gradient is the whole {T,D} input, zero but for the first token's row.
+      p.Backward(PassBuilder::Stream(kBoundaryBytes * b * in));
+      break;
+    }
     case LayerKind::kReLU:
     case LayerKind::kGELU:
       p.Forward(PassBuilder::Stream(2 * kBoundaryBytes * b * in));

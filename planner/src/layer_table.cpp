@@ -262,7 +262,7 @@ absl::StatusOr<LayerId> TableParser::AddOpaque(const Row& row, const std::vector
   // As ModelBuilder costs known layers: the weight gradient doubles the backward pass.
   const double backward_flops = backward->value_or(count > 0 ? 2 * forward_flops : forward_flops);
   return builder_->Opaque(std::string(row.Get("name")), ins, output, count, forward_flops,
-                          backward_flops);
+                          backward_flops, std::string(row.Get("type")));
 }
 
 absl::StatusOr<LayerId> TableParser::AddKnown(const Row& row, LayerKind kind,
@@ -354,6 +354,8 @@ absl::StatusOr<LayerId> TableParser::AddKnown(const Row& row, LayerKind kind,
       if (!intermediate.ok()) return intermediate.status();
       return builder_->TransformerFeedForward(name, in, *intermediate);
     }
+    case LayerKind::kTransformerPooler:
+      return builder_->TransformerPooler(name, in);
     case LayerKind::kConcat:
     case LayerKind::kAdd:
     case LayerKind::kOpaque:

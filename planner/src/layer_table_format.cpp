@@ -86,7 +86,8 @@ std::string RowText(const ModelGraph& model, const Layer& layer) {
   // The order of internal::kLayerTableColumns.
   const std::vector<std::string> fields = {
       layer.name,
-      std::string(LayerKindName(layer.kind)),
+      opaque && !layer.opaque_type.empty() ? layer.opaque_type
+                                           : std::string(LayerKindName(layer.kind)),
       absl::StrJoin(inputs, ";"),
       ShapeText(layer.input),
       WeightShapeText(layer),

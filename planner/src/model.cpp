@@ -15,7 +15,7 @@
 namespace wavepool::planner {
 namespace {
 
-constexpr std::array<std::pair<LayerKind, std::string_view>, 19> kKindNames = {{
+constexpr std::array<std::pair<LayerKind, std::string_view>, 20> kKindNames = {{
     {LayerKind::kConv2d, "conv2d"},
     {LayerKind::kLinear, "linear"},
     {LayerKind::kReLU, "relu"},
@@ -33,6 +33,7 @@ constexpr std::array<std::pair<LayerKind, std::string_view>, 19> kKindNames = {{
     {LayerKind::kEmbedding, "embedding"},
     {LayerKind::kTransformerAttention, "transformer_attention"},
     {LayerKind::kTransformerFeedForward, "transformer_feedforward"},
+    {LayerKind::kTransformerPooler, "transformer_pooler"},
     {LayerKind::kSoftmaxCrossEntropy, "softmax_cross_entropy"},
     {LayerKind::kOpaque, "opaque"},
 }};
@@ -216,11 +217,12 @@ bool LayerAttrs::operator==(const LayerAttrs& other) const {
 }
 
 bool Layer::operator==(const Layer& other) const {
-  return id == other.id && name == other.name && kind == other.kind && inputs == other.inputs &&
-         input == other.input && output == other.output && window == other.window &&
-         attrs == other.attrs && in_channels == other.in_channels &&
-         out_channels == other.out_channels && params == other.params &&
-         forward_flops == other.forward_flops && backward_flops == other.backward_flops &&
+  return id == other.id && name == other.name && kind == other.kind &&
+         opaque_type == other.opaque_type && inputs == other.inputs && input == other.input &&
+         output == other.output && window == other.window && attrs == other.attrs &&
+         in_channels == other.in_channels && out_channels == other.out_channels &&
+         params == other.params && forward_flops == other.forward_flops &&
+         backward_flops == other.backward_flops &&
          reuses_input_memory == other.reuses_input_memory &&
          internal_activation_items == other.internal_activation_items &&
          measured_time_per_sample == other.measured_time_per_sample;

@@ -141,6 +141,22 @@ LayerId ModelBuilder::TransformerFeedForward(const std::string& name, LayerId in
   return Append(std::move(layer));
 }
 
+// Hugging Face BertPooler: tanh(dense(h[:, 0])). Only the first token is read; the rest of the
+// input gets a zero gradient.
+LayerId ModelBuilder::TransformerPooler(const std::string& name, LayerId in) {
+  Layer layer;
+  if (!Start(name, LayerKind::kTransformerPooler, {in}, layer)) return kInput;
+  if (layer.input.dims.size() != 2) {
+    return Fail(layer, absl::StrCat("needs a {T,D} input, got ", layer.input.ToString()));
+  }
+  const std::int64_t d = layer.input.dims[1];
+  layer.output.dims = {d};
+  layer.params = d * d + d;
+  layer.forward_flops = 2 * D(d * d) + D(d)  // dense
+                        + D(d);              // tanh
+  return Append(std::move(layer));
+}
+
 LayerId ModelBuilder::SoftmaxCrossEntropy(const std::string& name, LayerId in) {
   Layer layer;
   if (!Start(name, LayerKind::kSoftmaxCrossEntropy, {in}, layer)) return kInput;
@@ -154,9 +170,10 @@ LayerId ModelBuilder::SoftmaxCrossEntropy(const std::string& name, LayerId in) {
 
 LayerId ModelBuilder::Opaque(const std::string& name, const std::vector<LayerId>& ins,
                              TensorShape output, std::int64_t params, double forward_flops,
-                             double backward_flops) {
+                             double backward_flops, std::string type) {
   Layer layer;
   if (!Start(name, LayerKind::kOpaque, ins, layer)) return kInput;
+  layer.opaque_type = std::move(type);
   bool positive = !output.dims.empty();
   for (std::int64_t d : output.dims) positive = positive && d > 0;
   if (!positive) {

@@ -136,8 +136,7 @@ void AddTransfersAndDependencies(const PlanContext& context, const BurstProblem&
 
 // One all-reduce group per multi-GPU stage holding parameters. The plan's times assume each
 // layer reduces its own gradients (deeppool-burst-parallel §4.1), so the group's time is the sum.
-void AddSyncGroups(const PlanContext& context, const std::vector<int>& stage_of,
-                   api::Plan* plan) {
+void AddSyncGroups(const PlanContext& context, const std::vector<int>& stage_of, api::Plan* plan) {
   std::vector<Bytes> bytes(plan->stages.size(), 0);
   std::vector<double> seconds(plan->stages.size(), 0);
   for (const Layer& layer : context.model.layers()) {
@@ -153,11 +152,10 @@ void AddSyncGroups(const PlanContext& context, const std::vector<int>& stage_of,
     group.stage = static_cast<std::int64_t>(s);
     group.ranks = stage.ranks;
     group.bytes = bytes[s];
-    group.algorithm =
-        context.comm.ChooseAllReduce(bytes[s], static_cast<int>(stage.gpus)) ==
-                AllReduceAlgorithm::kTree
-            ? api::CollectiveAlgorithm::kTree
-            : api::CollectiveAlgorithm::kRing;
+    group.algorithm = context.comm.ChooseAllReduce(bytes[s], static_cast<int>(stage.gpus)) ==
+                              AllReduceAlgorithm::kTree
+                          ? api::CollectiveAlgorithm::kTree
+                          : api::CollectiveAlgorithm::kRing;
     group.predicted_seconds = seconds[s];
     plan->sync_groups.push_back(group);
   }
@@ -195,11 +193,42 @@ double CriticalCompute(const PlanContext& context, const BurstProblem& problem,
   return compute;
 }
 
+// Round-robin waves (wavelet-tick-tock §3.3.2-3): wave w runs stage s on GPU (s + w) mod N, so
+// stage s has a replica on each of those GPUs, and the waves' gradients of a partition, which all
+// finish in the same backward cycle, are all-reduced among them before each replica's update.
+// Returns the predicted seconds of all the groups.
+double AddRoundRobinSyncGroups(const PlanContext& context, const std::vector<int>& stage_of,
+                               api::Plan* plan) {
+  const std::int64_t n = plan->gpus;
+  std::vector<Bytes> bytes(plan->stages.size(), 0);
+  for (const Layer& layer : context.model.layers()) bytes[stage_of[layer.id]] += layer.ParamBytes();
+  double seconds = 0;
+  for (std::size_t s = 0; s < plan->stages.size(); ++s) {
+    if (bytes[s] == 0) continue;
+    api::SyncGroup group;
+    group.stage = static_cast<std::int64_t>(s);
+    for (std::int64_t w = 0; w < plan->waves; ++w) {
+      group.ranks.push_back((static_cast<std::int64_t>(s) + w) % n);
+    }
+    std::sort(group.ranks.begin(), group.ranks.end());
+    const int gpus = static_cast<int>(group.ranks.size());
+    group.bytes = bytes[s];
+    group.algorithm = context.comm.ChooseAllReduce(bytes[s], gpus) == AllReduceAlgorithm::kTree
+                          ? api::CollectiveAlgorithm::kTree
+                          : api::CollectiveAlgorithm::kRing;
+    group.predicted_seconds = context.comm.AllReduce(bytes[s], gpus).count();
+    seconds += group.predicted_seconds;
+    plan->sync_groups.push_back(std::move(group));
+  }
+  return seconds;
+}
+
 }  // namespace
 
 api::Plan AssembleModelParallelPlan(const PlanContext& context, const PlanRequest& request,
                                     const std::vector<LayerId>& stage_starts,
-                                    const ModelParallelWavesAnalysis& analysis) {
+                                    const ModelParallelWavesAnalysis& analysis,
+                                    WavePlacement placement) {
   api::Plan plan;
   const int n = static_cast<int>(stage_starts.size());
   std::vector<int> stage_of(static_cast<size_t>(context.model.size()), 0);
@@ -243,6 +272,12 @@ api::Plan AssembleModelParallelPlan(const PlanContext& context, const PlanReques
   plan.gpus = n;
   plan.waves = 1 + analysis.tock_waves;
   plan.wave_offset_fraction = 1.0 / static_cast<double>(plan.waves);
+  plan.wave_placement = placement == WavePlacement::kRoundRobin ? api::WavePlacement::kRoundRobin
+                                                                : api::WavePlacement::kStationary;
+  if (placement == WavePlacement::kRoundRobin && plan.waves > 1) {
+    // One all-reduce per stage and round of waves.
+    communication += AddRoundRobinSyncGroups(context, stage_of, &plan);
+  }
   api::PlanPredictions& p = plan.predictions;
   const double per_batch = analysis.wave_iteration.count() / static_cast<double>(plan.waves);
   p.iteration_seconds = per_batch + communication / static_cast<double>(plan.waves);

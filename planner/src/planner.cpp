@@ -49,10 +49,10 @@ absl::Status ValidateRequest(const PlanRequest& r) {
         absl::StrCat("global batch: must be >= 1, got ", r.global_batch));
   }
   if (r.global_batch < r.gpus) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "global batch ", r.global_batch, " is smaller than the ", r.gpus,
-        " GPUs: every GPU needs at least one sample (use at most ", r.global_batch,
-        " GPUs or a global batch of at least ", r.gpus, ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("global batch ", r.global_batch, " is smaller than the ", r.gpus,
+                     " GPUs: every GPU needs at least one sample (use at most ", r.global_batch,
+                     " GPUs or a global batch of at least ", r.gpus, ")"));
   }
   if (!(r.amplification_limit >= 1.0) || !std::isfinite(r.amplification_limit)) {
     return absl::InvalidArgumentError(
@@ -70,7 +70,9 @@ absl::Status ValidateRequest(const PlanRequest& r) {
 }
 
 std::string Millis(double seconds) { return absl::StrFormat("%.2f ms", seconds * 1e3); }
-std::string GiB(Bytes bytes) { return absl::StrFormat("%.1f GiB", static_cast<double>(bytes) / kGiB); }
+std::string GiB(Bytes bytes) {
+  return absl::StrFormat("%.1f GiB", static_cast<double>(bytes) / kGiB);
+}
 
 bool IsUniform(const BurstAssignment& a) {
   for (size_t l = 0; l < a.count.size(); ++l) {
@@ -121,10 +123,10 @@ absl::Status DecideDataMovement(const PlanContext& c, const PlanRequest& r, Plan
   plan.data_movement.preload = best->option.preload;
   plan.data_movement.weight_compression = best->option.compress_weights;
   report->decisions.push_back(absl::StrCat(
-      "data movement: ", DataMovementOptionName(best->option), " (", Millis(best->iteration.count()),
-      " per iteration on the ", node_gpus, " GPUs of a node; fastest of all: ",
-      DataMovementOptionName(movement->Recommended().option), ", ",
-      Millis(movement->Recommended().iteration.count()), ")"));
+      "data movement: ", DataMovementOptionName(best->option), " (",
+      Millis(best->iteration.count()), " per iteration on the ", node_gpus,
+      " GPUs of a node; fastest of all: ", DataMovementOptionName(movement->Recommended().option),
+      ", ", Millis(movement->Recommended().iteration.count()), ")"));
   report->data_movement = *std::move(movement);
   return absl::OkStatus();
 }
@@ -141,15 +143,15 @@ absl::Status DecideTickTock(const PlanContext& c, const PlanRequest& r, bool for
   if (!analysis.ok()) return analysis.status();
   const bool use = forced ? analysis->fits : analysis->verdict == TickTockVerdict::kRecommended;
   if (forced && !analysis->fits) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "tick-tock: two waves of ", request.per_wave_batch, " samples need ",
-        GiB(analysis->offsets.best_peak), " per GPU at the best offset; ", c.device.name,
-        " leaves ", GiB(analysis->usable_memory)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("tick-tock: two waves of ", request.per_wave_batch, " samples need ",
+                     GiB(analysis->offsets.best_peak), " per GPU at the best offset; ",
+                     c.device.name, " leaves ", GiB(analysis->usable_memory)));
   }
-  report->decisions.push_back(absl::StrFormat(
-      "tick-tock: %s (predicted gain %.2fx, two-wave peak %s of %s usable)",
-      TickTockVerdictName(analysis->verdict), analysis->predicted_gain,
-      GiB(analysis->offsets.best_peak), GiB(analysis->usable_memory)));
+  report->decisions.push_back(
+      absl::StrFormat("tick-tock: %s (predicted gain %.2fx, two-wave peak %s of %s usable)",
+                      TickTockVerdictName(analysis->verdict), analysis->predicted_gain,
+                      GiB(analysis->offsets.best_peak), GiB(analysis->usable_memory)));
   if (use) {
     plan.strategy = api::Strategy::kTickTock;
     plan.waves = 2;
@@ -182,10 +184,21 @@ std::vector<LayerId> KeepInPlaceLayersWithProducers(const ModelGraph& model,
   return kept;
 }
 
-// Model parallelism with tock waves (wavelet-tick-tock §3.3): one stage per GPU.
+// Whether the round-robin placement (wavelet-tick-tock §3.3.2) is the better one: it places
+// tock waves at all (with one wave both placements are the same plan) and is predicted at least
+// as fast as keeping every stage on its GPU. Both analyses price the same stages at the same
+// batch, so their speedups compare directly.
+bool PreferRoundRobin(const ModelParallelWavesAnalysis& round_robin,
+                      const ModelParallelWavesAnalysis& stationary) {
+  return round_robin.tick_fits && round_robin.tock_waves >= 1 &&
+         round_robin.predicted_speedup >= stationary.predicted_speedup;
+}
+
+// Model parallelism with tock waves (wavelet-tick-tock §3.3): one stage per GPU, the waves placed
+// round-robin (§3.3.2) or stationary, whichever PreferRoundRobin says.
 absl::Status PlanModelParallel(const PlanContext& c, const PlanRequest& r, PlanReport* report) {
-  absl::StatusOr<std::vector<LayerId>> starts = BalancedStageStarts(
-      c.model, c.compute, r.global_batch, std::min(r.gpus, c.model.size()));
+  absl::StatusOr<std::vector<LayerId>> starts =
+      BalancedStageStarts(c.model, c.compute, r.global_batch, std::min(r.gpus, c.model.size()));
   if (!starts.ok()) return starts.status();
   *starts = KeepInPlaceLayersWithProducers(c.model, *starts);
   const int stages = static_cast<int>(starts->size());
@@ -196,22 +209,38 @@ absl::Status PlanModelParallel(const PlanContext& c, const PlanRequest& r, PlanR
   request.device_memory = c.device.memory_bytes;
   request.memory.optimizer_moments = r.optimizer_moments;
   request.placement = WavePlacement::kStationary;
-  absl::StatusOr<ModelParallelWavesAnalysis> analysis =
+  absl::StatusOr<ModelParallelWavesAnalysis> stationary =
       AnalyzeModelParallelWaves(c.model, c.compute, request);
-  if (!analysis.ok()) return analysis.status();
-  if (!analysis->tick_fits) {
+  if (!stationary.ok()) return stationary.status();
+  // The tick alone holds stage s on GPU s in both placements: one check covers both.
+  if (!stationary->tick_fits) {
     return absl::FailedPreconditionError(absl::StrCat(
         "model ", c.model.name(), " split into ", stages, " stages of ", r.global_batch,
         " samples does not fit the ", GiB(c.device.memory_bytes), " of ", c.device.name));
   }
+  request.placement = WavePlacement::kRoundRobin;
+  absl::StatusOr<ModelParallelWavesAnalysis> round_robin =
+      AnalyzeModelParallelWaves(c.model, c.compute, request);
+  if (!round_robin.ok()) return round_robin.status();
+  const bool use_round_robin = PreferRoundRobin(*round_robin, *stationary);
+  const WavePlacement placement =
+      use_round_robin ? WavePlacement::kRoundRobin : WavePlacement::kStationary;
+  ModelParallelWavesAnalysis& chosen = use_round_robin ? *round_robin : *stationary;
   const api::Strategy strategy = report->plan.strategy;
-  report->plan = AssembleModelParallelPlan(c, r, *starts, *analysis);
+  report->plan = AssembleModelParallelPlan(c, r, *starts, chosen, placement);
   report->plan.strategy = strategy;
   report->decisions.push_back(absl::StrFormat(
       "model-parallel waves: %d stages, %d tock waves fit (predicted %.2fx over plain model "
       "parallelism)",
-      stages, analysis->tock_waves, analysis->predicted_speedup));
-  report->model_parallel = *std::move(analysis);
+      stages, chosen.tock_waves, chosen.predicted_speedup));
+  report->decisions.push_back(absl::StrFormat(
+      "wave placement: %s (round-robin: %d tock waves, %.2fx; stationary: %d tock waves, %.2fx%s)",
+      WavePlacementName(placement), round_robin->tock_waves, round_robin->predicted_speedup,
+      stationary->tock_waves, stationary->predicted_speedup,
+      use_round_robin               ? ""
+      : round_robin->tock_waves < 1 ? "; round-robin places no tock wave"
+                                    : "; round-robin predicted slower"));
+  report->model_parallel = std::move(chosen);
   return absl::OkStatus();
 }
 
@@ -259,8 +288,8 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
   }
   // Data parallelism asked for by name runs on every GPU; chosen by Auto it is the search's
   // uniform optimum, which the amplification limit may keep on fewer GPUs.
-  const bool on_every_gpu = r.strategy == api::Strategy::kDataParallel ||
-                            r.strategy == api::Strategy::kTickTock;
+  const bool on_every_gpu =
+      r.strategy == api::Strategy::kDataParallel || r.strategy == api::Strategy::kTickTock;
   const BurstAssignment& chosen = on_every_gpu ? data_parallel : search->assignment;
   const BurstEvaluation& chosen_eval = on_every_gpu ? *dp : *burst;
   report.plan = AssembleBurstPlan(c, r, *problem, chosen, chosen_eval);
@@ -278,10 +307,9 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
   report.decisions.push_back(
       r.strategy != api::Strategy::kAuto
           ? absl::StrCat("strategy ", std::string(api::ToString(r.strategy)), " was asked for")
-          : uniform ? absl::StrCat("every layer runs best on the same ",
-                                   burst->layers.front().gpus,
-                                   " GPUs under the limit: data-parallel")
-                    : std::string("layers scale unevenly: burst-parallel"));
+      : uniform ? absl::StrCat("every layer runs best on the same ", burst->layers.front().gpus,
+                               " GPUs under the limit: data-parallel")
+                : std::string("layers scale unevenly: burst-parallel"));
 
   // A model too large for data or burst parallelism falls back to model-parallel waves. Every
   // memory check keeps the same reserve for the framework and CUDA context (ticktock.h).
@@ -298,8 +326,8 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
     if (absl::Status s = PlanModelParallel(c, r, &report); !s.ok()) return s;
   }
   const bool data_parallel_plan = plan.strategy == api::Strategy::kDataParallel;
-  if (data_parallel_plan && (strategy == api::Strategy::kTickTock ||
-                             r.tick_tock != api::Toggle::kOff)) {
+  if (data_parallel_plan &&
+      (strategy == api::Strategy::kTickTock || r.tick_tock != api::Toggle::kOff)) {
     const bool forced = strategy == api::Strategy::kTickTock || r.tick_tock == api::Toggle::kOn;
     if (absl::Status s = DecideTickTock(c, r, forced, &report); !s.ok()) return s;
   } else if (r.tick_tock == api::Toggle::kOn) {

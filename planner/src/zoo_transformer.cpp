@@ -32,13 +32,7 @@ absl::StatusOr<ModelGraph> BuildBertBase() {
     x = builder.TransformerAttention(prefix + ".attention", x, kHeads);
     x = builder.TransformerFeedForward(prefix + ".ffn", x, kIntermediate);
   }
-  // BertPooler: tanh(dense(hidden of the first token)). An opaque layer, since no layer kind
-  // selects a token: {T,D} -> {D}, params D*D + D, forward 2*D*D (matmul) + D (bias) + D (tanh),
-  // backward twice that (input and weight gradients); its input is the whole last hidden state.
-  const double pooler_forward =
-      2.0 * static_cast<double>(kHidden * kHidden) + 2.0 * static_cast<double>(kHidden);
-  x = builder.Opaque("pooler", {x}, TensorShape{{kHidden}}, kHidden * kHidden + kHidden,
-                     pooler_forward, 2 * pooler_forward);
+  x = builder.TransformerPooler("pooler", x);  // BertPooler: tanh(dense(h[:, 0]))
   x = builder.Linear("classifier", x, kClasses);
   builder.SoftmaxCrossEntropy("loss", x);
   return std::move(builder).Build();

@@ -114,7 +114,7 @@ inline nlohmann::json ValidPlanJson() {
     "job": "default/vgg", "model": "vgg16", "device": "a100",
     "strategy": "BurstParallel", "globalBatchSize": 32, "gpus": 8,
     "amplificationLimit": 2.0, "gpuCounts": "PowersOfTwo",
-    "waves": 1, "waveOffsetFraction": 0.0,
+    "waves": 1, "waveOffsetFraction": 0.0, "wavePlacement": "Stationary",
     "stages": [
       {"index": 0, "layers": ["conv1", "relu1"], "gpus": 8, "ranks": [0, 1, 2, 3, 4, 5, 6, 7],
        "perGpuBatch": 4, "dependsOn": [], "concurrentWith": [], "predictedSeconds": 0.01},
@@ -139,7 +139,10 @@ inline nlohmann::json ValidPlanJson() {
     "predictions": {"iterationSeconds": 0.0356, "computeSeconds": 0.035,
                     "communicationSeconds": 0.00065, "gpuSeconds": 0.165,
                     "amplification": 1.65, "memoryPerGpuBytes": 4294967296,
-                    "backgroundIdleGpuSeconds": 0.12, "samplesPerSecond": 898.9}
+                    "backgroundIdleGpuSeconds": 0.12, "samplesPerSecond": 898.9},
+    "training": {"optimizer": "Adam", "learningRate": 0.001, "steps": 100, "seed": 7,
+                 "checkpointIntervalSteps": 50, "checkpointIntervalSeconds": 600.0},
+    "layerTable": ""
   })");
 }
 

@@ -37,12 +37,50 @@ TEST(PlanJson, EveryFieldSurvivesJsonAndYamlRoundTrips) {
   EXPECT_EQ(plan.sync_groups.at(1).algorithm, CollectiveAlgorithm::kTree);
   EXPECT_TRUE(plan.data_movement.preload);
   EXPECT_EQ(plan.predictions.memory_per_gpu_bytes, 4294967296);
+  EXPECT_EQ(plan.training.optimizer, Optimizer::kAdam);
+  EXPECT_EQ(plan.training.steps, 100);
+  EXPECT_EQ(plan.training.checkpoint_interval_seconds, 600.0);
   EXPECT_THAT(Validate(plan), IsOk());
 
   ASSERT_OK_AND_ASSIGN(Plan from_yaml, LoadPlan(ToYaml(plan)));
   EXPECT_EQ(ToJson(from_yaml).dump(), ValidPlanJson().dump());
   ASSERT_OK_AND_ASSIGN(Plan from_json, LoadPlan(ToJson(plan).dump(2)));
   EXPECT_EQ(ToJson(from_json), ValidPlanJson());
+}
+
+TEST(PlanJson, PlansWrittenBeforeTrainingSettingsReadWithDefaults) {
+  nlohmann::json document = ValidPlanJson();
+  for (const char* field : {"training", "layerTable", "wavePlacement"}) document.erase(field);
+  ASSERT_OK_AND_ASSIGN(Plan plan, Plan::FromJson(document));
+  EXPECT_EQ(plan.training.optimizer, Optimizer::kSgd);
+  EXPECT_EQ(plan.training.learning_rate, 0.01);
+  EXPECT_EQ(plan.training.steps, 0);
+  EXPECT_EQ(plan.wave_placement, WavePlacement::kStationary);
+  EXPECT_TRUE(plan.layer_table.empty());
+  EXPECT_THAT(Validate(plan), IsOk());
+}
+
+TEST(PlanValidation, TrainingSettingsNameTheirField) {
+  const std::vector<std::pair<std::function<void(Plan&)>, std::string>> cases = {
+      {[](Plan& p) { p.training.learning_rate = 0; }, "training.learningRate: must be a finite"},
+      {[](Plan& p) { p.training.learning_rate = std::numeric_limits<double>::infinity(); },
+       "training.learningRate"},
+      {[](Plan& p) { p.training.steps = -1; }, "training.steps"},
+      {[](Plan& p) { p.training.seed = -3; }, "training.seed"},
+      {[](Plan& p) { p.training.checkpoint_interval_steps = -1; },
+       "training.checkpointIntervalSteps"},
+      {[](Plan& p) { p.training.checkpoint_interval_seconds = -0.5; },
+       "training.checkpointIntervalSeconds"},
+  };
+  for (const auto& [mutate, message] : cases) {
+    Plan plan = ValidPlan();
+    mutate(plan);
+    EXPECT_THAT(Validate(plan), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(message)));
+  }
+  nlohmann::json document = ValidPlanJson();
+  document["wavePlacement"] = "Diagonal";
+  EXPECT_THAT(Plan::FromJson(document),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("wavePlacement")));
 }
 
 TEST(PlanJson, RequiredFieldsAndStrictness) {

@@ -48,6 +48,7 @@ TEST(LayerTable, ParsesTheDocumentedExample) {
   // without FLOP columns it costs 0 FLOPs and relies on its measured time.
   const Layer& head = model.layer(2);
   EXPECT_EQ(head.kind, LayerKind::kOpaque);
+  EXPECT_EQ(head.opaque_type, "my_head");
   EXPECT_EQ(head.params, 200704000);
   EXPECT_DOUBLE_EQ(head.forward_flops, 0.0);
   EXPECT_DOUBLE_EQ(ToMicros(*head.measured_time_per_sample), 41.5);
@@ -62,8 +63,7 @@ TEST(LayerTable, ReadsQuotedFields) {
   ASSERT_EQ(model.size(), 2);
   EXPECT_FALSE(model.layer(0).attrs.bias);
   EXPECT_EQ(model.layer(1).name, "head");
-  EXPECT_THAT(ParseLayerTable("quoted", std::string(kHeader) +
-                                            "\"a,b\",relu,,4,,4,,,\n"),
+  EXPECT_THAT(ParseLayerTable("quoted", std::string(kHeader) + "\"a,b\",relu,,4,,4,,,\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("a name must be non-empty and hold no ','")));
 }
@@ -125,7 +125,7 @@ TEST(LayerTable, OpaqueLayersAndTimesRoundTrip) {
   ModelBuilder::Conv conv = ModelBuilder::Square(4, 3, 2, 1);
   conv.pad_w = 0;  // asymmetric padding is written as PHxPW
   const LayerId c = builder.Conv2d("conv", ModelBuilder::kInput, conv);
-  const LayerId o = builder.Opaque("odd", {c}, TensorShape{{7}}, 11, 1.0 / 3, 0.1);
+  const LayerId o = builder.Opaque("odd", {c}, TensorShape{{7}}, 11, 1.0 / 3, 0.1, "odd_op");
   const LayerId e = builder.Embedding("emb", o, 50, 8, 0, 6);
   builder.SetMeasuredTime(c, Microseconds(0.1));
   builder.SetMeasuredTime(o, Seconds(1.0 / 3));
@@ -133,7 +133,8 @@ TEST(LayerTable, OpaqueLayersAndTimesRoundTrip) {
   ASSERT_OK_AND_ASSIGN(ModelGraph model, std::move(builder).Build());
   const std::string text = FormatLayerTable(model);
   EXPECT_THAT(text, HasSubstr("stride=2 pad=1x0"));
-  EXPECT_THAT(text, HasSubstr(",0.1\n"));  // the shortest text that reads back exactly
+  EXPECT_THAT(text, HasSubstr(",0.1\n"));            // the shortest text that reads back exactly
+  EXPECT_THAT(text, HasSubstr("odd,odd_op,conv,"));  // an opaque layer keeps its type
   ASSERT_OK_AND_ASSIGN(ModelGraph parsed, ParseLayerTable("timed", text));
   ExpectSameGraph(parsed, model);
 }

@@ -10,6 +10,9 @@
 namespace wavepool::planner {
 namespace {
 
+using ::testing::HasSubstr;
+using ::wavepool::testing::StatusIs;
+
 constexpr LayerId kInput = ModelBuilder::kInput;
 
 absl::StatusOr<Layer> OneLayer(TensorShape input, void (*add)(ModelBuilder&)) {
@@ -139,6 +142,26 @@ TEST(ModelBuilderComposite, BertFeedForwardMatchesHandComputation) {
   // Intermediate before and after GELU 2*128*3072 + pre-LayerNorm sum 98,304 = 884,736.
   EXPECT_EQ(ffn.internal_activation_items, 884736);
   EXPECT_EQ(ffn.attrs.intermediate, 3072);
+}
+
+TEST(ModelBuilderComposite, BertPoolerMatchesHuggingFace) {
+  // BertPooler: tanh(dense(h[:, 0])), {128, 768} -> {768}. params 768*768 + 768 = 590,592;
+  // forward 2*768*768 + 768 (bias) + 768 (tanh) = 1,181,184, backward twice that.
+  ASSERT_OK_AND_ASSIGN(Layer pooler, OneLayer({{128, 768}}, [](ModelBuilder& b) {
+                         b.TransformerPooler("pooler", kInput);
+                       }));
+  EXPECT_EQ(pooler.kind, LayerKind::kTransformerPooler);
+  EXPECT_EQ(pooler.output, (TensorShape{{768}}));
+  EXPECT_EQ(pooler.params, 590592);
+  EXPECT_DOUBLE_EQ(pooler.forward_flops, 1181184.0);
+  EXPECT_DOUBLE_EQ(pooler.backward_flops, 2 * 1181184.0);
+  EXPECT_EQ(pooler.in_channels, 768);
+  EXPECT_EQ(pooler.out_channels, 768);
+  // A pooler reads a sequence of hidden states.
+  ModelBuilder flat("m", TensorShape{{768}});
+  flat.TransformerPooler("pooler", kInput);
+  EXPECT_THAT(std::move(flat).Build(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs a {T,D} input")));
 }
 
 }  // namespace

@@ -160,7 +160,8 @@ TEST(ModelGraph, ChecksConcatChannels) {
 
 TEST(ModelGraph, LayerKindNamesRoundTrip) {
   for (LayerKind kind : {LayerKind::kConv2d, LayerKind::kResNetBottleneck, LayerKind::kOpaque,
-                         LayerKind::kSoftmaxCrossEntropy, LayerKind::kAdaptiveAvgPool2d}) {
+                         LayerKind::kSoftmaxCrossEntropy, LayerKind::kAdaptiveAvgPool2d,
+                         LayerKind::kTransformerPooler}) {
     EXPECT_EQ(ParseLayerKind(LayerKindName(kind)), kind);
   }
   EXPECT_EQ(ParseLayerKind("Conv2D"), LayerKind::kConv2d);

@@ -357,7 +357,9 @@ TEST(PlannerStrategy, ModelParallelWavesPutsOneStageOnEachGpu) {
   ASSERT_TRUE(report.model_parallel.has_value());
   EXPECT_EQ(plan.waves, 1 + report.model_parallel->tock_waves);
   EXPECT_EQ(plan.transfers.size(), 7u);  // a chain cut in 8
-  EXPECT_TRUE(plan.sync_groups.empty());
+  // Stationary waves keep their gradients on the stage's GPU; round-robin replicas all-reduce
+  // them (planner_waves_test.cpp).
+  EXPECT_EQ(plan.sync_groups.empty(), plan.wave_placement == api::WavePlacement::kStationary);
 }
 
 TEST(PlannerStrategy, AutoFallsBackToModelParallelWavesForAModelTooLargeForOneGpu) {
@@ -401,8 +403,9 @@ TEST(PlannerErrors, RejectsBadRequestsWithCodes) {
                        HasSubstr("global batch: must be <= 2147483648")));
   PlanRequest bad_job = Request(8, 32);
   bad_job.job = "no namespace";
-  EXPECT_THAT(MakePlan(setup.Context(), bad_job),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("job: must be namespace/name")));
+  EXPECT_THAT(
+      MakePlan(setup.Context(), bad_job),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("job: must be namespace/name")));
   bad_job.job = "team-a/vgg";
   EXPECT_OK(MakePlan(setup.Context(), bad_job).status());
   EXPECT_THAT(MakePlan(setup.Context(), Request(-2, 4)),

@@ -151,7 +151,7 @@ TEST(Zoo, BertBaseMatchesHuggingFace) {
   // 4,723,968) + pooler 768*768 + 768 = 590,592. The head adds 768*2 + 2 = 1,538.
   EXPECT_EQ(bert.TotalParams(), 109482240 + 1538);
   const Layer& pooler = bert.layer(*bert.Find("pooler"));
-  EXPECT_EQ(pooler.kind, LayerKind::kOpaque);
+  EXPECT_EQ(pooler.kind, LayerKind::kTransformerPooler);
   EXPECT_EQ(pooler.params, 590592);
   EXPECT_EQ(pooler.output, (TensorShape{{768}}));
   // Forward: 12 x (656,474,112 + 1,212,186,624) + embeddings 688,128 + pooler 2*768*768 + 1,536

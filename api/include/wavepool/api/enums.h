@@ -45,6 +45,11 @@ enum class ConditionStatus { kTrue, kFalse, kUnknown };
 // The all-reduce algorithm of a sync group (paradl-oracle §3, ring and tree collectives).
 enum class CollectiveAlgorithm { kRing, kTree };
 
+// Where the waves of a ModelParallelWaves plan run (wavelet-tick-tock §3.3): stage s stays on GPU
+// s and the waves cross the stages as pipeline micro-batches (Stationary), or wave w runs stage s
+// on GPU (s + w) mod N, so that every GPU holds the partitions it runs (RoundRobin, §3.3.2).
+enum class WavePlacement { kStationary, kRoundRobin };
+
 std::string_view ToString(Role value);
 std::string_view ToString(Optimizer value);
 std::string_view ToString(Strategy value);
@@ -53,6 +58,7 @@ std::string_view ToString(Toggle value);
 std::string_view ToString(JobPhase value);
 std::string_view ToString(ConditionStatus value);
 std::string_view ToString(CollectiveAlgorithm value);
+std::string_view ToString(WavePlacement value);
 
 // The enumerator whose wire name is exactly `name`, or nullopt.
 // Defined for every enum declared above.

@@ -71,6 +71,21 @@ struct PlanPredictions {
   double samples_per_second = 0;
 };
 
+// How the workers train, copied from the TrainingJob's spec by the controller (or from the flags
+// of `wavepool plan`), so that a worker needs nothing but its Plan. Absent from older plans: then
+// every field keeps its default.
+struct PlanTraining {
+  Optimizer optimizer = Optimizer::kSgd;  // SGD with momentum 0.9; Adam and AdamW as in PyTorch.
+  double learning_rate = 0.01;
+  // Optimizer steps the job runs; 0 when the plan was made without a step count (the worker then
+  // needs --steps).
+  std::int64_t steps = 0;
+  // Seeds the initial weights, the synthetic data and the order the samples are read in.
+  std::int64_t seed = 0;
+  std::int64_t checkpoint_interval_steps = 0;  // 0: not by steps
+  double checkpoint_interval_seconds = 0;      // 0: not by time
+};
+
 struct Plan {
   std::string job;  // "namespace/name"; empty for a plan made outside a cluster.
   std::string model;
@@ -80,16 +95,25 @@ struct Plan {
   std::int64_t gpus = 1;  // GPUs the plan uses; ranks are in [0, gpus).
   double amplification_limit = 2.0;
   GpuCounts gpu_counts = GpuCounts::kPowersOfTwo;
-  std::int64_t waves = 1;           // 1 or 2 (tick-tock); up to gpus for model-parallel waves.
+  // 1 or 2 (tick-tock); up to gpus for model-parallel waves. In a wave plan every wave trains on
+  // its own global_batch_size samples (wavelet-tick-tock §3).
+  std::int64_t waves = 1;
   double wave_offset_fraction = 0;  // In [0, 1) of an iteration; 0.5 for tick-tock.
+  // ModelParallelWaves only: where each wave runs each stage.
+  WavePlacement wave_placement = WavePlacement::kStationary;
   std::vector<PlanStage> stages;
   std::vector<SampleTransfer> transfers;
   std::vector<SyncGroup> sync_groups;
   DataMovementDecision data_movement;
   PlanPredictions predictions;
+  PlanTraining training;
+  // The model's layer table (planner/layer_table.h) when `model` is not a built-in model; empty
+  // otherwise. The workers build the model from it, so that plan and model cannot disagree.
+  std::string layer_table;
 
   // Strict: apiVersion wavepool.dev/v1alpha1, kind Plan, strategy, globalBatchSize, gpus and
   // stages are required; an unknown field is an error naming its path. Does not validate.
+  // wavePlacement, training and layerTable may be absent (plans written before them).
   static absl::StatusOr<Plan> FromJson(const nlohmann::json& json);
 };
 

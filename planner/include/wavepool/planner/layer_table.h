@@ -14,7 +14,8 @@
 // Columns (name, type, inputs, input_shape and output_shape are required):
 //   name          unique, non-empty; no ',', ';' or '"'.
 //   type          a LayerKindName (conv2d, linear, relu, maxpool2d, concat, ...; any case); any
-//                 other string makes an opaque layer, whose costs the row gives.
+//                 other string makes an opaque layer, whose costs the row gives and which keeps
+//                 the string (Layer::opaque_type).
 //   inputs        predecessor names separated by ';'; empty: the layer reads the model input.
 //   input_shape   per sample, dims separated by 'x' ("3x224x224", "4096"). Must equal the first
 //                 input's output shape; rows without inputs define the model input and agree on it.

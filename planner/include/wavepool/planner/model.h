@@ -47,6 +47,7 @@ enum class LayerKind {
   kEmbedding,         // token + position (+ type) embeddings, with their LayerNorm
   kTransformerAttention,    // multi-head self-attention with its residual add and LayerNorm
   kTransformerFeedForward,  // two-layer MLP with its residual add and LayerNorm
+  kTransformerPooler,       // the first token's hidden state through a dense layer and tanh
   kSoftmaxCrossEntropy,
   kOpaque,  // a layer from a layer table whose type the planner does not know
 };
@@ -90,6 +91,9 @@ struct Layer {
   LayerId id = 0;
   std::string name;  // unique in its graph; no ',', ';', '"' or line breaks (layer tables)
   LayerKind kind = LayerKind::kOpaque;
+  // kOpaque: the type its layer table gave ("my_head"), so that errors and FormatLayerTable can
+  // name it; empty for every other kind.
+  std::string opaque_type;
   // Predecessors; empty for a layer that reads the model input. Joins (kConcat, kAdd) have >= 2.
   std::vector<LayerId> inputs;
   TensorShape input;   // what the layer reads per sample (for a join: its first input)

@@ -104,13 +104,18 @@ class ModelBuilder {
   // BertOutput). params = D*I + I + I*D + D + 2*D; internal = the intermediate before and after
   // GELU and the pre-LayerNorm sum (2*T*I + T*D).
   LayerId TransformerFeedForward(const std::string& name, LayerId in, std::int64_t intermediate);
+  // Hugging Face BertPooler: the first token's hidden state through a D -> D dense layer and
+  // tanh, {T,D} -> {D}. params = D*D + D; forward = 2*D*D (matmul) + D (bias) + D (tanh).
+  LayerId TransformerPooler(const std::string& name, LayerId in);
   // Softmax over the last dim and the negative log-likelihood: {..., N} -> {1} (the loss);
   // forward = 5 per input element + 1 per row; internal = the probabilities (input elements).
   LayerId SoftmaxCrossEntropy(const std::string& name, LayerId in);
   // A layer the builder does not model: its shapes and costs are given (layer tables). `ins`
-  // empty: it reads the model input.
+  // empty: it reads the model input. `type` is the name the table gave its kind
+  // (Layer::opaque_type).
   LayerId Opaque(const std::string& name, const std::vector<LayerId>& ins, TensorShape output,
-                 std::int64_t params, double forward_flops, double backward_flops);
+                 std::int64_t params, double forward_flops, double backward_flops,
+                 std::string type = "opaque");
 
   // The shape a layer id (or kInput) produces; an empty shape for an unknown id.
   const TensorShape& OutputShape(LayerId id) const;

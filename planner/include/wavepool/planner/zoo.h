@@ -10,8 +10,8 @@
 //   inception_v3      3x299x299, torchvision's Inception3 without aux logits: 94 BasicConv2d
 //                     layers (conv + BN + ReLU), 13 pools, 11 block Concats and 4 nested ones in
 //                     the E blocks, then avg-pool, dropout, flatten, fc. 23,834,568 parameters.
-//   bert_base         128 tokens: embeddings, 12 x (attention, feed-forward), the pooler (an
-//                     opaque layer), a 768->2 classifier and the loss. 109,482,240 + 1,538.
+//   bert_base         128 tokens: embeddings, 12 x (attention, feed-forward), the pooler, a
+//                     768->2 classifier and the loss. 109,482,240 + 1,538.
 //   mlp_tiny, cnn_tiny, branchy_tiny   small models for tests and local mode; branchy_tiny has
 //                     a nested fork and an identity (empty) branch.
 #ifndef WAVEPOOL_PLANNER_ZOO_H_
