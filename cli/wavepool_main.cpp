@@ -2,7 +2,9 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "wavepool/cli/codec_command.h"
 #include "wavepool/cli/plan_command.h"
+#include "wavepool/cli/profile_command.h"
 #include "wavepool/cli/version.h"
 
 int main(int argc, char** argv) {
@@ -10,6 +12,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   wavepool::cli::PlanFlags plan_flags;
   CLI::App* plan = wavepool::cli::AddPlanCommand(&app, &plan_flags);
+  wavepool::cli::ProfileFlags profile_flags;
+  CLI::App* profile = wavepool::cli::AddProfileCommand(&app, &profile_flags);
+  wavepool::cli::CodecFlags codec_flags;
+  CLI::App* codec = wavepool::cli::AddCodecCommand(&app, &codec_flags);
   CLI::App* version = app.add_subcommand("version", "Print the version");
   try {
     app.parse(argc, argv);
@@ -22,5 +28,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*plan) return wavepool::cli::RunPlan(plan_flags, std::cout, std::cerr);
+  if (*profile) return wavepool::cli::RunProfile(profile_flags, std::cout, std::cerr);
+  if (*codec) return wavepool::cli::RunCodec(codec_flags, std::cout, std::cerr);
   return 2;
 }

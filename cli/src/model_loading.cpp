@@ -29,7 +29,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
-absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags) {
+absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags,
+                                              std::string* layer_table_text) {
   if (flags.model.empty() == flags.layer_table.empty()) {
     return absl::InvalidArgumentError("give exactly one of --model and --layer-table");
   }
@@ -42,6 +43,7 @@ absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags) {
     return absl::InvalidArgumentError(
         absl::StrCat(flags.layer_table, ": ", model.status().message()));
   }
+  if (layer_table_text != nullptr) *layer_table_text = *std::move(text);
   return model;
 }
 

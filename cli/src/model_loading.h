@@ -18,7 +18,10 @@ namespace wavepool::cli {
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
 // The built-in model --model names, or the layer table --layer-table points at (exactly one).
-absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags);
+// With a layer table and `layer_table_text` not null, the file's text is stored there: the Plan
+// carries it, so that the workers build the very model that was planned.
+absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags,
+                                              std::string* layer_table_text = nullptr);
 
 // --profile's measured profile, else the shipped profile of the model on the device, else (or
 // with --analytic) the analytical model of the device (planner::ChooseComputeCost).

@@ -1,6 +1,9 @@
 #include "wavepool/cli/plan_command.h"
 
+#include <cmath>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -65,15 +68,49 @@ absl::StatusOr<planner::PlanRequest> MakeRequest(const PlanFlags& flags) {
   return r;
 }
 
+absl::Status AtLeastZero(std::string_view flag, std::int64_t value) {
+  if (value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", std::string(flag), ": must be >= 0, got ", value));
+}
+
+// The Plan's `training` from --optimizer, --learning-rate, --steps, --seed and
+// --checkpoint-interval-steps; each error names its flag (api::Validate would name the Plan's
+// field instead).
+absl::StatusOr<api::PlanTraining> MakeTraining(const PlanFlags& flags) {
+  absl::StatusOr<api::Optimizer> optimizer =
+      ParseFlag<api::Optimizer>("optimizer", flags.optimizer);
+  if (!optimizer.ok()) return optimizer.status();
+  if (!(flags.learning_rate > 0) || !std::isfinite(flags.learning_rate)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--learning-rate: must be a finite number > 0, got ", flags.learning_rate));
+  }
+  for (const absl::Status& s :
+       {AtLeastZero("steps", flags.steps), AtLeastZero("seed", flags.seed),
+        AtLeastZero("checkpoint-interval-steps", flags.checkpoint_interval_steps)}) {
+    if (!s.ok()) return s;
+  }
+  api::PlanTraining training;
+  training.optimizer = *optimizer;
+  training.learning_rate = flags.learning_rate;
+  training.steps = flags.steps;
+  training.seed = flags.seed;
+  training.checkpoint_interval_steps = flags.checkpoint_interval_steps;
+  return training;
+}
+
 absl::StatusOr<std::string> Plan(const PlanFlags& flags) {
   // --json prints only the Plan document; dropping the tables silently would hide a mistake.
   if (flags.json && (flags.compare || flags.layers)) {
     return absl::InvalidArgumentError(absl::StrCat("--json prints only the Plan document; drop ",
                                                    flags.compare ? "--compare" : "--layers"));
   }
+  absl::StatusOr<api::PlanTraining> training = MakeTraining(flags);
+  if (!training.ok()) return training.status();
   absl::StatusOr<planner::DeviceSpec> device = planner::FindDevice(flags.device);
   if (!device.ok()) return device.status();
-  absl::StatusOr<planner::ModelGraph> model = LoadModel(flags);
+  std::string layer_table;
+  absl::StatusOr<planner::ModelGraph> model = LoadModel(flags, &layer_table);
   if (!model.ok()) return model.status();
   absl::StatusOr<planner::ComputeCostModelPtr> compute = LoadComputeCost(flags, *model, *device);
   if (!compute.ok()) return compute.status();
@@ -85,6 +122,8 @@ absl::StatusOr<std::string> Plan(const PlanFlags& flags) {
   const planner::PlanContext context{*model, *device, **compute, comm};
   absl::StatusOr<planner::PlanReport> report = planner::MakePlan(context, *request);
   if (!report.ok()) return report.status();
+  report->plan.training = *training;
+  report->plan.layer_table = std::move(layer_table);  // Empty for a built-in model.
   if (flags.json) return api::ToJson(report->plan).dump(2) + "\n";
   std::string out = FormatPlan(*report, *model, *device, flags.gpus, flags.layers);
   if (flags.compare) absl::StrAppend(&out, "\nstrategies:\n", FormatComparison(*report));
@@ -100,7 +139,8 @@ CLI::App* AddPlanCommand(CLI::App* app, PlanFlags* flags) {
   plan->add_option("--layer-table", flags->layer_table, "Model described layer by layer (CSV)");
   plan->add_option("--profile", flags->profile, "Measured per-layer profile (CSV)");
   plan->add_flag("--analytic", flags->analytic, "Use the analytical cost model, not a profile");
-  plan->add_option("--precision", flags->precision, "Analytical model precision: mixed, tf32 or fp32")
+  plan->add_option("--precision", flags->precision,
+                   "Analytical model precision: mixed, tf32 or fp32")
       ->capture_default_str();
   plan->add_option("--device", flags->device, "GPU: v100, a100, h100, h200")->capture_default_str();
   plan->add_option("--network", flags->network, "Network model file (JSON or YAML)");
@@ -121,6 +161,15 @@ CLI::App* AddPlanCommand(CLI::App* app, PlanFlags* flags) {
       ->capture_default_str();
   plan->add_option("--optimizer", flags->optimizer, "SGD, Adam, AdamW")->capture_default_str();
   plan->add_option("--dataset-samples", flags->dataset_samples, "Samples per epoch")
+      ->capture_default_str();
+  plan->add_option("--steps", flags->steps, "Optimizer steps the workers run (0: not given)")
+      ->capture_default_str();
+  plan->add_option("--learning-rate", flags->learning_rate, "Learning rate (> 0)")
+      ->capture_default_str();
+  plan->add_option("--seed", flags->seed, "Seed of the weights, data and sample order")
+      ->capture_default_str();
+  plan->add_option("--checkpoint-interval-steps", flags->checkpoint_interval_steps,
+                   "Checkpoint every N steps (0: never)")
       ->capture_default_str();
   plan->add_option("--job", flags->job, "namespace/name written into the plan");
   plan->add_flag("--compare", flags->compare, "Rank every strategy with its breakdown");

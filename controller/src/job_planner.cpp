@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -13,7 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "wavepool/api/defaults.h"
 #include "wavepool/api/enums.h"
+#include "wavepool/api/validation.h"
 #include "wavepool/controller/placement.h"
 #include "wavepool/planner/comm.h"
 #include "wavepool/planner/compute_cost.h"
@@ -180,6 +185,47 @@ std::string Describe(const api::Plan& plan) {
                          FormatBytes(plan.predictions.memory_per_gpu_bytes));
 }
 
+// a x b, or nullopt past the int64 range. REQUIRES: a, b >= 0.
+std::optional<std::int64_t> CheckedProduct(std::int64_t a, std::int64_t b) {
+  if (b != 0 && a > std::numeric_limits<std::int64_t>::max() / b) return std::nullopt;
+  return a * b;
+}
+
+// ceil(a / b). REQUIRES: a >= 0, b >= 1.
+std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+// The samples the spec asks for: steps x globalBatchSize, or epochs x datasetSamples.
+absl::StatusOr<std::int64_t> SpecSamples(const api::TrainingJobSpec& spec) {
+  const std::int64_t batch = spec.global_batch_size.value_or(0);
+  if (spec.steps.has_value() == spec.epochs.has_value()) {
+    return absl::InvalidArgumentError("spec: must set exactly one of steps or epochs");
+  }
+  if (spec.steps.has_value()) {
+    if (*spec.steps < 1 || batch < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.steps: must be >= 1 with spec.globalBatchSize >= 1, got ", *spec.steps,
+                       " and ", batch));
+    }
+    std::optional<std::int64_t> samples = CheckedProduct(*spec.steps, batch);
+    if (!samples) {
+      return absl::InvalidArgumentError(absl::StrCat("spec.steps: ", *spec.steps, " steps of ",
+                                                     batch, " samples exceed 2^63 samples"));
+    }
+    return *samples;
+  }
+  if (!spec.dataset_samples.has_value() || *spec.dataset_samples < 1 || *spec.epochs < 1) {
+    return absl::InvalidArgumentError(
+        "spec.epochs: must be >= 1, with spec.datasetSamples >= 1 (required with epochs)");
+  }
+  std::optional<std::int64_t> samples = CheckedProduct(*spec.epochs, *spec.dataset_samples);
+  if (!samples) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.epochs: ", *spec.epochs, " epochs of ",
+                                                   *spec.dataset_samples,
+                                                   " samples exceed 2^63 samples"));
+  }
+  return *samples;
+}
+
 JobPlan MakeJobPlan(api::Plan plan) {
   JobPlan out;
   out.summary.strategy = plan.strategy;
@@ -228,6 +274,40 @@ std::string PlanningDevice(const std::vector<api::GpuNode>& nodes, std::string_v
   return best;
 }
 
+absl::StatusOr<api::PlanTraining> TrainingFor(const api::TrainingJob& job, const api::Plan& plan) {
+  const api::TrainingJobSpec& spec = job.spec;
+  api::PlanTraining training;
+  training.optimizer = spec.optimizer.value_or(api::kDefaultOptimizer);
+  training.learning_rate = spec.learning_rate.value_or(api::kDefaultLearningRate);
+  training.seed = 0;
+  absl::StatusOr<std::int64_t> samples = SpecSamples(spec);
+  if (!samples.ok()) return samples.status();
+  // wavelet-tick-tock §3.3.3: a model-parallel-waves step updates every partition once, after
+  // one batch of each wave; tick-tock (§3.2.3) updates after every wave's batch.
+  const std::int64_t waves_per_step = plan.strategy == api::Strategy::kModelParallelWaves
+                                          ? std::max<std::int64_t>(plan.waves, 1)
+                                          : 1;
+  const std::optional<std::int64_t> per_step =
+      CheckedProduct(std::max<std::int64_t>(plan.global_batch_size, 1), waves_per_step);
+  if (!per_step) {
+    return absl::InvalidArgumentError("spec.globalBatchSize: one step's samples exceed 2^63");
+  }
+  training.steps = CeilDiv(*samples, *per_step);
+  if (spec.checkpoint.interval_steps.has_value()) {
+    const std::optional<std::int64_t> interval =
+        CheckedProduct(std::max<std::int64_t>(*spec.checkpoint.interval_steps, 1),
+                       std::max<std::int64_t>(spec.global_batch_size.value_or(1), 1));
+    if (!interval) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.checkpoint.intervalSteps: ", *spec.checkpoint.interval_steps,
+                       " steps exceed 2^63 samples"));
+    }
+    training.checkpoint_interval_steps = std::max<std::int64_t>(1, CeilDiv(*interval, *per_step));
+  }
+  training.checkpoint_interval_seconds = spec.checkpoint.interval_seconds.value_or(0.0);
+  return training;
+}
+
 absl::StatusOr<JobPlan> PlanJob(const api::TrainingJob& job, const PlanInputs& inputs) {
   absl::StatusOr<planner::DeviceSpec> device = planner::FindDevice(inputs.device);
   if (!device.ok()) return device.status();
@@ -244,7 +324,19 @@ absl::StatusOr<JobPlan> PlanJob(const api::TrainingJob& job, const PlanInputs& i
   if (!report.ok()) {
     return NameSpecField(report.status(), job.spec.role.value_or(api::Role::kForeground));
   }
-  return MakeJobPlan(std::move(report->plan));
+  api::Plan& plan = report->plan;
+  absl::StatusOr<api::PlanTraining> training = TrainingFor(job, plan);
+  if (!training.ok()) return training.status();
+  plan.training = *training;
+  // The workers build the model from the same text the planner read (plan.h).
+  if (!job.spec.model.name.has_value() && inputs.layer_table.has_value()) {
+    plan.layer_table = *inputs.layer_table;
+  }
+  if (absl::Status valid = api::Validate(plan); !valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec: the plan made for this job is invalid: ", valid.message()));
+  }
+  return MakeJobPlan(std::move(plan));
 }
 
 }  // namespace wavepool::controller

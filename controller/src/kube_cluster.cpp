@@ -97,7 +97,8 @@ kube::SharedInformer::Options InformerOptions(const KubeClusterOptions& options,
   return out;
 }
 
-kube::SharedInformer::Options PodInformerOptions(const KubeClusterOptions& options) {
+// Pods and Services: only what this controller created.
+kube::SharedInformer::Options ManagedInformerOptions(const KubeClusterOptions& options) {
   kube::SharedInformer::Options out = InformerOptions(options, true);
   out.label_selector = std::string(kManagedPodSelector);
   return out;
@@ -109,16 +110,16 @@ kube::SharedInformer::Options JobInformerOptions(const KubeClusterOptions& optio
   return out;
 }
 
-// "<namespace>/<wavepool.dev/job label>" for a pod that has the label.
-std::vector<std::string> JobPodIndex(const nlohmann::json& pod) {
+// "<namespace>/<wavepool.dev/job label>" for a pod or Service that has the label.
+std::vector<std::string> JobIndex(const nlohmann::json& object) {
   const nlohmann::json* labels = nullptr;
-  if (const auto meta = pod.find("metadata"); meta != pod.end() && meta->is_object()) {
+  if (const auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
     if (const auto it = meta->find("labels"); it != meta->end() && it->is_object()) labels = &*it;
   }
   if (labels == nullptr) return {};
   const auto job = labels->find(std::string(kLabelJob));
   if (job == labels->end() || !job->is_string()) return {};
-  return {absl::StrCat(pod.value("/metadata/namespace"_json_pointer, ""), "/",
+  return {absl::StrCat(object.value("/metadata/namespace"_json_pointer, ""), "/",
                        job->get<std::string>())};
 }
 
@@ -142,6 +143,26 @@ kube::ResourceEventHandlers DecodedCacheHandlers(internal::DecodedCache<T>& cach
 
 std::string Key(std::string_view ns, std::string_view name) {
   return absl::StrCat(std::string(ns), "/", std::string(name));
+}
+
+// The objects of `informer` labelled as the job's (JobIndex), less those whose job-name
+// annotation names another job: a shortened label value could in principle be shared.
+std::vector<nlohmann::json> ObjectsOfJob(const kube::SharedInformer& informer, std::string_view ns,
+                                         std::string_view job) {
+  absl::StatusOr<std::vector<nlohmann::json>> objects =
+      informer.store().ByIndex(kJobPodIndex, Key(ns, JobLabelValue(job)));
+  if (!objects.ok()) return {};
+  std::vector<nlohmann::json> out;
+  out.reserve(objects->size());
+  for (nlohmann::json& object : *objects) {
+    const nlohmann::json annotations =
+        object.value("/metadata/annotations"_json_pointer, nlohmann::json::object());
+    const auto name = annotations.is_object() ? annotations.find(std::string(kAnnotationJobName))
+                                              : annotations.end();
+    if (name != annotations.end() && name->is_string() && *name != std::string(job)) continue;
+    out.push_back(std::move(object));
+  }
+  return out;
 }
 
 }  // namespace
@@ -169,8 +190,9 @@ KubeCluster::State::State(kube::Client& client_in, KubeClusterOptions options_in
       options(std::move(options_in)),
       clock(*options.clock),
       jobs(client, kube::kTrainingJobs, JobInformerOptions(options)),
-      pods(client, kube::kPods, PodInformerOptions(options)),
+      pods(client, kube::kPods, ManagedInformerOptions(options)),
       config_maps(client, kube::kConfigMaps, InformerOptions(options, true)),
+      services(client, internal::kServices, ManagedInformerOptions(options)),
       gpu_nodes(client, kube::kGpuNodes, InformerOptions(options, false)),
       nodes(client, kube::kNodes, InformerOptions(options, false)),
       ledger(clock, options.assume_timeout) {
@@ -204,7 +226,8 @@ absl::StatusOr<std::unique_ptr<KubeCluster>> KubeCluster::Create(kube::Client& c
   if (options.clock == nullptr) return absl::InvalidArgumentError("clock: must not be null");
   auto state = std::make_unique<State>(client, std::move(options));
   State* s = state.get();
-  absl::Status status = s->pods.AddIndexer(kJobPodIndex, JobPodIndex);
+  absl::Status status = s->pods.AddIndexer(kJobPodIndex, JobIndex);
+  if (status.ok()) status = s->services.AddIndexer(kJobPodIndex, JobIndex);
   kube::ResourceEventHandlers pod_handlers;
   pod_handlers.on_add = [s](const nlohmann::json& pod) {
     if (absl::Status st = s->ledger.Observe(pod); !st.ok()) {
@@ -233,8 +256,8 @@ KubeCluster::KubeCluster(std::unique_ptr<State> state) : state_(std::move(state)
 KubeCluster::~KubeCluster() { Stop(); }
 
 KubeCluster::Informers KubeCluster::informers() {
-  return Informers{state_->jobs, state_->pods, state_->config_maps, state_->gpu_nodes,
-                   state_->nodes};
+  return Informers{state_->jobs,     state_->pods,      state_->config_maps,
+                   state_->services, state_->gpu_nodes, state_->nodes};
 }
 
 void KubeCluster::Start() {
@@ -248,6 +271,7 @@ void KubeCluster::Start() {
   state_->nodes.Run();
   state_->pods.Run();
   state_->config_maps.Run();
+  state_->services.Run();
   state_->jobs.Run();
 }
 
@@ -258,6 +282,7 @@ void KubeCluster::Stop() {
     state_->stopped = true;
   }
   state_->jobs.Stop();
+  state_->services.Stop();
   state_->config_maps.Stop();
   state_->pods.Stop();
   state_->nodes.Stop();
@@ -269,8 +294,8 @@ bool KubeCluster::HasSynced() const { return UnsyncedInformers().empty(); }
 
 bool KubeCluster::WaitForSync(std::chrono::nanoseconds timeout) {
   const MonotonicNanos deadline = state_->clock.Now() + timeout.count();
-  for (kube::SharedInformer* informer :
-       {&state_->gpu_nodes, &state_->nodes, &state_->pods, &state_->config_maps, &state_->jobs}) {
+  for (kube::SharedInformer* informer : {&state_->gpu_nodes, &state_->nodes, &state_->pods,
+                                         &state_->config_maps, &state_->services, &state_->jobs}) {
     const std::chrono::nanoseconds left(
         std::max<MonotonicNanos>(0, deadline - state_->clock.Now()));
     if (!informer->WaitForSync(left)) return false;
@@ -281,7 +306,8 @@ bool KubeCluster::WaitForSync(std::chrono::nanoseconds timeout) {
 std::vector<std::string> KubeCluster::UnsyncedInformers() const {
   std::vector<std::string> out;
   for (const kube::SharedInformer* informer :
-       {&state_->jobs, &state_->pods, &state_->config_maps, &state_->gpu_nodes, &state_->nodes}) {
+       {&state_->jobs, &state_->pods, &state_->config_maps, &state_->services, &state_->gpu_nodes,
+        &state_->nodes}) {
     if (!informer->HasSynced()) out.push_back(informer->type().plural);
   }
   return out;
@@ -300,21 +326,12 @@ std::vector<api::TrainingJob> KubeCluster::ListJobs() const { return state_->job
 
 std::vector<nlohmann::json> KubeCluster::PodsOfJob(std::string_view ns,
                                                    std::string_view job) const {
-  absl::StatusOr<std::vector<nlohmann::json>> pods =
-      state_->pods.store().ByIndex(kJobPodIndex, Key(ns, JobLabelValue(job)));
-  if (!pods.ok()) return {};
-  // A shortened label value could in principle be shared; the annotation has the full name.
-  std::vector<nlohmann::json> out;
-  out.reserve(pods->size());
-  for (nlohmann::json& pod : *pods) {
-    const nlohmann::json annotations =
-        pod.value("/metadata/annotations"_json_pointer, nlohmann::json::object());
-    const auto name = annotations.is_object() ? annotations.find(std::string(kAnnotationJobName))
-                                              : annotations.end();
-    if (name != annotations.end() && name->is_string() && *name != std::string(job)) continue;
-    out.push_back(std::move(pod));
-  }
-  return out;
+  return ObjectsOfJob(state_->pods, ns, job);
+}
+
+std::vector<nlohmann::json> KubeCluster::ServicesOfJob(std::string_view ns,
+                                                       std::string_view job) const {
+  return ObjectsOfJob(state_->services, ns, job);
 }
 
 std::optional<nlohmann::json> KubeCluster::GetConfigMap(std::string_view ns,

@@ -24,8 +24,13 @@
 #include "wavepool/controller/kube_cluster.h"
 #include "wavepool/kube/event_recorder.h"
 #include "wavepool/kube/informer.h"
+#include "wavepool/kube/resource.h"
 
 namespace wavepool::controller::internal {
+
+// Services, which kube/resource.h does not list: only the controller makes them (the gangs'
+// rendezvous Services).
+inline const kube::ResourceType kServices{"", "v1", "Service", "services", true};
 
 // Objects of one kind decoded once per resourceVersion, so that readers copy typed values
 // instead of decoding JSON on every call (1,000 jobs and 100 GPUNodes are read on every
@@ -147,6 +152,7 @@ struct KubeCluster::State {
   kube::SharedInformer jobs;
   kube::SharedInformer pods;
   kube::SharedInformer config_maps;
+  kube::SharedInformer services;
   kube::SharedInformer gpu_nodes;
   kube::SharedInformer nodes;
   internal::DecodedCache<api::TrainingJob> job_cache;

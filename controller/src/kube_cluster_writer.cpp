@@ -33,6 +33,17 @@ absl::Status KubeCluster::AnnotatePod(std::string_view ns, std::string_view name
   return state_->client.Patch(kube::kPods, ns, name, kube::PatchType::kMerge, patch).status();
 }
 
+absl::StatusOr<nlohmann::json> KubeCluster::CreateService(const nlohmann::json& service) {
+  return state_->client.Create(internal::kServices, service);
+}
+
+absl::Status KubeCluster::DeleteService(std::string_view ns, std::string_view name,
+                                        std::string_view uid) {
+  kube::DeleteOptions options;
+  options.precondition_uid = std::string(uid);
+  return state_->client.Delete(internal::kServices, ns, name, options);
+}
+
 absl::StatusOr<nlohmann::json> KubeCluster::CreateConfigMap(const nlohmann::json& config_map) {
   return state_->client.Create(kube::kConfigMaps, config_map);
 }

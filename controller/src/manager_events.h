@@ -16,7 +16,7 @@ namespace wavepool::controller::internal {
 inline constexpr char kNodePodIndex[] = "wavepool-node";
 std::vector<std::string> NodePodIndex(const nlohmann::json& pod);
 
-// "<namespace>/<job>" of the TrainingJob that owns a pod or ConfigMap: its controller
+// "<namespace>/<job>" of the TrainingJob that owns a pod, ConfigMap or Service: its controller
 // ownerReference of kind TrainingJob, else the wavepool.dev/job-name annotation (a pod whose
 // owner reference was stripped by an orphaning delete still names its job). nullopt for neither.
 std::optional<std::string> OwningJobKey(const nlohmann::json& object);

@@ -60,6 +60,15 @@ void ControllerManager::Impl::AddHandlers() {
   config_maps.on_delete = config_maps.on_add;
   informers.config_maps.AddEventHandler(config_maps).IgnoreError();
 
+  // A gang's Service deleted by someone is created again by its job's reconcile.
+  kube::ResourceEventHandlers services;
+  services.on_add = [this](const nlohmann::json& service) { EnqueueOwner(service); };
+  services.on_update = [this](const nlohmann::json&, const nlohmann::json& service) {
+    EnqueueOwner(service);
+  };
+  services.on_delete = services.on_add;
+  informers.services.AddEventHandler(services).IgnoreError();
+
   kube::ResourceEventHandlers gpu_nodes;
   gpu_nodes.on_add = [this](const nlohmann::json&) { EnqueueWaiting(); };
   gpu_nodes.on_update = [this](const nlohmann::json& old_node, const nlohmann::json& node) {

@@ -1,6 +1,8 @@
-// Names, labels, owner references and the Plan ConfigMap of a TrainingJob (owned_objects.h).
+// Names, labels, owner references, the Plan ConfigMap and the gangs' rendezvous Services of a
+// TrainingJob (owned_objects.h).
 #include "wavepool/controller/owned_objects.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,19 +39,56 @@ std::string_view TrimTrailingSeparators(std::string_view text) {
 constexpr std::size_t kMaxLabelLength = 63;
 constexpr std::size_t kMaxSubdomainLength = 253;
 
+// `<kept prefix of shown>-<8 hex of FNV-1a(hashed)><suffix>` within max_length: the low 32 bits
+// of FNV-1a make a collision between two jobs of one namespace sharing a 40+ character prefix
+// very unlikely.
+std::string HashedName(std::string_view shown, std::string_view hashed, std::string_view suffix,
+                       std::size_t max_length) {
+  const std::string hash =
+      absl::StrFormat("-%08x", static_cast<std::uint32_t>(Fnv1a64(hashed) & 0xffffffffULL));
+  const std::size_t keep = max_length - suffix.size() - hash.size();
+  return absl::StrCat(std::string(TrimTrailingSeparators(shown.substr(0, keep))), hash,
+                      std::string(suffix));
+}
+
+// `<base><suffix>` as a DNS label of at most 63 characters (RFC 1123; RFC 1035 with
+// `letter_first`, as Service names are). A base that is not one already gets a hash of itself
+// (HashedName), so that "a.b" and "a-b" stay distinct. Job names are DNS-1123 subdomains:
+// lowercase letters, digits, '-' and '.', starting and ending with a letter or digit.
+std::string DnsLabelWithSuffix(std::string_view base, std::string_view suffix, bool letter_first) {
+  std::string label(base);
+  std::replace(label.begin(), label.end(), '.', '-');
+  const bool starts_with_letter = !label.empty() && label.front() >= 'a' && label.front() <= 'z';
+  if (letter_first && !starts_with_letter) label.insert(0, "tj-");
+  if (label == base) return NameWithSuffix(base, suffix, kMaxLabelLength);
+  constexpr std::size_t kHashLength = 9;  // "-" + 8 hex digits
+  return HashedName(label, base, suffix,
+                    std::min(kMaxLabelLength, label.size() + kHashLength + suffix.size()));
+}
+
 }  // namespace
 
 std::string NameWithSuffix(std::string_view base, std::string_view suffix, std::size_t max_length) {
   if (base.size() + suffix.size() <= max_length) {
     return absl::StrCat(std::string(base), std::string(suffix));
   }
-  // "-" + 8 hex digits of the hash; the low 32 bits of FNV-1a make a collision between two
-  // jobs of one namespace sharing a 40+ character prefix very unlikely.
-  const std::string hash =
-      absl::StrFormat("-%08x", static_cast<std::uint32_t>(Fnv1a64(base) & 0xffffffffULL));
-  const std::size_t keep = max_length - suffix.size() - hash.size();
-  return absl::StrCat(std::string(TrimTrailingSeparators(base.substr(0, keep))), hash,
-                      std::string(suffix));
+  return HashedName(base, base, suffix, max_length);
+}
+
+std::string GangServiceName(std::string_view job_name, std::int64_t gang_generation) {
+  return DnsLabelWithSuffix(job_name, absl::StrCat("-g", gang_generation), /*letter_first=*/true);
+}
+
+std::string PodHostname(std::string_view job_name, std::int64_t gang_generation,
+                        std::int64_t rank) {
+  return DnsLabelWithSuffix(job_name, absl::StrCat("-g", gang_generation, "-", rank),
+                            /*letter_first=*/false);
+}
+
+std::string RendezvousStore(const api::TrainingJob& job, std::int64_t gang_generation) {
+  return absl::StrCat("tcp://", PodHostname(job.metadata.name, gang_generation, 0), ".",
+                      GangServiceName(job.metadata.name, gang_generation), ".",
+                      job.metadata.namespace_, ".svc:", kRendezvousPort);
 }
 
 std::string PlanConfigMapName(std::string_view job_name) {
@@ -68,6 +107,13 @@ std::map<std::string, std::string> JobSelector(std::string_view job_name) {
   return {{std::string(kLabelAppName), std::string(kAppName)},
           {std::string(kLabelManagedBy), std::string(kManagedBy)},
           {std::string(kLabelJob), JobLabelValue(job_name)}};
+}
+
+std::map<std::string, std::string> GangSelector(std::string_view job_name,
+                                                std::int64_t gang_generation) {
+  std::map<std::string, std::string> selector = JobSelector(job_name);
+  selector[std::string(kLabelGangGeneration)] = absl::StrCat(gang_generation);
+  return selector;
 }
 
 std::string HashJson(const nlohmann::json& json) {
@@ -132,6 +178,41 @@ absl::StatusOr<nlohmann::json> BuildPlanConfigMap(const api::TrainingJob& job,
   };
   config_map["metadata"]["annotations"][std::string(kAnnotationPlanHash)] = HashJson(plan_json);
   return config_map;
+}
+
+absl::StatusOr<nlohmann::json> BuildGangService(const api::TrainingJob& job,
+                                                std::int64_t gang_generation) {
+  if (absl::Status status = internal::CheckJobIdentity(job); !status.ok()) return status;
+  if (gang_generation < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TrainingJob ", api::NamespacedName(job.metadata),
+                     ": gangGeneration: must be >= 0, got ", gang_generation));
+  }
+  nlohmann::json metadata =
+      internal::OwnedMetadata(job, GangServiceName(job.metadata.name, gang_generation));
+  metadata["labels"][std::string(kLabelGangGeneration)] = absl::StrCat(gang_generation);
+  nlohmann::json selector = nlohmann::json::object();
+  for (const auto& [key, value] : GangSelector(job.metadata.name, gang_generation)) {
+    selector[key] = value;
+  }
+  return nlohmann::json{
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata", std::move(metadata)},
+      {"spec",
+       {
+           // Headless: DNS answers with the pods themselves, and gives each pod whose
+           // hostname/subdomain name this Service an A record of its own.
+           {"clusterIP", "None"},
+           // The ranks look each other up while they start, long before any is ready.
+           {"publishNotReadyAddresses", true},
+           {"selector", std::move(selector)},
+           {"ports", nlohmann::json::array({{{"name", std::string(kRendezvousPortName)},
+                                             {"port", kRendezvousPort},
+                                             {"targetPort", kRendezvousPort},
+                                             {"protocol", "TCP"}}})},
+       }},
+  };
 }
 
 namespace {

@@ -195,19 +195,33 @@ json EnvVar(std::string_view name, const std::string& value) {
   return {{"name", std::string(name)}, {"value", value}};
 }
 
+// The downward API: the variable holds the pod's own metadata.<field>.
+json FieldRefEnvVar(std::string_view name, std::string_view field) {
+  return {{"name", std::string(name)},
+          {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", std::string(field)}}}}}};
+}
+
 // Ours come first so that the user's env may refer to them as $(WAVEPOOL_RANK).
 json WavepoolEnv(const Inputs& in) {
   const PodAssignment& a = in.assignment;
   json env = json::array({
       EnvVar("WAVEPOOL_JOB", in.job.metadata.name),
       EnvVar("WAVEPOOL_NAMESPACE", in.job.metadata.namespace_),
+      // The pod's own name, which the worker registers with the agent under: HOSTNAME is the
+      // pod's hostname, which differs from its name for a job name with dots.
+      FieldRefEnvVar("WAVEPOOL_POD_NAME", "metadata.name"),
       EnvVar("WAVEPOOL_ROLE", std::string(api::ToString(*in.job.spec.role))),
       EnvVar("WAVEPOOL_RANK", absl::StrCat(a.rank)),
       EnvVar("WAVEPOOL_WORLD_SIZE", absl::StrCat(in.plan.gpus)),
       EnvVar("WAVEPOOL_GANG_GENERATION", absl::StrCat(in.gang_generation)),
+      // Rank 0's c10d TCP store, found through the gang's headless Service.
+      EnvVar("WAVEPOOL_STORE", RendezvousStore(in.job, in.gang_generation)),
       EnvVar("WAVEPOOL_PLAN", std::string(kPlanPath)),
       EnvVar("WAVEPOOL_AGENT_DIR", in.options.agent_directory),
       EnvVar("NVIDIA_VISIBLE_DEVICES", absl::StrJoin(a.gpu_uuids, ",")),
+      // The node-local index of the first GPU: the agent's launch gate and MPS pipe are per
+      // index, and the worker names its device to the agent by it.
+      EnvVar("WAVEPOOL_GPU_INDEX", absl::StrCat(a.gpu_indices.front())),
       // The agent runs one MPS control daemon per GPU (docs/agent.md), each started with
       // CUDA_VISIBLE_DEVICES set to its GPU alone. A CUDA process reads one
       // CUDA_MPS_PIPE_DIRECTORY at initialisation and connects to that one daemon, which only
@@ -220,6 +234,13 @@ json WavepoolEnv(const Inputs& in) {
       // DESIGN.md "GPU sharing": background clients below normal, foreground at normal.
       EnvVar("CUDA_MPS_CLIENT_PRIORITY", IsBackground(in) ? "1" : "0"),
   });
+  if (!IsBackground(in)) {
+    // The SLO the worker reports its slowdown against (the agent enforces it).
+    env.push_back(
+        EnvVar("WAVEPOOL_MAX_FOREGROUND_SLOWDOWN",
+               absl::StrFormat("%.6g", in.job.spec.collocation.max_foreground_slowdown.value_or(
+                                           api::kDefaultMaxForegroundSlowdown))));
+  }
   if (in.job.spec.checkpoint.path.has_value()) {
     env.push_back(EnvVar("WAVEPOOL_CHECKPOINT_PATH", *in.job.spec.checkpoint.path));
   }
@@ -302,10 +323,15 @@ void MergeWorker(const Inputs& in, json& spec, json& worker) {
   worker["env"] = MergeList(WavepoolEnv(in), worker.value("env", json::array()), "name", nullptr);
 }
 
-// spec fields wavepool decides: binding, restarts, background priority and grace period.
+// spec fields wavepool decides: binding, restarts, the gang's DNS names, background priority and
+// grace period.
 void SetSpecFields(const Inputs& in, json& spec) {
   spec["nodeName"] = in.assignment.node_name;  // Bound here: the GPUs are chosen on this node.
   spec["restartPolicy"] = "Never";             // The controller restarts whole gangs.
+  // <hostname>.<subdomain>.<namespace>.svc resolves to this pod through the gang's headless
+  // Service (BuildGangService), which is how the ranks find rank 0's store.
+  spec["hostname"] = PodHostname(in.job.metadata.name, in.gang_generation, in.assignment.rank);
+  spec["subdomain"] = GangServiceName(in.job.metadata.name, in.gang_generation);
   if (!IsBackground(in)) return;
   if (!in.options.background_priority_class.empty()) {
     spec["priorityClassName"] = in.options.background_priority_class;

@@ -171,6 +171,18 @@ absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx
                                                            const std::vector<nlohmann::json>& pods,
                                                            const std::vector<api::GpuNode>& nodes);
 
+// --- The gang's rendezvous Service (reconcile_service.cpp) ---
+
+// Creates the headless Service of the current gang (BuildGangService) unless the cache shows it:
+// before the gang's first pod, and again should someone delete it while the gang runs. Fenced
+// on the job like every creation; AlreadyExists (the cache behind a create) counts as done.
+absl::Status EnsureGangService(ReconcileContext& ctx);
+
+// Deletes the job's Services of every gang generation but `keep` (all of them when nullopt):
+// those of gangs that were restarted, preempted or suspended. Only Services whose controller
+// ownerReference is this job's uid are touched; NotFound counts as done.
+absl::Status DeleteGangServices(ReconcileContext& ctx, std::optional<std::int64_t> keep);
+
 // --- Plan (reconcile_plan.cpp) ---
 
 class PlanCache {

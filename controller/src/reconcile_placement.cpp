@@ -387,6 +387,8 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
   for (const api::GpuNode& node : nodes) {
     for (const api::GpuStatus& gpu : node.status.gpus) index_of[gpu.uuid] = gpu.index;
   }
+  // The gang's Service first: a rank that starts must find rank 0's store by name.
+  if (absl::Status s = EnsureGangService(ctx); !s.ok()) return s;
   const auto& placement = ctx.job.status.placement;
   for (std::size_t rank = 0; rank < placement.size(); ++rank) {
     const api::PodPlacement& p = placement[rank];

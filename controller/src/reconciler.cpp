@@ -86,6 +86,7 @@ absl::StatusOr<ReconcileResult> Suspend(ReconcileContext& ctx,
   if (absl::Status s = internal::DeletePods(ctx, pods, /*keep_finished=*/false); !s.ok()) {
     return s;
   }
+  if (absl::Status s = internal::DeleteGangServices(ctx, std::nullopt); !s.ok()) return s;
   internal::ForgetJob(ctx.ledger, ctx.key);
   ctx.job.status.placement.clear();
   ctx.job.status.phase = api::JobPhase::kSuspended;
@@ -99,13 +100,14 @@ absl::StatusOr<ReconcileResult> Suspend(ReconcileContext& ctx,
 }
 
 // Deletes pods of earlier gangs still running (a restart stopped between its status write and
-// its deletions), keeping finished ones for their logs.
+// its deletions), keeping finished ones for their logs, and the earlier gangs' Services.
 absl::Status DeleteOldGangs(ReconcileContext& ctx, const std::vector<nlohmann::json>& pods) {
   std::vector<nlohmann::json> old;
   for (const nlohmann::json& pod : pods) {
     if (internal::GangGenerationOf(pod) != ctx.job.status.gang_generation) old.push_back(pod);
   }
-  return internal::DeletePods(ctx, old, /*keep_finished=*/true);
+  if (absl::Status s = internal::DeletePods(ctx, old, /*keep_finished=*/true); !s.ok()) return s;
+  return internal::DeleteGangServices(ctx, ctx.job.status.gang_generation);
 }
 
 // The wait a counted restart imposes before the next gang (Placed=False RestartBackoff).

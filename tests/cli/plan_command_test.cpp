@@ -232,6 +232,10 @@ TEST(PlanCommand, JsonIsAValidPlanDocumentForEveryModelAndDevice) {
       SCOPED_TRACE(absl::StrCat(model, " on ", device));
       PlanFlags flags = Flags(model, 8, 64, device);
       flags.json = true;
+      flags.steps = 100;
+      flags.learning_rate = 0.05;
+      flags.seed = 3;
+      flags.checkpoint_interval_steps = 25;
       const Result result = RunFlags(flags);
       ASSERT_EQ(result.status, 0) << result.err;
       EXPECT_THAT(result.err, IsEmpty());
@@ -243,6 +247,10 @@ TEST(PlanCommand, JsonIsAValidPlanDocumentForEveryModelAndDevice) {
       EXPECT_EQ(api::ToJson(plan), document);  // nothing lost on the way back
       EXPECT_EQ(plan.model, model);
       EXPECT_EQ(plan.global_batch_size, 64);
+      EXPECT_EQ(plan.training.steps, 100);
+      EXPECT_DOUBLE_EQ(plan.training.learning_rate, 0.05);
+      EXPECT_EQ(plan.training.seed, 3);
+      EXPECT_EQ(plan.training.checkpoint_interval_steps, 25);
     }
   }
 }

@@ -132,6 +132,10 @@ TEST(WavepoolBinary, PlanHelpListsEveryFlagWithItsDefault) {
                            "--weight-compression TEXT=Auto",
                            "--optimizer TEXT=SGD",
                            "--dataset-samples INT=1280000",
+                           "--steps INT=0",
+                           "--learning-rate FLOAT=0.01",
+                           "--seed INT=0",
+                           "--checkpoint-interval-steps INT=0",
                            "--job",
                            "--compare",
                            "--json",
@@ -307,6 +311,12 @@ TEST(WavepoolBinaryErrors, ConflictingFlags) {
 TEST(WavepoolBinaryErrors, NegativeGlobalBatch) {
   ExpectPlanFails(Plan({"--model", "vgg16", "--gpus", "8", "--global-batch", "-8"}),
                   {"--global-batch", "-8"});
+}
+
+TEST(WavepoolBinaryErrors, BadTrainingFlagsNameTheFlag) {
+  ExpectPlanFails(Plan({"--model", "mlp_tiny", "--steps", "-3"}), {"--steps", "got -3"});
+  ExpectPlanFails(Plan({"--model", "mlp_tiny", "--learning-rate", "0"}),
+                  {"--learning-rate", "must be a finite number > 0"});
 }
 
 TEST(WavepoolBinaryErrors, MalformedJobName) {

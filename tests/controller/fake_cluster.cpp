@@ -190,6 +190,18 @@ std::vector<json> FakeCluster::AllPods() const {
   return pods;
 }
 
+std::vector<json> FakeCluster::AllServices() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<json> services;
+  for (const auto& [key, service] : services_) services.push_back(service);
+  return services;
+}
+
+void FakeCluster::RemoveService(std::string_view ns, std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  services_.erase(Key(ns, name));
+}
+
 std::vector<FakeCluster::RecordedEvent> FakeCluster::Events() const {
   std::lock_guard<std::mutex> lock(mu_);
   return events_;
@@ -239,20 +251,35 @@ std::vector<api::TrainingJob> FakeCluster::ListJobs() const {
   return jobs;
 }
 
-std::vector<json> FakeCluster::PodsOfJob(std::string_view ns, std::string_view job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+namespace {
+
+// The objects of `objects` in `ns` whose labels match JobSelector(job).
+std::vector<json> SelectJob(const std::map<std::string, json>& objects, std::string_view ns,
+                            std::string_view job) {
   const std::map<std::string, std::string> selector = JobSelector(job);
-  std::vector<json> pods;
-  for (const auto& [key, pod] : pods_) {
-    const json meta = pod.value("metadata", json::object());
+  std::vector<json> selected;
+  for (const auto& [key, object] : objects) {
+    const json meta = object.value("metadata", json::object());
     if (meta.value("namespace", "") != ns) continue;
     const json labels = meta.value("labels", json::object());
-    const bool selected = std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
-      return labels.value(kv.first, "") == kv.second;
-    });
-    if (selected) pods.push_back(pod);
+    if (std::all_of(selector.begin(), selector.end(),
+                    [&](const auto& kv) { return labels.value(kv.first, "") == kv.second; })) {
+      selected.push_back(object);
+    }
   }
-  return pods;
+  return selected;
+}
+
+}  // namespace
+
+std::vector<json> FakeCluster::PodsOfJob(std::string_view ns, std::string_view job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return SelectJob(pods_, ns, job);
+}
+
+std::vector<json> FakeCluster::ServicesOfJob(std::string_view ns, std::string_view job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return SelectJob(services_, ns, job);
 }
 
 std::optional<json> FakeCluster::GetConfigMap(std::string_view ns, std::string_view name) const {
@@ -345,6 +372,42 @@ absl::Status FakeCluster::AnnotatePod(std::string_view ns, std::string_view name
   json& meta = Meta(it->second);
   for (const auto& [k, v] : annotations) meta["annotations"][k] = v;
   meta["resourceVersion"] = NextResourceVersion();
+  ++writes_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<json> FakeCluster::CreateService(const json& service) {
+  std::lock_guard<std::mutex> lock(mu_);
+  json created = service;
+  json& meta = Meta(created);
+  const std::string name = meta.value("name", "");
+  const std::string key = Key(meta.value("namespace", ""), name);
+  if (services_.count(key) > 0) {
+    return ApiError(409, "AlreadyExists", absl::StrCat("services \"", name, "\" already exists"),
+                    "POST services");
+  }
+  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
+  meta["uid"] = absl::StrCat("service-uid-", ++uid_counter_);
+  meta["resourceVersion"] = NextResourceVersion();
+  meta["creationTimestamp"] = Now();
+  services_[key] = created;
+  ++writes_;
+  return created;
+}
+
+absl::Status FakeCluster::DeleteService(std::string_view ns, std::string_view name,
+                                        std::string_view uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = services_.find(Key(ns, name));
+  if (it == services_.end()) return NotFound("services", name, "DELETE services");
+  if (!uid.empty() && Meta(it->second).value("uid", "") != uid) {
+    return ApiError(409, "Conflict",
+                    absl::StrCat("Precondition failed: UID in precondition: ", std::string(uid),
+                                 ", UID in object meta: ", Meta(it->second).value("uid", "")),
+                    "DELETE services");
+  }
+  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
+  services_.erase(it);
   ++writes_;
   return absl::OkStatus();
 }

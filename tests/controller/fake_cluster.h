@@ -66,7 +66,10 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::optional<nlohmann::json> GetPod(std::string_view ns, std::string_view name) const;
   // The job as stored, whatever a frozen view shows. REQUIRES: the job exists.
   api::TrainingJob StoredJob(std::string_view ns, std::string_view name) const;
-  std::vector<nlohmann::json> AllPods() const;  // Sorted by namespace/name.
+  std::vector<nlohmann::json> AllPods() const;      // Sorted by namespace/name.
+  std::vector<nlohmann::json> AllServices() const;  // Sorted by namespace/name.
+  // Removes a Service (someone deleting it behind the controller's back).
+  void RemoveService(std::string_view ns, std::string_view name);
   std::vector<RecordedEvent> Events() const;
   std::vector<RecordedEvent> EventsWithReason(std::string_view reason) const;
   std::int64_t writes() const;         // Successful writes of any kind (Events excluded).
@@ -87,6 +90,8 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::optional<api::TrainingJob> GetJob(std::string_view ns, std::string_view name) const override;
   std::vector<api::TrainingJob> ListJobs() const override;
   std::vector<nlohmann::json> PodsOfJob(std::string_view ns, std::string_view job) const override;
+  std::vector<nlohmann::json> ServicesOfJob(std::string_view ns,
+                                            std::string_view job) const override;
   std::optional<nlohmann::json> GetConfigMap(std::string_view ns,
                                              std::string_view name) const override;
   std::vector<api::GpuNode> ListGpuNodes() const override;
@@ -99,6 +104,9 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
                          std::optional<std::int64_t> grace_period_seconds) override;
   absl::Status AnnotatePod(std::string_view ns, std::string_view name,
                            const std::map<std::string, std::string>& annotations) override;
+  absl::StatusOr<nlohmann::json> CreateService(const nlohmann::json& service) override;
+  absl::Status DeleteService(std::string_view ns, std::string_view name,
+                             std::string_view uid) override;
   absl::StatusOr<nlohmann::json> CreateConfigMap(const nlohmann::json& config_map) override;
   absl::StatusOr<nlohmann::json> UpdateConfigMap(const nlohmann::json& config_map) override;
   absl::StatusOr<api::TrainingJob> UpdateJobStatus(const api::TrainingJob& job) override;
@@ -118,6 +126,7 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::map<std::string, nlohmann::json> jobs_;         // "ns/name" -> TrainingJob JSON.
   std::map<std::string, nlohmann::json> pods_;         // "ns/name" -> Pod.
   std::map<std::string, nlohmann::json> config_maps_;  // "ns/name" -> ConfigMap.
+  std::map<std::string, nlohmann::json> services_;     // "ns/name" -> Service.
   std::map<std::string, api::GpuNode> gpu_nodes_;      // By name.
   std::map<std::string, NodeState> node_states_;
   std::vector<RecordedEvent> events_;

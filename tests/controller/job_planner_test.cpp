@@ -282,5 +282,127 @@ TEST(PlanJob, SameInputsGiveIdenticalPlanJson) {
   EXPECT_EQ(api::ToJson(t1.plan).dump(), api::ToJson(t2.plan).dump());
 }
 
+// A plan of `strategy` with `waves` waves of `batch` samples, as TrainingFor reads it.
+api::Plan WavePlan(api::Strategy strategy, std::int64_t waves, std::int64_t batch) {
+  api::Plan plan;
+  plan.strategy = strategy;
+  plan.waves = waves;
+  plan.global_batch_size = batch;
+  return plan;
+}
+
+TEST(TrainingFor, CopiesOptimizerLearningRateAndCheckpointsAndKeepsStepsOfOneBatch) {
+  api::TrainingJob job = Example("vgg16-foreground.yaml");  // 1000 steps, checkpoint every 500
+  job.spec.optimizer = api::Optimizer::kAdamW;
+  job.spec.learning_rate = 3e-4;
+  job.spec.checkpoint.interval_seconds = 90;
+  for (const api::Strategy strategy :
+       {api::Strategy::kDataParallel, api::Strategy::kBurstParallel, api::Strategy::kTickTock}) {
+    SCOPED_TRACE(api::ToString(strategy));
+    // Tick-tock's global iterations train one wave's batch each: the same steps.
+    const std::int64_t waves = strategy == api::Strategy::kTickTock ? 2 : 1;
+    ASSERT_OK_AND_ASSIGN(api::PlanTraining training,
+                         TrainingFor(job, WavePlan(strategy, waves, 32)));
+    EXPECT_EQ(training.optimizer, api::Optimizer::kAdamW);
+    EXPECT_DOUBLE_EQ(training.learning_rate, 3e-4);
+    EXPECT_EQ(training.steps, 1000);
+    EXPECT_EQ(training.seed, 0);
+    EXPECT_EQ(training.checkpoint_interval_steps, 500);
+    EXPECT_DOUBLE_EQ(training.checkpoint_interval_seconds, 90);
+  }
+}
+
+TEST(TrainingFor, EpochsBecomeStepsRoundedUp) {
+  api::TrainingJob job = Example("vgg16-foreground.yaml");
+  job.spec.steps.reset();
+  job.spec.epochs = 3;
+  job.spec.dataset_samples = 1000;
+  // 3 x 1000 samples in batches of 32: 93.75, so 94 steps (the last one reaches into epoch 4).
+  ASSERT_OK_AND_ASSIGN(api::PlanTraining training,
+                       TrainingFor(job, WavePlan(api::Strategy::kDataParallel, 1, 32)));
+  EXPECT_EQ(training.steps, 94);
+  job.spec.dataset_samples = 320;  // exactly 30 steps
+  ASSERT_OK_AND_ASSIGN(training, TrainingFor(job, WavePlan(api::Strategy::kDataParallel, 1, 32)));
+  EXPECT_EQ(training.steps, 30);
+}
+
+TEST(TrainingFor, ModelParallelWaveStepsTrainOneBatchPerWave) {
+  api::TrainingJob job = Example("vgg16-foreground.yaml");  // 1000 steps of 32
+  job.spec.checkpoint.interval_steps = 6;
+  // 4 waves of 32 samples per step: 1000 x 32 / 128 = 250 steps; a checkpoint every 6 x 32
+  // samples is one every 1.5 steps, rounded up to 2.
+  ASSERT_OK_AND_ASSIGN(api::PlanTraining training,
+                       TrainingFor(job, WavePlan(api::Strategy::kModelParallelWaves, 4, 32)));
+  EXPECT_EQ(training.steps, 250);
+  EXPECT_EQ(training.checkpoint_interval_steps, 2);
+  // 1000 / 3 = 333.3: 334 steps, so that the job sees at least the samples it asked for.
+  ASSERT_OK_AND_ASSIGN(training,
+                       TrainingFor(job, WavePlan(api::Strategy::kModelParallelWaves, 3, 32)));
+  EXPECT_EQ(training.steps, 334);
+  job.spec.checkpoint.interval_steps = 1;  // Never below one step.
+  ASSERT_OK_AND_ASSIGN(training,
+                       TrainingFor(job, WavePlan(api::Strategy::kModelParallelWaves, 8, 32)));
+  EXPECT_EQ(training.checkpoint_interval_steps, 1);
+  // Epochs: 2 x 1000 samples in steps of 4 x 32: 15.6, so 16.
+  job.spec.steps.reset();
+  job.spec.epochs = 2;
+  job.spec.dataset_samples = 1000;
+  ASSERT_OK_AND_ASSIGN(training,
+                       TrainingFor(job, WavePlan(api::Strategy::kModelParallelWaves, 4, 32)));
+  EXPECT_EQ(training.steps, 16);
+}
+
+TEST(TrainingFor, SpecsWithoutAStepCountOrPastInt64AreRejectedNamingTheField) {
+  api::TrainingJob job = Example("vgg16-foreground.yaml");
+  const api::Plan plan = WavePlan(api::Strategy::kDataParallel, 1, 32);
+  job.spec.steps.reset();
+  EXPECT_THAT(TrainingFor(job, plan),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("spec: must set exactly")));
+  job.spec.epochs = 2;  // without datasetSamples
+  EXPECT_THAT(TrainingFor(job, plan),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("spec.datasetSamples")));
+  job.spec.epochs.reset();
+  job.spec.steps = std::int64_t{1} << 60;  // x 32 samples overflows
+  EXPECT_THAT(TrainingFor(job, plan),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("spec.steps")));
+}
+
+TEST(PlanJob, ThePlanCarriesTheTrainingOfTheSpec) {
+  api::TrainingJob job = Example("vgg16-foreground.yaml");
+  job.spec.learning_rate = 0.05;
+  ASSERT_OK_AND_ASSIGN(JobPlan plan, PlanJob(job, {"h100", std::nullopt, std::nullopt}));
+  EXPECT_EQ(plan.plan.training.steps, 1000);
+  EXPECT_DOUBLE_EQ(plan.plan.training.learning_rate, 0.05);
+  EXPECT_EQ(plan.plan.training.optimizer, api::Optimizer::kSgd);
+  EXPECT_EQ(plan.plan.training.checkpoint_interval_steps, 500);
+  EXPECT_TRUE(plan.plan.layer_table.empty()) << "a built-in model needs no table";
+  EXPECT_OK(api::Validate(plan.plan));
+  // What the workers read back from the ConfigMap is the same plan.
+  ASSERT_OK_AND_ASSIGN(api::Plan decoded, api::Plan::FromJson(api::ToJson(plan.plan)));
+  EXPECT_EQ(api::ToJson(decoded), api::ToJson(plan.plan));
+}
+
+TEST(PlanJob, AModelParallelWavesPlanRunsFewerStepsOfSeveralBatches) {
+  api::TrainingJob job = Example("vgg16-foreground.yaml");
+  job.spec.parallelism.strategy = api::Strategy::kModelParallelWaves;
+  ASSERT_OK_AND_ASSIGN(JobPlan plan, PlanJob(job, {"h100", std::nullopt, std::nullopt}));
+  ASSERT_EQ(plan.plan.strategy, api::Strategy::kModelParallelWaves);
+  ASSERT_GE(plan.plan.waves, 2);
+  const std::int64_t per_step = plan.plan.waves * plan.plan.global_batch_size;
+  EXPECT_EQ(plan.plan.training.steps, (1000 * 32 + per_step - 1) / per_step);
+  EXPECT_GE(plan.plan.training.steps * per_step, 1000 * 32);
+  EXPECT_OK(api::Validate(plan.plan));
+}
+
+TEST(PlanJob, ALayerTableJobsPlanCarriesTheTableText) {
+  ASSERT_OK_AND_ASSIGN(JobPlan plan,
+                       PlanJob(TableJob(), {"h100", std::string(kMlpTable), std::nullopt}));
+  EXPECT_EQ(plan.plan.layer_table, kMlpTable);
+  EXPECT_EQ(plan.plan.training.steps, 10);
+  EXPECT_OK(api::Validate(plan.plan));
+  ASSERT_OK_AND_ASSIGN(api::Plan decoded, api::Plan::FromJson(api::ToJson(plan.plan)));
+  EXPECT_EQ(decoded.layer_table, kMlpTable);
+}
+
 }  // namespace
 }  // namespace wavepool::controller

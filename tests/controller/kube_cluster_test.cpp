@@ -196,6 +196,56 @@ TEST_F(KubeClusterTest, ReadsJobsPodsConfigMapsGpuNodesAndNodesFromTheServer) {
   EXPECT_TRUE(Eventually([&] { return !cluster->NodeStates().at("node-b").ready; }, kCatchUp));
 }
 
+TEST_F(KubeClusterTest, CreatesListsAndDeletesTheGangsServicesOfAJob) {
+  const api::TrainingJob resnet = CreateJob("resnet");
+  const api::TrainingJob other = CreateJob("other");
+  // A Service that is not the controller's (no managed-by label) is not even cached.
+  ASSERT_OK(client_
+                ->Create(kube::ResourceType{"", "v1", "Service", "services", true},
+                         json::parse(R"({"apiVersion": "v1", "kind": "Service",
+      "metadata": {"name": "resnet-g5", "namespace": "default",
+                   "labels": {"wavepool.dev/job": "resnet"}},
+      "spec": {"clusterIP": "None", "ports": [{"port": 1}]}})"))
+                .status());
+  std::unique_ptr<KubeCluster> cluster = MakeCluster();
+  ASSERT_NE(cluster, nullptr);
+  cluster->Start();
+  ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
+  EXPECT_THAT(cluster->ServicesOfJob("default", "resnet"), IsEmpty());
+
+  for (const std::int64_t generation : {1, 0}) {
+    ASSERT_OK_AND_ASSIGN(json service, BuildGangService(resnet, generation));
+    ASSERT_OK(cluster->CreateService(service).status());
+  }
+  ASSERT_OK_AND_ASSIGN(json other_service, BuildGangService(other, 0));
+  ASSERT_OK(cluster->CreateService(other_service).status());
+  ASSERT_OK_AND_ASSIGN(json again, BuildGangService(resnet, 0));
+  EXPECT_THAT(cluster->CreateService(again).status(),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("resnet-g0")));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return cluster->ServicesOfJob("default", "resnet").size() == 2 &&
+               cluster->ServicesOfJob("default", "other").size() == 1;
+      },
+      kCatchUp));
+  EXPECT_THAT(PodNames(cluster->ServicesOfJob("default", "resnet")),
+              ElementsAre("resnet-g0", "resnet-g1"));
+  EXPECT_THAT(PodNames(cluster->ServicesOfJob("default", "other")), ElementsAre("other-g0"));
+  EXPECT_THAT(cluster->ServicesOfJob("elsewhere", "resnet"), IsEmpty());
+
+  const json stored = cluster->ServicesOfJob("default", "resnet").front();
+  EXPECT_EQ(stored["spec"]["clusterIP"], "None");
+  EXPECT_THAT(cluster->DeleteService("default", "resnet-g0", "not-its-uid"),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr("")));  // the uid precondition
+  ASSERT_OK(
+      cluster->DeleteService("default", "resnet-g0", stored["metadata"]["uid"].get<std::string>()));
+  EXPECT_THAT(cluster->DeleteService("default", "resnet-g0", ""),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("resnet-g0")));
+  ASSERT_TRUE(Eventually([&] { return cluster->ServicesOfJob("default", "resnet").size() == 1; },
+                         kCatchUp));
+  EXPECT_THAT(PodNames(cluster->ServicesOfJob("default", "resnet")), ElementsAre("resnet-g1"));
+}
+
 TEST_F(KubeClusterTest, CreatedPodCountsBeforeTheCacheShowsItAndOnlyOnceAfter) {
   const api::TrainingJob job = CreateJob("resnet");
   std::unique_ptr<KubeCluster> cluster = MakeCluster();

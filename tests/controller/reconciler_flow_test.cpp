@@ -173,9 +173,9 @@ TEST(ReconcilerCrashSafety, AStopAfterAnyPodCreationRecreatesExactlyTheMissingPo
     scene.AddForeground("train", kPods);
     {
       Reconciler first(scene.cluster, scene.cluster, scene.Options());
-      // Writes: the status (Planned), the Plan ConfigMap, the status (placement), then one per
-      // pod.
-      scene.cluster.FailNthWrite(3 + k + 1, absl::UnavailableError("connection reset"));
+      // Writes: the status (Planned), the Plan ConfigMap, the status (placement), the gang's
+      // Service, then one per pod.
+      scene.cluster.FailNthWrite(4 + k + 1, absl::UnavailableError("connection reset"));
       EXPECT_FALSE(first.Reconcile(kNs, "train").ok());
       EXPECT_EQ(scene.cluster.AllPods().size(), static_cast<std::size_t>(k));
     }
@@ -204,7 +204,7 @@ TEST(ReconcilerCrashSafety, RecordedPlacementOnAVanishedGpuIsPlacedAfreshWithANe
   scene.AddForeground("train", 2);
   {
     Reconciler first(scene.cluster, scene.cluster, scene.Options());
-    scene.cluster.FailNthWrite(4, absl::UnavailableError("connection reset"));  // First pod.
+    scene.cluster.FailNthWrite(5, absl::UnavailableError("connection reset"));  // First pod.
     EXPECT_FALSE(first.Reconcile(kNs, "train").ok());
   }
   ASSERT_EQ(scene.Job("train").status.placement.at(0).node, "node-a");
@@ -228,7 +228,7 @@ TEST(ReconcilerCrashSafety, GpusRecordedByAnotherJobWithoutPodsYetAreNotGivenAwa
   scene.AddForeground("second", 2);
   {
     Reconciler stopped(scene.cluster, scene.cluster, scene.Options());
-    scene.cluster.FailNthWrite(4, absl::UnavailableError("connection reset"));  // First pod.
+    scene.cluster.FailNthWrite(5, absl::UnavailableError("connection reset"));  // First pod.
     EXPECT_FALSE(stopped.Reconcile(kNs, "first").ok());
   }
   ASSERT_EQ(scene.Job("first").status.placement.size(), 2u);

@@ -348,6 +348,15 @@ std::vector<nlohmann::json> TestCluster::PodsOfJob(std::string_view job, std::st
   return SortedByName(std::move(pods->items));
 }
 
+std::vector<nlohmann::json> TestCluster::ServicesOfJob(std::string_view job, std::string_view ns) {
+  static const kube::ResourceType kServices{"", "v1", "Service", "services", true};
+  kube::ListOptions options;
+  options.label_selector = Selector(controller::JobSelector(job));
+  absl::StatusOr<kube::ObjectList> services = client_->List(kServices, ns, options);
+  if (!services.ok()) return {};
+  return SortedByName(std::move(services->items));
+}
+
 std::vector<nlohmann::json> TestCluster::OwnedPods() {
   kube::ListOptions options;
   options.label_selector = absl::StrCat(std::string(controller::kLabelManagedBy), "=",

@@ -138,6 +138,8 @@ class TestCluster {
 
   // Pods. PodsOfJob: the job's pods (JobSelector), terminating ones included, sorted by name.
   std::vector<nlohmann::json> PodsOfJob(std::string_view job, std::string_view ns = "default");
+  // The job's Services (JobSelector): its gangs' rendezvous Services, sorted by name.
+  std::vector<nlohmann::json> ServicesOfJob(std::string_view job, std::string_view ns = "default");
   // Every controller-owned pod in every namespace (managed-by label).
   std::vector<nlohmann::json> OwnedPods();
   std::size_t OwnedPodCount() { return OwnedPods().size(); }

@@ -32,7 +32,8 @@ constexpr auto kConvergeTimeout = std::chrono::seconds(120);
 int ControllerWrites(const CountingTransport& transport) {
   int writes = 0;
   for (const auto& [resource, count] : transport.Writes()) {
-    if (resource == "pods" || resource == "configmaps" || resource == "trainingjobs") {
+    if (resource == "pods" || resource == "configmaps" || resource == "services" ||
+        resource == "trainingjobs") {
       writes += count;
     }
   }

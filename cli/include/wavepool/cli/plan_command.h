@@ -30,6 +30,13 @@ struct PlanFlags {
   std::string weight_compression = "Auto";
   std::string optimizer = "SGD";
   std::int64_t dataset_samples = 1'280'000;
+  // How the workers train (the Plan's `training`): optimizer steps (0: the plan names none),
+  // learning rate, the seed of weights, data and sample order, and a checkpoint every N steps
+  // (0: none).
+  std::int64_t steps = 0;
+  double learning_rate = 0.01;
+  std::int64_t seed = 0;
+  std::int64_t checkpoint_interval_steps = 0;
   std::string job;  // "namespace/name" written into the plan
   bool compare = false;
   bool json = false;

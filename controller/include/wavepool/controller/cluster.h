@@ -39,6 +39,10 @@ class ClusterReader {
   // The pods labelled as the job's (JobSelector), including terminating ones; sorted by name.
   virtual std::vector<nlohmann::json> PodsOfJob(std::string_view ns,
                                                 std::string_view job) const = 0;
+  // The Services labelled as the job's (JobSelector): the rendezvous Services of its gangs,
+  // including those of earlier gangs not deleted yet; sorted by name.
+  virtual std::vector<nlohmann::json> ServicesOfJob(std::string_view ns,
+                                                    std::string_view job) const = 0;
   // A ConfigMap in the job's namespace (the Plan ConfigMap, or a layer table / profile the job
   // references); nullopt when absent.
   virtual std::optional<nlohmann::json> GetConfigMap(std::string_view ns,
@@ -71,6 +75,12 @@ class ClusterWriter {
   // Adds or replaces annotations on the pod (a JSON merge patch of metadata.annotations).
   virtual absl::Status AnnotatePod(std::string_view ns, std::string_view name,
                                    const std::map<std::string, std::string>& annotations) = 0;
+  // Creates the Service; AlreadyExists when a Service of that name exists.
+  virtual absl::StatusOr<nlohmann::json> CreateService(const nlohmann::json& service) = 0;
+  // Deletes the Service (only the incarnation `uid` when not empty). NotFound when it is
+  // already gone.
+  virtual absl::Status DeleteService(std::string_view ns, std::string_view name,
+                                     std::string_view uid) = 0;
   virtual absl::StatusOr<nlohmann::json> CreateConfigMap(const nlohmann::json& config_map) = 0;
   // Replaces the ConfigMap; Conflict when `config_map`'s resourceVersion is stale.
   virtual absl::StatusOr<nlohmann::json> UpdateConfigMap(const nlohmann::json& config_map) = 0;

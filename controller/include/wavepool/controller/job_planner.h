@@ -50,7 +50,25 @@ absl::StatusOr<std::string> DeviceForGpuModel(std::string_view gpu_model);
 // (ties: the device name that sorts first); `fallback` when no GPU maps to one.
 std::string PlanningDevice(const std::vector<api::GpuNode>& nodes, std::string_view fallback);
 
-// Plans `job` (defaulted and valid: api::SetDefaults and api::Validate passed).
+// How the workers of `job` train under `plan` (plan.training): spec.optimizer and
+// spec.learningRate as they are, seed 0 (the spec has no field for it), and the step counts
+// converted so that the job sees the samples its spec asks for whatever the plan's strategy:
+//   samples the job trains  N = spec.steps x spec.globalBatchSize, or
+//                               spec.epochs x spec.datasetSamples
+//   samples of one plan step S = plan.globalBatchSize, x plan.waves for ModelParallelWaves (one
+//                               batch per wave per step); tick-tock's global iterations train
+//                               one wave's batch each, so S is the global batch there too
+//   steps = ceil(N / S)
+// spec.checkpoint.intervalSteps (steps of spec.globalBatchSize samples) converts the same way,
+// to at least 1; intervalSeconds is copied. InvalidArgument naming the field for a spec
+// without exactly one of steps/epochs (or epochs without datasetSamples), or a sample count past
+// 2^63.
+// REQUIRES: plan.global_batch_size >= 1 and plan.waves >= 1.
+absl::StatusOr<api::PlanTraining> TrainingFor(const api::TrainingJob& job, const api::Plan& plan);
+
+// Plans `job` (defaulted and valid: api::SetDefaults and api::Validate passed). The Plan carries
+// TrainingFor(job, plan) and, for a job whose model is a layer table, the table's text
+// (plan.layer_table), so that a worker needs nothing but its Plan.
 // FailedPrecondition / InvalidArgument as MakePlan returns them, with the job's field named
 // where one is at fault (e.g. "spec.model.layerTable: line 3: ..."); NotFound for an unknown
 // device or built-in model.

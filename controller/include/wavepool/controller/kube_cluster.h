@@ -8,6 +8,8 @@
 //   Pods           labelled app.kubernetes.io/managed-by=wavepool-controller, indexed by
 //                  namespace + wavepool.dev/job label (PodsOfJob)
 //   ConfigMaps     every ConfigMap (the Plan ConfigMaps and the layer tables jobs reference)
+//   Services       labelled app.kubernetes.io/managed-by=wavepool-controller (the gangs'
+//                  rendezvous Services), indexed like the pods (ServicesOfJob)
 //   GPUNodes       decoded once per resourceVersion (ListGpuNodes)
 //   Nodes          Ready condition and wavepool.dev/managed label (NodeStates)
 //
@@ -45,16 +47,16 @@
 
 namespace wavepool::controller {
 
-// The pod informer's label selector: only pods this controller created.
+// The pod and Service informers' label selector: only objects this controller created.
 inline constexpr std::string_view kManagedPodSelector =
     "app.kubernetes.io/managed-by=wavepool-controller";
 // The Node label that marks a node whose GPUs wavepool manages (value "true").
 inline constexpr std::string_view kManagedNodeLabel = "wavepool.dev/managed";
-// The pod store's index: "<namespace>/<wavepool.dev/job label>".
+// The pod and Service stores' index: "<namespace>/<wavepool.dev/job label>".
 inline constexpr char kJobPodIndex[] = "wavepool-job";
 
 struct KubeClusterOptions {
-  // Only TrainingJobs, Pods and ConfigMaps of this namespace; empty: every namespace.
+  // Only TrainingJobs, Pods, ConfigMaps and Services of this namespace; empty: every namespace.
   std::string watch_namespace;
   // How long a pod from CreatePod counts without the cache having shown it.
   std::chrono::nanoseconds assume_timeout = std::chrono::seconds(30);
@@ -76,6 +78,7 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
     kube::SharedInformer& jobs;
     kube::SharedInformer& pods;
     kube::SharedInformer& config_maps;
+    kube::SharedInformer& services;
     kube::SharedInformer& gpu_nodes;
     kube::SharedInformer& nodes;
   };
@@ -98,7 +101,8 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
   bool HasSynced() const;
   // Waits until HasSynced or `timeout` passes on the clock; returns HasSynced().
   bool WaitForSync(std::chrono::nanoseconds timeout);
-  // The informers that have not synced yet ("trainingjobs", "pods", ...), for /readyz.
+  // The informers that have not synced yet ("trainingjobs", "pods", "services", ...), for
+  // /readyz.
   std::vector<std::string> UnsyncedInformers() const;
 
   // Pods created through CreatePod that the cache has not shown yet (tests, diagnostics).
@@ -110,6 +114,8 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
   std::optional<api::TrainingJob> GetJob(std::string_view ns, std::string_view name) const override;
   std::vector<api::TrainingJob> ListJobs() const override;
   std::vector<nlohmann::json> PodsOfJob(std::string_view ns, std::string_view job) const override;
+  std::vector<nlohmann::json> ServicesOfJob(std::string_view ns,
+                                            std::string_view job) const override;
   std::optional<nlohmann::json> GetConfigMap(std::string_view ns,
                                              std::string_view name) const override;
   std::vector<api::GpuNode> ListGpuNodes() const override;
@@ -122,6 +128,9 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
                          std::optional<std::int64_t> grace_period_seconds) override;
   absl::Status AnnotatePod(std::string_view ns, std::string_view name,
                            const std::map<std::string, std::string>& annotations) override;
+  absl::StatusOr<nlohmann::json> CreateService(const nlohmann::json& service) override;
+  absl::Status DeleteService(std::string_view ns, std::string_view name,
+                             std::string_view uid) override;
   absl::StatusOr<nlohmann::json> CreateConfigMap(const nlohmann::json& config_map) override;
   absl::StatusOr<nlohmann::json> UpdateConfigMap(const nlohmann::json& config_map) override;
   absl::StatusOr<api::TrainingJob> UpdateJobStatus(const api::TrainingJob& job) override;

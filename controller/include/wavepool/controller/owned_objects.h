@@ -1,13 +1,19 @@
-// The objects a TrainingJob owns, built as pure functions (no I/O): the Plan ConfigMap and one
-// Pod per rank. The reconciler creates them and compares them with what exists; placement
-// decides the PodAssignment (node and GPUs of each rank). docs/controller.md describes the
-// pod shape; docs/agent.md the agent directory the pods mount.
+// The objects a TrainingJob owns, built as pure functions (no I/O): the Plan ConfigMap, one
+// headless Service per gang and one Pod per rank. The reconciler creates them and compares them
+// with what exists; placement decides the PodAssignment (node and GPUs of each rank).
+// docs/controller.md describes the pod shape and the rendezvous; docs/agent.md the agent
+// directory the pods mount.
 //
-// Names are deterministic: `<job>-plan` for the ConfigMap and `<job>-g<generation>-<rank>` for
-// pods. A gang restart bumps the generation, so the new gang's pods never clash with the old
-// gang's pods while those are still terminating (a terminating pod keeps its name until the
-// kubelet confirms it is gone, which for a checkpointing background pod takes up to its grace
-// period). Names too long are shortened with a hash of the full job name (NameWithSuffix).
+// Names are deterministic: `<job>-plan` for the ConfigMap, `<job>-g<generation>` for the gang's
+// Service and `<job>-g<generation>-<rank>` for pods. A gang restart bumps the generation, so the
+// new gang's pods never clash with the old gang's pods while those are still terminating (a
+// terminating pod keeps its name until the kubelet confirms it is gone, which for a
+// checkpointing background pod takes up to its grace period). Names too long are shortened with
+// a hash of the full job name (NameWithSuffix).
+//
+// Rendezvous: every pod of a gang gets `hostname` (PodHostname) and `subdomain` (the gang's
+// Service), so that the cluster DNS resolves `<hostname>.<service>.<namespace>.svc` to it even
+// before it is ready; rank 0 serves the c10d TCP store there (WAVEPOOL_STORE, RendezvousStore).
 //
 // Pods are bound by the controller (spec.nodeName set): their GPUs are chosen by UUID on one
 // node (NVIDIA_VISIBLE_DEVICES), so the scheduler must not move them elsewhere.
@@ -58,6 +64,10 @@ inline constexpr std::string_view kAnnotationMaxSlowdown = "wavepool.dev/max-for
 // "<namespace>/<job>" of the gang. Its own job's reconcile reads it to report Preempted.
 inline constexpr std::string_view kAnnotationPreemptedBy = "wavepool.dev/preempted-by";
 
+// The port of rank 0's c10d TCP store, the gang Service's only port.
+inline constexpr std::int64_t kRendezvousPort = 29500;
+inline constexpr std::string_view kRendezvousPortName = "rendezvous";
+
 // Where the pod finds the Plan: the ConfigMap key `plan.json` mounted at /etc/wavepool.
 inline constexpr std::string_view kPlanKey = "plan.json";
 inline constexpr std::string_view kPlanMountPath = "/etc/wavepool";
@@ -99,11 +109,31 @@ std::string PlanConfigMapName(std::string_view job_name);
 // hostname is a DNS label.
 std::string PodName(std::string_view job_name, std::int64_t gang_generation, std::int64_t rank);
 
+// "<job>-g<generation>", the headless Service of one gang: a DNS-1035 label (at most 63
+// characters, lowercase letters, digits and '-', starting with a letter), as Service names must
+// be. A job name that is not one already (dots, a leading digit, too long) is mapped to one
+// ('.' -> '-', a leading digit prefixed "tj-", cut) with `-<8 hex of FNV-1a(job name)>` before
+// the suffix, so that two jobs never share a Service name.
+std::string GangServiceName(std::string_view job_name, std::int64_t gang_generation);
+
+// The hostname of the pod of `rank` (spec.hostname): its PodName when that is a DNS-1123 label,
+// which it is unless the job name has dots; else a label made as GangServiceName makes one. At
+// most 63 characters, and unique within the gang (the rank stays in the suffix).
+std::string PodHostname(std::string_view job_name, std::int64_t gang_generation, std::int64_t rank);
+
+// "tcp://<rank 0's hostname>.<service>.<namespace>.svc:29500": where every rank of the gang finds
+// rank 0's c10d TCP store (WAVEPOOL_STORE).
+std::string RendezvousStore(const api::TrainingJob& job, std::int64_t gang_generation);
+
 // The job name as a label value (at most 63 characters, shortened as NameWithSuffix does).
 std::string JobLabelValue(std::string_view job_name);
 
 // Labels selecting every pod of the job (app name, managed-by, job).
 std::map<std::string, std::string> JobSelector(std::string_view job_name);
+
+// Labels selecting the pods of one gang: JobSelector plus wavepool.dev/gang-generation.
+std::map<std::string, std::string> GangSelector(std::string_view job_name,
+                                                std::int64_t gang_generation);
 
 // 16 lowercase hex digits of a 64-bit FNV-1a hash of `json.dump()` (objects dump with sorted
 // keys, so equal documents hash equally).
@@ -117,6 +147,14 @@ api::OwnerReference ControllerOwnerReference(const api::TrainingJob& job);
 // InvalidArgument naming the field when the job's metadata.name, namespace or uid is empty.
 absl::StatusOr<nlohmann::json> BuildPlanConfigMap(const api::TrainingJob& job,
                                                   const api::Plan& plan);
+
+// The headless Service of gang `gang_generation` (GangServiceName), owned by the job: clusterIP
+// None, publishNotReadyAddresses true (the ranks resolve each other while they start, before any
+// readiness), selector GangSelector, one TCP port 29500 named `rendezvous`; labelled as the
+// ConfigMap plus wavepool.dev/gang-generation. InvalidArgument naming the field for a job
+// without name/namespace/uid or a negative generation.
+absl::StatusOr<nlohmann::json> BuildGangService(const api::TrainingJob& job,
+                                                std::int64_t gang_generation);
 
 // The pod of `assignment.rank` in gang `gang_generation`: the job's spec.template with the
 // wavepool parts merged in (docs/controller.md lists the rules; on a collision with the user's

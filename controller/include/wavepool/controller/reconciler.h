@@ -14,7 +14,8 @@
 //     generation is looked at afresh).
 //  3. Finished (Succeeded/Failed at this generation): nothing more.
 //  4. Suspended (spec.suspend, also how Kueue holds a job it has not admitted): its pods are
-//     deleted gracefully, phase Suspended; resuming places it again.
+//     deleted gracefully and its gangs' Services deleted, phase Suspended; resuming places it
+//     again.
 //  5. Plan (JobPlanner), stored in the ConfigMap `<job>-plan` owned by the job; Planned=False
 //     with the reason when the planner refuses.
 //  6. The current gang (pods `<job>-g<status.gangGeneration>-<rank>`) is looked at: a failed
@@ -25,7 +26,9 @@
 //     sets Preempted and is placed again once gone.
 //  7. No gang yet: placement (placement.h) from the GPUNode inventory, recorded in
 //     status.placement before any pod is created, so that a restart re-creates exactly the
-//     recorded pods (create-if-absent) and a gang is never half-created; a fg gang that must
+//     recorded pods (create-if-absent) and a gang is never half-created; the gang's headless
+//     Service (BuildGangService) is created before its first pod, and earlier generations'
+//     pods and Services are deleted; a fg gang that must
 //     preempt bg pods annotates and deletes them (with their grace period) and waits for them to
 //     go. Placed=False says why a job waits.
 //  8. Status from what was observed: phase, conditions (metav1.Condition semantics:

@@ -1,0 +1,30 @@
+// Whole-file binary reads and all-or-nothing writes for the `wavepool` subcommands that turn one
+// file into another (`wavepool codec`).
+#ifndef WAVEPOOL_CLI_SRC_BINARY_FILE_H_
+#define WAVEPOOL_CLI_SRC_BINARY_FILE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace wavepool::cli {
+
+// The whole content of the regular file `path`. Errors name the path and the failed call:
+// NotFound, PermissionDenied, InvalidArgument (a directory or other non-regular file), or
+// DataLoss (a read error).
+absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path);
+
+// Writes `bytes` to `path` so that `path` either keeps its old content (or stays absent) or holds
+// all of `bytes`: the bytes go to a new file beside it (`<path>.tmp-<pid>[-n]`), which is flushed
+// to disk and renamed over `path`. On any error the temporary file is removed and the message
+// names `path`, the failed call and errno's text. Not safe against a concurrent writer of the
+// same path from this process.
+absl::Status WriteFileAtomically(const std::string& path, absl::Span<const std::uint8_t> bytes);
+
+}  // namespace wavepool::cli
+
+#endif  // WAVEPOOL_CLI_SRC_BINARY_FILE_H_

@@ -1,0 +1,65 @@
+// The headless Service through which a gang's pods find rank 0's store (reconcile_context.h;
+// docs/controller.md "Rendezvous").
+#include <optional>
+#include <string>
+
+#include "reconcile_context.h"
+#include "wavepool/controller/owned_objects.h"
+
+namespace wavepool::controller::internal {
+namespace {
+
+using nlohmann::json;
+
+json Meta(const json& object) {
+  return object.is_object() ? object.value("metadata", json::object()) : json::object();
+}
+
+// Whether `object`'s controller ownerReference is the job `uid` (DESIGN.md "Trust": the
+// controller touches only what the job owns).
+bool OwnedBy(const json& object, const std::string& uid) {
+  const json owners = Meta(object).value("ownerReferences", json::array());
+  if (!owners.is_array()) return false;
+  for (const json& owner : owners) {
+    if (!owner.is_object()) continue;
+    const auto controller = owner.find("controller");
+    const auto owner_uid = owner.find("uid");
+    if (controller != owner.end() && controller->is_boolean() && controller->get<bool>() &&
+        owner_uid != owner.end() && owner_uid->is_string() && *owner_uid == uid) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::Status EnsureGangService(ReconcileContext& ctx) {
+  const std::int64_t generation = ctx.job.status.gang_generation;
+  const std::string name = GangServiceName(ctx.name(), generation);
+  for (const json& service : ctx.reader.ServicesOfJob(ctx.ns(), ctx.name())) {
+    if (Meta(service).value("name", "") == name) return absl::OkStatus();
+  }
+  absl::StatusOr<json> service = BuildGangService(ctx.job, generation);
+  if (!service.ok()) return service.status();
+  if (absl::Status s = FenceOnJob(ctx); !s.ok()) return s;
+  absl::StatusOr<json> created = ctx.writer.CreateService(*service);
+  if (!created.ok() && created.status().code() != absl::StatusCode::kAlreadyExists) {
+    return created.status();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeleteGangServices(ReconcileContext& ctx, std::optional<std::int64_t> keep) {
+  for (const json& service : ctx.reader.ServicesOfJob(ctx.ns(), ctx.name())) {
+    if (keep.has_value() && GangGenerationOf(service) == *keep) continue;
+    if (!OwnedBy(service, ctx.job.metadata.uid)) continue;
+    const json meta = Meta(service);
+    const absl::Status s =
+        ctx.writer.DeleteService(ctx.ns(), meta.value("name", ""), meta.value("uid", ""));
+    if (!s.ok() && s.code() != absl::StatusCode::kNotFound) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace wavepool::controller::internal
