@@ -2,17 +2,20 @@
 find_package(absl REQUIRED CONFIG)
 find_package(nlohmann_json 3.10 REQUIRED CONFIG)
 find_package(yaml-cpp REQUIRED CONFIG)
-find_package(CLI11 REQUIRED CONFIG)
-find_package(prometheus-cpp REQUIRED CONFIG)
-find_package(cpprestsdk REQUIRED CONFIG)
 find_package(OpenSSL REQUIRED)
-find_package(Boost 1.74 REQUIRED)  # headers: Beast and Asio for the test API server
-# cpprestsdk's headers call OpenSSL (through Boost.Asio) directly, and Debian's cpprestsdk config
-# does not say so: link through this target, not cpprestsdk::cpprest.
-add_library(wavepool_cpprest INTERFACE)
-target_link_libraries(wavepool_cpprest INTERFACE cpprestsdk::cpprest OpenSSL::SSL OpenSSL::Crypto)
-add_library(wavepool::cpprest ALIAS wavepool_cpprest)
 find_package(Threads REQUIRED)
+if(NOT WAVEPOOL_RUNTIME_ONLY)
+  find_package(CLI11 REQUIRED CONFIG)
+  find_package(prometheus-cpp REQUIRED CONFIG)
+  find_package(cpprestsdk REQUIRED CONFIG)
+  find_package(Boost 1.74 REQUIRED)  # headers: Beast and Asio for the test API server
+  # cpprestsdk's headers call OpenSSL (through Boost.Asio) directly, and Debian's cpprestsdk
+  # config does not say so: link through this target, not cpprestsdk::cpprest.
+  add_library(wavepool_cpprest INTERFACE)
+  target_link_libraries(wavepool_cpprest INTERFACE cpprestsdk::cpprest OpenSSL::SSL
+                        OpenSSL::Crypto)
+  add_library(wavepool::cpprest ALIAS wavepool_cpprest)
+endif()
 
 if(WAVEPOOL_BUILD_TESTS)
   find_package(GTest REQUIRED CONFIG)

@@ -1,0 +1,59 @@
+// The worker's side of its node agent (DESIGN.md "GPU sharing"): registers through
+// agent/client with the identity the controller gave the pod, and paces every launch group
+// through the GPU's launch gate (launch_pacer.h).
+//
+// Foreground: a credit per group (the agent allows ~2 in flight); around a group the agent marks
+// sensitive (and every all-reduce) the pause flag is raised so that background tasks stop
+// launching. Background: waits while paused and for its one credit; a stop request (SIGTERM)
+// ends the wait with Cancelled. Agent gone: foreground runs unpaced, background stays paused,
+// and the connection comes back by itself (agent_client.h).
+//
+// Thread safety: every method is safe for concurrent use. Ownership: owns the connection.
+#ifndef WAVEPOOL_RUNTIME_AGENT_SESSION_H_
+#define WAVEPOOL_RUNTIME_AGENT_SESSION_H_
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "wavepool/agent/client/agent_client.h"
+#include "wavepool/runtime/launch_pacer.h"
+
+namespace wavepool::runtime {
+
+class AgentSession final : public LaunchPacer {
+ public:
+  // The socket is <agent_dir>/agent.sock. Retries while nothing listens there (the node's agent
+  // may still be starting) until `connect_timeout`, then returns Unavailable naming the socket;
+  // the agent's own refusal (no free slot, a bad registration) is returned at once.
+  static absl::StatusOr<std::unique_ptr<AgentSession>> Connect(
+      const std::string& agent_dir, const agent::RegisterRequest& identity,
+      std::chrono::milliseconds connect_timeout, agent::LogSink log = agent::LogToStderr);
+  ~AgentSession() override;
+
+  absl::Status Run(OpGroup group, const std::function<void()>& work) override;
+  void ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) override;
+  void ReportMemory(std::uint64_t allocated_bytes, std::uint64_t reserved_bytes) override;
+  void Stop() override { stopped_.store(true, std::memory_order_release); }
+
+  agent::AgentClient& client() { return *client_; }
+
+ private:
+  explicit AgentSession(std::unique_ptr<agent::AgentClient> client);
+  absl::Status TakeCredit();
+  void RaisePause();
+  void LowerPause();
+
+  const std::unique_ptr<agent::AgentClient> client_;
+  const agent::Role role_;
+  std::atomic<bool> stopped_{false};
+  std::mutex pause_mu_;
+  int pause_holders_ = 0;  // guarded by pause_mu_: groups running with the pause raised
+};
+
+}  // namespace wavepool::runtime
+
+#endif  // WAVEPOOL_RUNTIME_AGENT_SESSION_H_

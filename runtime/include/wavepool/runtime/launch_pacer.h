@@ -1,0 +1,63 @@
+// Launch groups: the unit of work the node agent paces (DESIGN.md "GPU sharing"). Every launch —
+// an op group of layers on the CPU, a CUDA-graph piece on a GPU — takes a credit from the GPU's
+// launch gate before it starts and returns it when it is done, so that a background task never
+// queues more work than the agent allows; a foreground group the agent marks sensitive raises
+// the pause flag while it runs; a background task waits while the flag is up. This interface is
+// the one seam the CPU and CUDA paths share.
+#ifndef WAVEPOOL_RUNTIME_LAUNCH_PACER_H_
+#define WAVEPOOL_RUNTIME_LAUNCH_PACER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "wavepool/agent/client/protocol.h"
+
+namespace wavepool::runtime {
+
+// A launch group's identity within a job: the id the agent learns its solo time under (stable
+// across iterations and ranks) and its kind (all-reduces are always sensitive).
+struct OpGroup {
+  std::uint32_t id = 0;  // < agent::kMaxOpGroups
+  agent::OpKind kind = agent::OpKind::kCompute;
+};
+
+// Thread safety: Run may be called from several threads at once (tick-tock's two waves); each
+// call is one launch group.
+class LaunchPacer {
+ public:
+  virtual ~LaunchPacer() = default;
+
+  // Runs `work` as one launch group: waits for a credit (and, for a background task, while the
+  // pause flag is up), raises the pause around a sensitive foreground group, runs `work`,
+  // returns the credit and reports the group's duration. Cancelled when the pacer was stopped
+  // while waiting (`work` did not run).
+  virtual absl::Status Run(OpGroup group, const std::function<void()>& work) = 0;
+
+  // The end of a training iteration (the agent publishes it as the task's progress).
+  virtual void ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) = 0;
+  // Memory the task holds now: allocated (tensors in use) and reserved (the process's resident
+  // set on the CPU; the allocator's pool on a GPU).
+  virtual void ReportMemory(std::uint64_t allocated_bytes, std::uint64_t reserved_bytes) = 0;
+
+  // Makes waiting Run calls return Cancelled (a stop request during a long pause).
+  virtual void Stop() = 0;
+};
+
+// A pacer for a worker without a node agent: runs every group at once and reports nothing.
+std::unique_ptr<LaunchPacer> MakeUnpacedLauncher();
+
+// Op-group ids, the same on every rank of a job. Forward and backward of layer l are 2l and
+// 2l+1 (layers beyond kLayerGroups share ids modulo it); a stage's all-reduce and its receives
+// get ids above every layer's.
+inline constexpr std::uint32_t kLayerGroups = 1800;
+OpGroup ForwardGroup(int layer);
+OpGroup BackwardGroup(int layer);
+OpGroup AllReduceGroup(int stage);
+OpGroup ReceiveGroup(int stage);
+
+}  // namespace wavepool::runtime
+
+#endif  // WAVEPOOL_RUNTIME_LAUNCH_PACER_H_

@@ -1,0 +1,143 @@
+// One rank's replica of a model running a StageProgram: the stage instances this rank runs,
+// forward in program order and backward in reverse, layer by layer as launch groups, with the
+// activations and their gradients moving between ranks as the program says and each stage's
+// gradients summed over its sync group while backward runs (gradient_reducer.h).
+//
+// Layer by layer: every layer's forward and backward is one launch group (DeepPool §5 captures
+// one graph per layer forward and backward; the CPU runs them as op groups). Each layer reads
+// detached copies of its inputs, so its backward is its own autograd call and the gradient of a
+// fork is the sum its consumers leave in the copy.
+//
+// Thread safety: not synchronised; one thread runs a StageEngine (tick-tock's two waves each own
+// one). Ownership: owns its model and optimizer; borrows the program, communicator and pacer,
+// which must outlive it.
+#ifndef WAVEPOOL_RUNTIME_STAGE_ENGINE_H_
+#define WAVEPOOL_RUNTIME_STAGE_ENGINE_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "wavepool/api/plan.h"
+#include "wavepool/runtime/batch.h"
+#include "wavepool/runtime/batch_loader.h"
+#include "wavepool/runtime/communicator.h"
+#include "wavepool/runtime/executable_model.h"
+#include "wavepool/runtime/executor.h"
+#include "wavepool/runtime/gradient_reducer.h"
+#include "wavepool/runtime/launch_pacer.h"
+#include "wavepool/runtime/stage_program.h"
+
+namespace wavepool::runtime {
+
+// The optimizer a plan's training settings name, over `parameters`: SGD with momentum 0.9,
+// Adam (betas 0.9/0.999, eps 1e-8) or AdamW (the same, weight decay 0.01), as PyTorch defaults.
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const api::PlanTraining& training,
+                                                       std::vector<torch::Tensor> parameters);
+
+class StageEngine {
+ public:
+  struct Options {
+    int rank = 0;
+    std::uint64_t seed = 0;
+    // All-reduce each stage's gradients while backward runs (off for tick-tock, which averages
+    // across its waves before it all-reduces).
+    bool reduce_gradients = true;
+    std::int64_t bucket_bytes = std::int64_t{4} << 20;
+    // Broadcast the initial weights through the 3:1 codec (weight_codec.h) when the plan says
+    // so (scalednn-data-movement §IV-C).
+    bool compress_weights = false;
+  };
+
+  struct StepResult {
+    double loss_sum = 0;  // this rank's loss terms (0 on ranks without the sink)
+    StepTimes times;
+  };
+
+  // Builds the layers this rank runs (seeded: ExecutableModel) and their optimizer.
+  static absl::StatusOr<std::unique_ptr<StageEngine>> Create(
+      std::shared_ptr<const StageProgram> program, std::shared_ptr<const planner::ModelGraph> graph,
+      const api::PlanTraining& training, Communicator* communicator, LaunchPacer* pacer,
+      Options options);
+  ~StageEngine();
+  StageEngine(const StageEngine&) = delete;
+  StageEngine& operator=(const StageEngine&) = delete;
+
+  // The blocks of every step this rank reads from the data loader, in the order RunStep and
+  // ComputeGradients expect them: one per instance that reads the model input or computes the
+  // loss.
+  std::vector<BatchBlock> DataBlocks() const;
+
+  // One optimizer step: gradients of sum(loss) / samples_per_step, summed over each stage's
+  // sync group, applied. `data` as DataBlocks() says.
+  absl::StatusOr<StepResult> RunStep(std::int64_t step, const std::vector<Batch>& data);
+
+  // The parts of a step, for executors that combine gradients themselves (tick-tock): leaves the
+  // gradients of sum(loss) * loss_scale over this rank's samples in the parameters (summed over
+  // the sync groups only when Options::reduce_gradients), then ApplyGradients steps the
+  // optimizer. `after_forward`, when set, runs between the forward and the backward pass.
+  absl::StatusOr<StepResult> ComputeGradients(std::int64_t step, const std::vector<Batch>& data,
+                                              double loss_scale,
+                                              const std::function<void()>& after_forward = {});
+  absl::Status ApplyGradients();
+
+  // Broadcasts every stage's parameters and buffers from the lowest rank of its sync group
+  // (compressed when Options::compress_weights: every replica then holds the decoded weights).
+  absl::Status BroadcastWeights();
+
+  ExecutableModel& model() { return *model_; }
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  const StageProgram& program() const { return *program_; }
+  int rank() const { return options_.rank; }
+  // Bytes of parameters, gradients and activations this replica holds now.
+  std::uint64_t held_bytes() const;
+
+ private:
+  struct InstanceState;
+
+  StageEngine(std::shared_ptr<const StageProgram> program, Communicator* communicator,
+              LaunchPacer* pacer, Options options);
+
+  absl::Status Forward(const StageInstance& instance, const std::vector<Batch>& data,
+                       std::int64_t step, StepTimes* times);
+  absl::Status Backward(const StageInstance& instance, double loss_scale, double* loss_sum,
+                        StepTimes* times);
+  // Transfers (stage_transfers.cpp).
+  absl::StatusOr<torch::Tensor> GatherActivations(const StageEdge& edge, int wave,
+                                                  const RowRange& rows, StepTimes* times);
+  absl::Status ScatterActivations(const StageEdge& edge, int wave, const RowRange& rows,
+                                  const torch::Tensor& output);
+  absl::StatusOr<torch::Tensor> GatherGradients(const StageEdge& edge, int wave,
+                                                const RowRange& rows, const torch::Tensor& like,
+                                                StepTimes* times);
+  absl::Status ScatterGradients(const StageEdge& edge, int wave, const RowRange& rows,
+                                const torch::Tensor& gradient);
+  absl::Status WaitForSends();
+  absl::Status Broadcast(const std::vector<int>& group, torch::Tensor& tensor);
+  absl::Status BroadcastCompressed(const std::vector<int>& group, torch::Tensor& flat);
+  void ReportMemory();
+
+  const std::shared_ptr<const StageProgram> program_;
+  Communicator* const communicator_;
+  LaunchPacer* const pacer_;
+  const Options options_;
+  std::unique_ptr<ExecutableModel> model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<std::unique_ptr<GradientReducer>> reducers_;  // by stage; null: nothing to sum
+  std::vector<int> instances_on_rank_;                      // ids, forward order
+  std::vector<int> instances_per_stage_;                    // on this rank
+  std::vector<int> instances_left_;                         // this step's backward, by stage
+  std::vector<std::unique_ptr<InstanceState>> states_;      // by instance id, this step
+  std::vector<Pending> sends_;                              // this step's, waited at its end
+  std::uint64_t parameter_bytes_ = 0;
+  std::uint64_t activation_bytes_ = 0;
+  std::int64_t last_memory_report_ns_ = 0;
+};
+
+}  // namespace wavepool::runtime
+
+#endif  // WAVEPOOL_RUNTIME_STAGE_ENGINE_H_

@@ -1,0 +1,212 @@
+// BatchLoader: reads one rank's blocks of each step's global batch, on the caller's thread or
+// one step ahead on a pre-loading thread (scalednn-data-movement §IV-B).
+#include "wavepool/runtime/batch_loader.h"
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace wavepool::runtime {
+namespace {
+
+using Steps = absl::StatusOr<std::vector<Batch>>;
+
+absl::Status Validate(const SampleSourcePtr& source, const SampleOrder& order,
+                      const std::vector<BatchBlock>& blocks, const BatchLoader::Options& options) {
+  const auto invalid = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("batch loader: ", parts...));
+  };
+  if (source == nullptr) return invalid("no sample source");
+  if (order.dataset_size() < 1 || order.samples_per_step() < 1) {
+    return invalid("the sample order's dataset_size (", order.dataset_size(),
+                   ") and samples_per_step (", order.samples_per_step(), ") must be >= 1");
+  }
+  if (order.dataset_size() > source->size()) {
+    return invalid("the sample order covers ", order.dataset_size(), " samples, but ",
+                   source->Describe(), " holds ", source->size());
+  }
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const BatchBlock& block = blocks[b];
+    if (block.first < 0 || block.count < 1 ||
+        block.count > order.samples_per_step() - block.first) {
+      return invalid("block ", b, " (positions [", block.first, ", ", block.first + block.count,
+                     ")) must be non-empty and within the step's ", order.samples_per_step(),
+                     " positions [0, ", order.samples_per_step(), ")");
+    }
+  }
+  if (options.first_step < 0 || options.step_stride < 1) {
+    return invalid("options.first_step must be >= 0 and options.step_stride >= 1, got ",
+                   options.first_step, " and ", options.step_stride);
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::int64_t> BatchShape(const SampleSpec& spec, std::int64_t rows) {
+  std::vector<std::int64_t> shape{rows};
+  shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
+  return shape;
+}
+
+}  // namespace
+
+class BatchLoader::Impl {
+ public:
+  Impl(SampleSourcePtr source, SampleOrder order, std::vector<BatchBlock> blocks, Options options)
+      : source_(std::move(source)),
+        order_(order),
+        blocks_(std::move(blocks)),
+        options_(options),
+        next_step_(options.first_step) {
+    if (options_.preload) preloader_ = std::thread([this] { PreloadLoop(); });
+  }
+
+  ~Impl() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_.store(true, std::memory_order_relaxed);
+    }
+    if (preloader_.joinable()) preloader_.join();
+  }
+
+  Steps Next() {
+    if (!error_.ok()) return error_;
+    const auto start = std::chrono::steady_clock::now();
+    Steps result = options_.preload ? TakeReady() : Load(next_step_);
+    next_step_ += options_.step_stride;
+    wait_nanos_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count(),
+                          std::memory_order_relaxed);
+    if (!result.ok()) error_ = result.status();
+    return result;
+  }
+
+  double wait_seconds() const {
+    return static_cast<double>(wait_nanos_.load(std::memory_order_relaxed)) * 1e-9;
+  }
+
+ private:
+  // Waits for the pre-loading thread's step and frees its slot for the next one.
+  Steps TakeReady() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(this, &Impl::HasReady));
+    Steps result = std::move(*ready_);
+    ready_.reset();
+    return result;
+  }
+
+  void PreloadLoop() {
+    for (std::int64_t step = options_.first_step;; step += options_.step_stride) {
+      Steps result = Load(step);
+      absl::MutexLock lock(&mu_);
+      if (stopping_.load(std::memory_order_relaxed)) return;
+      const bool failed = !result.ok();
+      ready_ = std::move(result);
+      // A failed step is the last: Next keeps returning its error.
+      if (failed) return;
+      mu_.Await(absl::Condition(this, &Impl::SlotFreeOrStopping));
+      if (stopping_.load(std::memory_order_relaxed)) return;
+    }
+  }
+
+  bool HasReady() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ready_.has_value(); }
+  bool SlotFreeOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !ready_.has_value() || stopping_.load(std::memory_order_relaxed);
+  }
+
+  // Reads every block of `step`; Cancelled as soon as the loader is being destroyed.
+  Steps Load(std::int64_t step) const {
+    std::vector<Batch> batches;
+    batches.reserve(blocks_.size());
+    for (const BatchBlock& block : blocks_) {
+      absl::StatusOr<Batch> batch = LoadBlock(step, block);
+      if (!batch.ok()) return batch.status();
+      batches.push_back(std::move(*batch));
+    }
+    return batches;
+  }
+
+  absl::StatusOr<Batch> LoadBlock(std::int64_t step, const BatchBlock& block) const {
+    const SampleSpec& spec = source_->spec();
+    const bool tokens = spec.kind == SampleSpec::Kind::kTokens;
+    Batch batch;
+    batch.step = step;
+    batch.first_sample = block.first;
+    try {
+      batch.inputs =
+          torch::empty(BatchShape(spec, block.count), tokens ? torch::kInt64 : torch::kFloat32);
+      batch.labels = torch::empty({block.count}, torch::kInt64);
+    } catch (const c10::Error& e) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("batch loader: allocating step ", step, "'s block of ", block.count,
+                       " samples of ", spec.ToString(), ": ", e.what_without_backtrace()));
+    }
+    auto* inputs = static_cast<char*>(batch.inputs.data_ptr());
+    const std::int64_t sample_bytes =
+        spec.Elements() * static_cast<std::int64_t>(batch.inputs.element_size());
+    auto* labels = batch.labels.data_ptr<std::int64_t>();
+    for (std::int64_t row = 0; row < block.count; ++row) {
+      // Relaxed: a stale read only delays the stop by one sample; the join synchronises.
+      if (stopping_.load(std::memory_order_relaxed)) {
+        return absl::CancelledError("batch loader: stopped while loading");
+      }
+      const std::int64_t position = block.first + row;
+      const std::int64_t index = order_.Index(step, position);
+      absl::Status status = source_->Read(index, inputs + row * sample_bytes, &labels[row]);
+      if (status.ok() && (labels[row] < 0 || labels[row] >= spec.classes)) {
+        status = absl::InternalError(
+            absl::StrCat("label ", labels[row], " is outside [0, ", spec.classes, ")"));
+      }
+      if (!status.ok()) {
+        return absl::Status(
+            status.code(),
+            absl::StrCat("reading step ", step, " position ", position, " (sample ", index, ") of ",
+                         source_->Describe(), ": ", status.message()));
+      }
+    }
+    return batch;
+  }
+
+  // Constant after construction.
+  const SampleSourcePtr source_;
+  const SampleOrder order_;
+  const std::vector<BatchBlock> blocks_;
+  const Options options_;
+
+  // The caller's thread only.
+  std::int64_t next_step_;
+  absl::Status error_;  // the first error Next returned; sticky
+
+  // Set once, under mu_ (so that Await re-evaluates its condition), by the destructor; read
+  // without the lock between samples.
+  std::atomic<bool> stopping_{false};
+  // Relaxed: a statistic with one writer; readers need no ordering with anything else.
+  std::atomic<std::int64_t> wait_nanos_{0};
+
+  absl::Mutex mu_;
+  std::optional<Steps> ready_ ABSL_GUARDED_BY(mu_);  // the step the preloader finished, if any
+  std::thread preloader_;  // last member: started after everything it reads is constructed
+};
+
+absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(SampleSourcePtr source,
+                                                                 SampleOrder order,
+                                                                 std::vector<BatchBlock> blocks,
+                                                                 Options options) {
+  if (absl::Status s = Validate(source, order, blocks, options); !s.ok()) return s;
+  return std::unique_ptr<BatchLoader>(new BatchLoader(
+      std::make_unique<Impl>(std::move(source), order, std::move(blocks), options)));
+}
+
+BatchLoader::BatchLoader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BatchLoader::~BatchLoader() = default;
+
+absl::StatusOr<std::vector<Batch>> BatchLoader::Next() { return impl_->Next(); }
+double BatchLoader::wait_seconds() const { return impl_->wait_seconds(); }
+
+}  // namespace wavepool::runtime

@@ -1,0 +1,62 @@
+#include "dataset_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace wavepool::runtime::data_internal {
+
+absl::StatusOr<std::unique_ptr<DatasetFile>> DatasetFile::Open(std::string path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return absl::ErrnoToStatus(error, absl::StrCat("fstat ", path));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  }
+  return std::unique_ptr<DatasetFile>(new DatasetFile(std::move(path), fd, info.st_size));
+}
+
+DatasetFile::DatasetFile(std::string path, int fd, std::int64_t size)
+    : path_(std::move(path)), fd_(fd), size_(size) {}
+
+DatasetFile::~DatasetFile() { ::close(fd_); }
+
+absl::Status DatasetFile::ReadAt(std::int64_t offset, std::int64_t length, void* buffer) const {
+  auto* out = static_cast<unsigned char*>(buffer);
+  std::int64_t done = 0;
+  while (done < length) {
+    const ssize_t got = ::pread(fd_, out + done, static_cast<std::size_t>(length - done),
+                                static_cast<off_t>(offset + done));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return absl::ErrnoToStatus(errno,
+                                 absl::StrCat("pread ", path_, " at byte offset ", offset + done));
+    }
+    if (got == 0) {
+      return absl::DataLossError(
+          absl::StrCat("pread ", path_, ": the data ends at byte offset ", offset + done,
+                       ", short of the ", length, " bytes at offset ", offset, " (the file had ",
+                       size_, " bytes when it was opened; was it truncated since?)"));
+    }
+    done += got;
+  }
+  return absl::OkStatus();
+}
+
+std::uint32_t BigEndian32(const unsigned char* bytes) {
+  return (std::uint32_t{bytes[0]} << 24) | (std::uint32_t{bytes[1]} << 16) |
+         (std::uint32_t{bytes[2]} << 8) | std::uint32_t{bytes[3]};
+}
+
+}  // namespace wavepool::runtime::data_internal

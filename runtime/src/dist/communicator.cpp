@@ -1,0 +1,181 @@
+#include "wavepool/runtime/communicator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "torch_compat.h"
+
+namespace wavepool::runtime {
+namespace internal {
+
+struct PendingWork {
+  compat::WorkPtr work;
+  std::chrono::milliseconds timeout{0};
+  std::string what;
+  bool waited = false;
+  absl::Status result;
+};
+
+struct ProcessGroup {
+  compat::GlooGroupPtr group;
+  std::vector<int> members;  // ascending global ranks
+};
+
+// One Gloo group per rank set; keys are the ascending member lists.
+struct ProcessGroups {
+  std::map<std::vector<int>, ProcessGroup> by_ranks;
+  ProcessGroup world;
+};
+
+}  // namespace internal
+
+Pending::Pending() = default;
+Pending::Pending(std::shared_ptr<internal::PendingWork> work) : work_(std::move(work)) {}
+Pending::~Pending() = default;
+Pending::Pending(Pending&&) noexcept = default;
+Pending& Pending::operator=(Pending&&) noexcept = default;
+
+absl::Status Pending::Wait() {
+  if (work_ == nullptr) return absl::OkStatus();
+  if (!work_->waited) {
+    work_->result = compat::Wait(work_->work, work_->timeout, work_->what);
+    work_->waited = true;
+    work_->work.reset();
+  }
+  return work_->result;
+}
+
+namespace {
+
+absl::Status CheckRankSet(const std::vector<int>& ranks, int world_size) {
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= world_size || (i > 0 && ranks[i] <= ranks[i - 1])) {
+      return absl::InvalidArgumentError(absl::StrCat("rank set {", absl::StrJoin(ranks, ","),
+                                                     "} is not ascending within [0, ", world_size,
+                                                     ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int IndexIn(const std::vector<int>& members, int rank) {
+  return static_cast<int>(std::lower_bound(members.begin(), members.end(), rank) - members.begin());
+}
+
+}  // namespace
+
+Communicator::Communicator(int rank, int world_size, Options options)
+    : rank_(rank),
+      world_size_(world_size),
+      options_(options),
+      groups_(std::make_unique<internal::ProcessGroups>()) {}
+
+Communicator::~Communicator() = default;
+
+absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
+    StorePtr store, int rank, int world_size, std::vector<std::vector<int>> rank_sets,
+    Options options) {
+  for (const std::vector<int>& set : rank_sets) {
+    if (absl::Status s = CheckRankSet(set, world_size); !s.ok()) return s;
+  }
+  std::sort(rank_sets.begin(), rank_sets.end());
+  rank_sets.erase(std::unique(rank_sets.begin(), rank_sets.end()), rank_sets.end());
+  std::unique_ptr<Communicator> comm(new Communicator(rank, world_size, options));
+  std::vector<int> everyone(static_cast<std::size_t>(world_size));
+  for (int r = 0; r < world_size; ++r) everyone[static_cast<std::size_t>(r)] = r;
+  absl::StatusOr<compat::GlooGroupPtr> world = compat::MakeGlooGroup(
+      compat::WithPrefix(options.name + "/world", store), rank, world_size, options.timeout);
+  if (!world.ok()) return world.status();
+  comm->groups_->world = {*world, everyone};
+  // In one sorted order on every rank: see Create's contract.
+  for (const std::vector<int>& set : rank_sets) {
+    if (set.size() < 2 || set == everyone || !std::binary_search(set.begin(), set.end(), rank)) {
+      continue;
+    }
+    absl::StatusOr<compat::GlooGroupPtr> group = compat::MakeGlooGroup(
+        compat::WithPrefix(absl::StrCat(options.name, "/", absl::StrJoin(set, ",")), store),
+        IndexIn(set, rank), static_cast<int>(set.size()), options.timeout);
+    if (!group.ok()) return group.status();
+    comm->groups_->by_ranks[set] = {*group, set};
+  }
+  return comm;
+}
+
+namespace {
+
+// Runs `issue` (a c10d call that may throw) and wraps its Work.
+template <typename Issue>
+absl::StatusOr<Pending> Start(std::string what, std::chrono::milliseconds timeout, Issue issue) {
+  try {
+    auto pending = std::make_shared<internal::PendingWork>();
+    pending->work = issue();
+    pending->timeout = timeout;
+    pending->what = std::move(what);
+    return Pending(std::move(pending));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat(what, ": ", compat::ErrorText(e)));
+  }
+}
+
+}  // namespace
+
+const internal::ProcessGroup* Communicator::FindGroup(const std::vector<int>& ranks) const {
+  if (ranks == groups_->world.members) return &groups_->world;
+  auto it = groups_->by_ranks.find(ranks);
+  return it == groups_->by_ranks.end() ? nullptr : &it->second;
+}
+
+absl::StatusOr<Pending> Communicator::AllReduceSum(const std::vector<int>& ranks,
+                                                   std::vector<torch::Tensor> tensors) {
+  const internal::ProcessGroup* group = FindGroup(ranks);
+  if (group == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no group {", absl::StrJoin(ranks, ","), "} on rank ", rank_));
+  }
+  return Start(absl::StrCat("all-reduce in {", absl::StrJoin(ranks, ","), "}"), options_.timeout,
+               [&] {
+                 c10d::AllreduceOptions options;
+                 options.reduceOp = c10d::ReduceOp::SUM;
+                 return group->group->allreduce(tensors, options);
+               });
+}
+
+absl::StatusOr<Pending> Communicator::Broadcast(const std::vector<int>& ranks, int root,
+                                                std::vector<torch::Tensor> tensors) {
+  const internal::ProcessGroup* group = FindGroup(ranks);
+  if (group == nullptr || !std::binary_search(ranks.begin(), ranks.end(), root)) {
+    return absl::InvalidArgumentError(absl::StrCat("no group {", absl::StrJoin(ranks, ","),
+                                                   "} with root ", root, " on rank ", rank_));
+  }
+  return Start(absl::StrCat("broadcast from rank ", root, " in {", absl::StrJoin(ranks, ","), "}"),
+               options_.timeout, [&] {
+                 c10d::BroadcastOptions options;
+                 options.rootRank = IndexIn(group->members, root);
+                 return group->group->broadcast(tensors, options);
+               });
+}
+
+absl::StatusOr<Pending> Communicator::Send(torch::Tensor tensor, int peer, int tag) {
+  return Start(absl::StrCat("send to rank ", peer, " (tag ", tag, ")"), options_.timeout, [&] {
+    std::vector<torch::Tensor> tensors{std::move(tensor)};
+    return groups_->world.group->send(tensors, peer, tag);
+  });
+}
+
+absl::StatusOr<Pending> Communicator::Recv(torch::Tensor tensor, int peer, int tag) {
+  return Start(absl::StrCat("receive from rank ", peer, " (tag ", tag, ")"), options_.timeout, [&] {
+    std::vector<torch::Tensor> tensors{std::move(tensor)};
+    return groups_->world.group->recv(tensors, peer, tag);
+  });
+}
+
+absl::Status Communicator::Barrier() {
+  absl::StatusOr<Pending> pending =
+      Start("barrier", options_.timeout, [&] { return groups_->world.group->barrier(); });
+  if (!pending.ok()) return pending.status();
+  return pending->Wait();
+}
+
+}  // namespace wavepool::runtime

@@ -1,0 +1,255 @@
+#include "wavepool/runtime/stage_engine.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "stage_engine_internal.h"
+#include "step_timer.h"
+#include "wavepool/runtime/weight_codec.h"
+
+namespace wavepool::runtime {
+
+namespace {
+
+std::int64_t MonotonicNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The process's resident set (/proc/self/statm), 0 when unreadable.
+std::uint64_t ResidentBytes() {
+  std::FILE* file = std::fopen("/proc/self/statm", "r");
+  if (file == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int read = std::fscanf(file, "%llu %llu", &size, &resident);
+  std::fclose(file);
+  return read == 2 ? resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+}  // namespace
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const api::PlanTraining& training,
+                                                       std::vector<torch::Tensor> parameters) {
+  switch (training.optimizer) {
+    case api::Optimizer::kAdam:
+      return std::make_unique<torch::optim::Adam>(
+          std::move(parameters), torch::optim::AdamOptions(training.learning_rate));
+    case api::Optimizer::kAdamW:
+      return std::make_unique<torch::optim::AdamW>(
+          std::move(parameters), torch::optim::AdamWOptions(training.learning_rate));
+    case api::Optimizer::kSgd:
+      break;
+  }
+  return std::make_unique<torch::optim::SGD>(
+      std::move(parameters), torch::optim::SGDOptions(training.learning_rate).momentum(0.9));
+}
+
+StageEngine::StageEngine(std::shared_ptr<const StageProgram> program, Communicator* communicator,
+                         LaunchPacer* pacer, Options options)
+    : program_(std::move(program)), communicator_(communicator), pacer_(pacer), options_(options) {}
+
+StageEngine::~StageEngine() = default;
+
+absl::StatusOr<std::unique_ptr<StageEngine>> StageEngine::Create(
+    std::shared_ptr<const StageProgram> program, std::shared_ptr<const planner::ModelGraph> graph,
+    const api::PlanTraining& training, Communicator* communicator, LaunchPacer* pacer,
+    Options options) {
+  std::unique_ptr<StageEngine> engine(
+      new StageEngine(std::move(program), communicator, pacer, options));
+  const StageProgram& p = *engine->program_;
+  absl::StatusOr<std::unique_ptr<ExecutableModel>> model =
+      ExecutableModel::Build(std::move(graph), p.LayersOn(options.rank), options.seed);
+  if (!model.ok()) return model.status();
+  engine->model_ = *std::move(model);
+  engine->model_->Train(true);
+  engine->optimizer_ = MakeOptimizer(training, engine->model_->Parameters());
+  for (const torch::Tensor& t : engine->model_->Parameters()) {
+    engine->parameter_bytes_ += 2 * internal::Bytes(t);  // the weights and their gradients
+  }
+  engine->instances_on_rank_ = p.InstancesOn(options.rank);
+  engine->instances_per_stage_.assign(static_cast<std::size_t>(p.stage_count()), 0);
+  for (int id : engine->instances_on_rank_) {
+    ++engine->instances_per_stage_[static_cast<std::size_t>(p.forward_order()[id].stage)];
+  }
+  engine->reducers_.resize(static_cast<std::size_t>(p.stage_count()));
+  engine->states_.resize(p.forward_order().size());
+  if (options.reduce_gradients) {
+    for (int s = 0; s < p.stage_count(); ++s) {
+      const std::vector<int>& group = p.sync_group(s);
+      if (group.size() < 2 || !std::binary_search(group.begin(), group.end(), options.rank)) {
+        continue;
+      }
+      std::vector<std::pair<int, std::vector<torch::Tensor>>> layers;
+      const std::vector<planner::LayerId>& ids = p.stage_layers(s);
+      for (auto it = ids.rbegin(); it != ids.rend(); ++it) {  // the order backward finishes them
+        layers.emplace_back(*it, engine->model_->Parameters(*it));
+      }
+      engine->reducers_[static_cast<std::size_t>(s)] = std::make_unique<GradientReducer>(
+          communicator, group, std::move(layers), options.bucket_bytes);
+    }
+  }
+  return engine;
+}
+
+std::vector<BatchBlock> StageEngine::DataBlocks() const {
+  std::vector<BatchBlock> blocks;
+  for (int id : instances_on_rank_) {
+    const StageInstance& instance = program_->forward_order()[static_cast<std::size_t>(id)];
+    const RowRange rows = instance.BlockOf(options_.rank);
+    if (rows.empty()) continue;
+    if (program_->reads_input(instance.stage) || program_->holds_sink(instance.stage)) {
+      blocks.push_back({rows.begin, rows.size()});
+    }
+  }
+  return blocks;
+}
+
+absl::StatusOr<StageEngine::StepResult> StageEngine::RunStep(std::int64_t step,
+                                                             const std::vector<Batch>& data) {
+  absl::StatusOr<StepResult> result =
+      ComputeGradients(step, data, 1.0 / static_cast<double>(program_->samples_per_step()));
+  if (!result.ok()) return result;
+  StepTimer timer(&result->times.compute);
+  if (absl::Status s = ApplyGradients(); !s.ok()) return s;
+  return result;
+}
+
+absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
+    std::int64_t step, const std::vector<Batch>& data, double loss_scale,
+    const std::function<void()>& after_forward) {
+  StepResult result;
+  const std::int64_t start = MonotonicNanos();
+  instances_left_ = instances_per_stage_;
+  optimizer_->zero_grad();
+  for (torch::Tensor& p : model_->Parameters()) p.mutable_grad() = torch::Tensor();
+  std::size_t next_data = 0;
+  for (int id : instances_on_rank_) {
+    const StageInstance& instance = program_->forward_order()[static_cast<std::size_t>(id)];
+    std::vector<Batch> mine;
+    const RowRange rows = instance.BlockOf(options_.rank);
+    if (!rows.empty() &&
+        (program_->reads_input(instance.stage) || program_->holds_sink(instance.stage))) {
+      if (next_data >= data.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "step ", step, ": ", data.size(), " data blocks for ", DataBlocks().size(), " reads"));
+      }
+      mine.push_back(data[next_data++]);
+    }
+    if (absl::Status s = Forward(instance, mine, step, &result.times); !s.ok()) return s;
+  }
+  if (after_forward) after_forward();
+  for (auto it = instances_on_rank_.rbegin(); it != instances_on_rank_.rend(); ++it) {
+    const StageInstance& instance = program_->forward_order()[static_cast<std::size_t>(*it)];
+    if (absl::Status s = Backward(instance, loss_scale, &result.loss_sum, &result.times); !s.ok()) {
+      return s;
+    }
+  }
+  {
+    StepTimer timer(&result.times.allreduce);
+    for (std::size_t s = 0; s < reducers_.size(); ++s) {
+      if (reducers_[s] == nullptr) continue;
+      absl::Status reduced;
+      absl::Status ran = pacer_->Run(AllReduceGroup(static_cast<int>(s)),
+                                     [&] { reduced = reducers_[s]->Finish(); });
+      if (!ran.ok()) return ran;
+      if (!reduced.ok()) return reduced;
+    }
+    if (absl::Status s = WaitForSends(); !s.ok()) return s;
+  }
+  for (std::unique_ptr<InstanceState>& state : states_) state.reset();
+  activation_bytes_ = 0;
+  const double total = static_cast<double>(MonotonicNanos() - start) * 1e-9;
+  result.times.compute =
+      std::max(0.0, total - result.times.transfer - result.times.allreduce - result.times.data);
+  return result;
+}
+
+absl::Status StageEngine::ApplyGradients() {
+  try {
+    torch::NoGradGuard no_grad;
+    optimizer_->step();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("optimizer step: ", compat::ErrorText(e)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageEngine::BroadcastWeights() {
+  for (int s = 0; s < program_->stage_count(); ++s) {
+    const std::vector<int>& group = program_->sync_group(s);
+    if (group.size() < 2 || !std::binary_search(group.begin(), group.end(), options_.rank)) {
+      continue;
+    }
+    // Gloo broadcasts one tensor shape at a time: one flat tensor per dtype (BatchNorm counts
+    // batches in int64).
+    std::map<c10::ScalarType, std::vector<torch::Tensor>> by_dtype;
+    for (planner::LayerId id : program_->stage_layers(s)) {
+      for (torch::Tensor& t : model_->Parameters(id)) by_dtype[t.scalar_type()].push_back(t);
+      for (torch::Tensor& t : model_->layer(id).buffers()) by_dtype[t.scalar_type()].push_back(t);
+    }
+    for (auto& [dtype, tensors] : by_dtype) {
+      torch::NoGradGuard no_grad;
+      std::vector<torch::Tensor> flat_parts;
+      for (const torch::Tensor& t : tensors) flat_parts.push_back(t.detach().reshape({-1}));
+      torch::Tensor flat = torch::cat(flat_parts);
+      const bool compress = options_.compress_weights && dtype == torch::kFloat32;
+      absl::Status sent = compress ? BroadcastCompressed(group, flat) : Broadcast(group, flat);
+      if (!sent.ok()) return sent;
+      std::int64_t offset = 0;
+      for (torch::Tensor& t : tensors) {
+        t.detach().copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+        offset += t.numel();
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageEngine::Broadcast(const std::vector<int>& group, torch::Tensor& tensor) {
+  absl::StatusOr<Pending> pending = communicator_->Broadcast(group, group.front(), {tensor});
+  if (!pending.ok()) return pending.status();
+  return pending->Wait();
+}
+
+absl::Status StageEngine::BroadcastCompressed(const std::vector<int>& group, torch::Tensor& flat) {
+  // scalednn-data-movement §IV-C: the root sends the 3:1 packed stream and every rank, the root
+  // included, continues from the decoded weights, so that all replicas are identical. Weights the
+  // codec cannot hold (|w| >= 2, NaN, Inf) go uncompressed; the root says which in a first message.
+  const bool root = options_.rank == group.front();
+  const auto count = static_cast<std::size_t>(flat.numel());
+  torch::Tensor stream =
+      torch::empty({static_cast<std::int64_t>(EncodedWeightBytes(count))}, torch::kUInt8);
+  torch::Tensor compressed = torch::zeros({1}, torch::kInt64);
+  if (root) {
+    absl::Status encoded = EncodeWeightsInto(
+        absl::MakeConstSpan(flat.data_ptr<float>(), count),
+        absl::MakeSpan(stream.data_ptr<std::uint8_t>(), static_cast<std::size_t>(stream.numel())));
+    compressed.fill_(encoded.ok() ? 1 : 0);
+  }
+  if (absl::Status s = Broadcast(group, compressed); !s.ok()) return s;
+  if (compressed.item<std::int64_t>() == 0) return Broadcast(group, flat);
+  if (absl::Status s = Broadcast(group, stream); !s.ok()) return s;
+  return DecodeWeightsInto(absl::MakeConstSpan(stream.data_ptr<std::uint8_t>(),
+                                               static_cast<std::size_t>(stream.numel())),
+                           absl::MakeSpan(flat.data_ptr<float>(), count));
+}
+
+std::uint64_t StageEngine::held_bytes() const { return parameter_bytes_ + activation_bytes_; }
+
+void StageEngine::ReportMemory() {
+  // At most one sample per 5 ms: the agent's memory waves are sampled at 100 Hz.
+  const std::int64_t now = MonotonicNanos();
+  if (now - last_memory_report_ns_ < 5'000'000) return;
+  last_memory_report_ns_ = now;
+  pacer_->ReportMemory(held_bytes(), std::max(held_bytes(), ResidentBytes()));
+}
+
+}  // namespace wavepool::runtime

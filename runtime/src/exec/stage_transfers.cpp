@@ -1,0 +1,144 @@
+// Moving activations forward and their gradients back between the ranks of consecutive stage
+// instances (stage_program.h, "Transfers"): each rank sends exactly the rows another rank's block
+// needs and keeps the rows it needs itself.
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "stage_engine_internal.h"
+#include "step_timer.h"
+#include "wavepool/runtime/stage_engine.h"
+
+namespace wavepool::runtime {
+namespace {
+
+std::vector<std::int64_t> BatchShape(std::int64_t rows, const planner::TensorShape& sample) {
+  std::vector<std::int64_t> shape{rows};
+  shape.insert(shape.end(), sample.dims.begin(), sample.dims.end());
+  return shape;
+}
+
+}  // namespace
+
+absl::StatusOr<torch::Tensor> StageEngine::GatherActivations(const StageEdge& edge, int wave,
+                                                             const RowRange& rows,
+                                                             StepTimes* times) {
+  const StageInstance& from = program_->instance(edge.from_stage, wave);
+  const planner::TensorShape& sample = model_->graph().layer(edge.producer).output;
+  std::vector<torch::Tensor> pieces;
+  std::vector<Pending> receives;
+  for (int k = 0; k < static_cast<int>(from.ranks.size()); ++k) {
+    const RowRange piece = from.Block(k).Intersect(rows);
+    if (piece.empty()) continue;
+    const int peer = from.ranks[static_cast<std::size_t>(k)];
+    if (peer == options_.rank) {
+      const InstanceState& producer = *states_[static_cast<std::size_t>(from.id)];
+      pieces.push_back(producer.outputs.at(edge.producer)
+                           .detach()
+                           .narrow(0, piece.begin - producer.rows.begin, piece.size()));
+      continue;
+    }
+    torch::Tensor buffer = torch::empty(BatchShape(piece.size(), sample), torch::kFloat32);
+    absl::StatusOr<Pending> received =
+        communicator_->Recv(buffer, peer, program_->ForwardTag(edge.id, wave));
+    if (!received.ok()) return received.status();
+    receives.push_back(*std::move(received));
+    pieces.push_back(buffer);
+  }
+  if (!receives.empty()) {
+    StepTimer timer(&times->transfer);
+    absl::Status waited;
+    absl::Status ran = pacer_->Run(ReceiveGroup(edge.to_stage), [&] {
+      for (Pending& pending : receives) {
+        if (absl::Status s = pending.Wait(); !s.ok() && waited.ok()) waited = s;
+      }
+    });
+    if (!ran.ok()) return ran;
+    if (!waited.ok()) return waited;
+  }
+  return pieces.size() == 1 ? pieces.front() : torch::cat(pieces);
+}
+
+absl::Status StageEngine::ScatterActivations(const StageEdge& edge, int wave, const RowRange& rows,
+                                             const torch::Tensor& output) {
+  const StageInstance& to = program_->instance(edge.to_stage, wave);
+  for (int k = 0; k < static_cast<int>(to.ranks.size()); ++k) {
+    const RowRange piece = to.Block(k).Intersect(rows);
+    const int peer = to.ranks[static_cast<std::size_t>(k)];
+    if (piece.empty() || peer == options_.rank) continue;
+    torch::Tensor rows_out =
+        output.detach().narrow(0, piece.begin - rows.begin, piece.size()).contiguous();
+    absl::StatusOr<Pending> sent =
+        communicator_->Send(rows_out, peer, program_->ForwardTag(edge.id, wave));
+    if (!sent.ok()) return sent.status();
+    sends_.push_back(*std::move(sent));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<torch::Tensor> StageEngine::GatherGradients(const StageEdge& edge, int wave,
+                                                           const RowRange& rows,
+                                                           const torch::Tensor& like,
+                                                           StepTimes* times) {
+  const StageInstance& to = program_->instance(edge.to_stage, wave);
+  torch::Tensor gradient = torch::zeros_like(like, torch::TensorOptions().requires_grad(false));
+  std::vector<Pending> receives;
+  for (int k = 0; k < static_cast<int>(to.ranks.size()); ++k) {
+    const RowRange piece = to.Block(k).Intersect(rows);
+    if (piece.empty()) continue;
+    const int peer = to.ranks[static_cast<std::size_t>(k)];
+    torch::Tensor slot = gradient.narrow(0, piece.begin - rows.begin, piece.size());
+    if (peer == options_.rank) {
+      const InstanceState& consumer = *states_[static_cast<std::size_t>(to.id)];
+      const torch::Tensor& imported = consumer.imports.at(edge.producer);
+      if (imported.grad().defined()) {
+        slot.copy_(imported.grad().narrow(0, piece.begin - consumer.rows.begin, piece.size()));
+      }
+      continue;
+    }
+    absl::StatusOr<Pending> received =
+        communicator_->Recv(slot, peer, program_->BackwardTag(edge.id, wave));
+    if (!received.ok()) return received.status();
+    receives.push_back(*std::move(received));
+  }
+  if (!receives.empty()) {
+    StepTimer timer(&times->transfer);
+    absl::Status waited;
+    absl::Status ran = pacer_->Run(ReceiveGroup(edge.from_stage), [&] {
+      for (Pending& pending : receives) {
+        if (absl::Status s = pending.Wait(); !s.ok() && waited.ok()) waited = s;
+      }
+    });
+    if (!ran.ok()) return ran;
+    if (!waited.ok()) return waited;
+  }
+  return gradient;
+}
+
+absl::Status StageEngine::ScatterGradients(const StageEdge& edge, int wave, const RowRange& rows,
+                                           const torch::Tensor& gradient) {
+  const StageInstance& from = program_->instance(edge.from_stage, wave);
+  for (int k = 0; k < static_cast<int>(from.ranks.size()); ++k) {
+    const RowRange piece = from.Block(k).Intersect(rows);
+    const int peer = from.ranks[static_cast<std::size_t>(k)];
+    if (piece.empty() || peer == options_.rank) continue;
+    torch::Tensor rows_out =
+        gradient.narrow(0, piece.begin - rows.begin, piece.size()).contiguous();
+    absl::StatusOr<Pending> sent =
+        communicator_->Send(rows_out, peer, program_->BackwardTag(edge.id, wave));
+    if (!sent.ok()) return sent.status();
+    sends_.push_back(*std::move(sent));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageEngine::WaitForSends() {
+  absl::Status first;
+  for (Pending& pending : sends_) {
+    if (absl::Status s = pending.Wait(); !s.ok() && first.ok()) first = s;
+  }
+  sends_.clear();
+  return first;
+}
+
+}  // namespace wavepool::runtime

@@ -1,0 +1,95 @@
+#include "staged_executor.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "step_timer.h"
+
+namespace wavepool::runtime {
+
+StagedExecutor::StagedExecutor(std::unique_ptr<Communicator> communicator,
+                               std::unique_ptr<StageEngine> engine, LaunchPacer* pacer, Data data)
+    : communicator_(std::move(communicator)),
+      engine_(std::move(engine)),
+      pacer_(pacer),
+      data_(std::move(data)) {
+  for (int r = 0; r < communicator_->world_size(); ++r) world_.push_back(r);
+}
+
+absl::Status StagedExecutor::SynchronizeInitialWeights() { return engine_->BroadcastWeights(); }
+
+std::vector<Replica> StagedExecutor::Replicas() {
+  return {Replica{"model", &engine_->model(), &engine_->optimizer()}};
+}
+
+absl::Status StagedExecutor::LoadExtraState(
+    const std::vector<std::pair<std::string, torch::Tensor>>& state) {
+  if (state.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("unexpected executor state '", state.front().first, "' for this plan"));
+}
+
+absl::Status StagedExecutor::StartLoader(std::int64_t first) {
+  if (loader_ != nullptr && first == next_step_) return absl::OkStatus();
+  const std::vector<BatchBlock> blocks = engine_->DataBlocks();
+  next_step_ = first;
+  if (blocks.empty()) return absl::OkStatus();  // this rank reads no samples
+  BatchLoader::Options options;
+  options.preload = data_.preload;
+  options.first_step = first;
+  absl::StatusOr<std::unique_ptr<BatchLoader>> loader = BatchLoader::Create(
+      data_.source,
+      SampleOrder(data_.seed, data_.source->size(), engine_->program().samples_per_step()), blocks,
+      options);
+  if (!loader.ok()) return loader.status();
+  loader_ = *std::move(loader);
+  return absl::OkStatus();
+}
+
+absl::Status StagedExecutor::Agree(double loss_sum, const StepRequests& mine, StepReport* report) {
+  torch::Tensor total = torch::tensor(
+      {loss_sum, mine.checkpoint ? 1.0 : 0.0, mine.stop ? 1.0 : 0.0}, torch::kFloat64);
+  if (communicator_->world_size() > 1) {
+    absl::StatusOr<Pending> pending = communicator_->AllReduceSum(world_, {total});
+    if (!pending.ok()) return pending.status();
+    if (absl::Status s = pending->Wait(); !s.ok()) return s;
+  }
+  report->loss =
+      total[0].item<double>() / static_cast<double>(engine_->program().samples_per_step());
+  report->agreed.checkpoint = total[1].item<double>() > 0;
+  report->agreed.stop = total[2].item<double>() > 0;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::int64_t> StagedExecutor::Train(std::int64_t first, std::int64_t end,
+                                                   const StepHooks& hooks) {
+  if (absl::Status s = StartLoader(first); !s.ok()) return s;
+  for (std::int64_t step = first; step < end; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    StepReport report;
+    report.step = step;
+    std::vector<Batch> batches;
+    if (loader_ != nullptr) {
+      StepTimer timer(&report.times.data);
+      absl::StatusOr<std::vector<Batch>> loaded = loader_->Next();
+      if (!loaded.ok()) return loaded.status();
+      batches = *std::move(loaded);
+    }
+    ++next_step_;
+    absl::StatusOr<StageEngine::StepResult> result = engine_->RunStep(step, batches);
+    if (!result.ok()) return result.status();
+    if (absl::Status s = Agree(result->loss_sum, hooks.requests(step), &report); !s.ok()) return s;
+    const double data_seconds = report.times.data;
+    report.times = result->times;
+    report.times.data = data_seconds;
+    report.samples = engine_->program().samples_per_step();
+    report.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    pacer_->ReportIteration(step, report.seconds, report.samples);
+    hooks.after_step(report);
+    if (report.agreed.any()) return step + 1;
+  }
+  return end;
+}
+
+}  // namespace wavepool::runtime

@@ -1,0 +1,259 @@
+#include "tick_tock_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "step_timer.h"
+
+namespace wavepool::runtime {
+namespace {
+
+constexpr std::string_view kPreviousGradient = "previous_gradient";
+constexpr std::string_view kPreviousGradientStep = "previous_gradient_step";
+
+torch::Tensor FlattenGradients(ExecutableModel& model) {
+  std::vector<torch::Tensor> flat;
+  for (const torch::Tensor& p : model.Parameters()) {
+    flat.push_back(p.grad().defined() ? p.grad().reshape({-1})
+                                      : torch::zeros({p.numel()}, p.options()));
+  }
+  return torch::cat(flat);
+}
+
+void SetGradients(ExecutableModel& model, const torch::Tensor& flat) {
+  std::int64_t offset = 0;
+  for (torch::Tensor& p : model.Parameters()) {
+    torch::Tensor value = flat.narrow(0, offset, p.numel()).view(p.sizes());
+    offset += p.numel();
+    if (p.grad().defined()) {
+      p.mutable_grad().copy_(value);
+    } else {
+      p.mutable_grad() = value.clone();
+    }
+  }
+}
+
+}  // namespace
+
+TickTockExecutor::TickTockExecutor(std::array<Wave, 2> waves, LaunchPacer* pacer, Data data)
+    : waves_(std::move(waves)), pacer_(pacer), data_(std::move(data)) {
+  for (int r = 0; r < waves_[0].communicator->world_size(); ++r) world_.push_back(r);
+}
+
+TickTockExecutor::~TickTockExecutor() = default;
+
+absl::Status TickTockExecutor::SynchronizeInitialWeights() {
+  for (Wave& wave : waves_) {
+    if (absl::Status s = wave.engine->BroadcastWeights(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Replica> TickTockExecutor::Replicas() {
+  return {Replica{"tick", &waves_[0].engine->model(), &waves_[0].engine->optimizer()},
+          Replica{"tock", &waves_[1].engine->model(), &waves_[1].engine->optimizer()}};
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> TickTockExecutor::ExtraState() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (mailbox_.empty()) return {};
+  const auto& [step, gradient] = *mailbox_.rbegin();
+  return {
+      {std::string(kPreviousGradient), gradient.sum},
+      {std::string(kPreviousGradientStep), torch::tensor({step, gradient.samples}, torch::kInt64)}};
+}
+
+absl::Status TickTockExecutor::LoadExtraState(
+    const std::vector<std::pair<std::string, torch::Tensor>>& state) {
+  torch::Tensor sum, step;
+  for (const auto& [name, tensor] : state) {
+    if (name == kPreviousGradient) {
+      sum = tensor;
+    } else if (name == kPreviousGradientStep) {
+      step = tensor;
+    } else {
+      return absl::FailedPreconditionError(absl::StrCat("unexpected tick-tock state '", name, "'"));
+    }
+  }
+  if (!sum.defined() || !step.defined() || step.numel() != 2) {
+    return absl::FailedPreconditionError("tick-tock state lacks the previous iteration's gradient");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  mailbox_.clear();
+  mailbox_[step[0].item<std::int64_t>()] = {sum, step[1].item<std::int64_t>()};
+  return absl::OkStatus();
+}
+
+absl::Status TickTockExecutor::StartLoaders(std::int64_t first) {
+  if (loaders_[0] != nullptr && first == next_step_) return absl::OkStatus();
+  next_step_ = first;
+  for (int wave = 0; wave < 2; ++wave) {
+    const std::vector<BatchBlock> blocks =
+        waves_[static_cast<std::size_t>(wave)].engine->DataBlocks();
+    loaders_[static_cast<std::size_t>(wave)].reset();
+    if (blocks.empty()) continue;
+    BatchLoader::Options options;
+    options.preload = data_.preload;
+    options.first_step = first % 2 == wave ? first : first + 1;
+    options.step_stride = 2;
+    absl::StatusOr<std::unique_ptr<BatchLoader>> loader =
+        BatchLoader::Create(data_.source,
+                            SampleOrder(data_.seed, data_.source->size(),
+                                        waves_[0].engine->program().samples_per_step()),
+                            blocks, options);
+    if (!loader.ok()) return loader.status();
+    loaders_[static_cast<std::size_t>(wave)] = *std::move(loader);
+  }
+  return absl::OkStatus();
+}
+
+void TickTockExecutor::Fail(absl::Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_.ok()) error_ = std::move(status);
+  changed_.notify_all();
+}
+
+bool TickTockExecutor::WaitForTurn(std::int64_t step) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // B.1.1: a wave's forward pass starts when the other wave's previous forward pass has ended.
+  changed_.wait(lock, [&] {
+    return !error_.ok() || step >= limit_ || step == first_step_ || forward_done_ >= step - 1;
+  });
+  return error_.ok() && step < limit_;
+}
+
+absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const StepHooks& hooks) {
+  StageEngine& engine = *waves_[static_cast<std::size_t>(wave)].engine;
+  const auto start = std::chrono::steady_clock::now();
+  StepReport report;
+  report.step = step;
+  report.wave = wave;
+  std::vector<Batch> batches;
+  if (loaders_[static_cast<std::size_t>(wave)] != nullptr) {
+    StepTimer timer(&report.times.data);
+    absl::StatusOr<std::vector<Batch>> loaded = loaders_[static_cast<std::size_t>(wave)]->Next();
+    if (!loaded.ok()) return loaded.status();
+    batches = *std::move(loaded);
+  }
+  absl::StatusOr<StageEngine::StepResult> result = engine.ComputeGradients(step, batches, 1.0, [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    forward_done_ = std::max(forward_done_, step);
+    changed_.notify_all();
+  });
+  if (!result.ok()) return result.status();
+  const std::int64_t samples = engine.program().samples_per_step();
+  LocalGradient mine{FlattenGradients(engine.model()), samples};
+  LocalGradient previous;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    mailbox_[step] = mine;
+    changed_.notify_all();
+    StepTimer timer(&report.times.allreduce);
+    changed_.wait(lock, [&] { return !error_.ok() || step == 0 || mailbox_.count(step - 1) > 0; });
+    if (!error_.ok()) return error_;
+    if (step > 0) {
+      previous = mailbox_[step - 1];
+      mailbox_.erase(step - 1);  // iteration `step` is the last to read it
+    }
+  }
+  // Eq. 1-2 (class comment): one all-reduce carries the combined gradient, the loss and the
+  // ranks' requests.
+  torch::Tensor combined = previous.sum.defined() ? mine.sum + previous.sum : mine.sum.clone();
+  const StepRequests requests = hooks.requests(step);
+  torch::Tensor flat = torch::cat(
+      {combined, torch::tensor({static_cast<float>(result->loss_sum),
+                                requests.checkpoint ? 1.0F : 0.0F, requests.stop ? 1.0F : 0.0F})});
+  if (world_.size() > 1) {
+    StepTimer timer(&report.times.allreduce);
+    absl::Status reduced;
+    absl::Status ran = pacer_->Run(AllReduceGroup(0), [&] {
+      absl::StatusOr<Pending> pending =
+          waves_[static_cast<std::size_t>(wave)].communicator->AllReduceSum(world_, {flat});
+      reduced = pending.ok() ? pending->Wait() : pending.status();
+    });
+    if (!ran.ok()) return ran;
+    if (!reduced.ok()) return reduced;
+  }
+  const std::int64_t total = mine.samples + previous.samples;
+  SetGradients(engine.model(), flat.narrow(0, 0, combined.numel()) / static_cast<double>(total));
+  {
+    StepTimer timer(&report.times.compute);
+    if (absl::Status s = engine.ApplyGradients(); !s.ok()) return s;
+  }
+  report.loss = flat[combined.numel()].item<double>() / static_cast<double>(samples);
+  report.agreed.checkpoint = flat[combined.numel() + 1].item<double>() > 0;
+  report.agreed.stop = flat[combined.numel() + 2].item<double>() > 0;
+  report.samples = samples;
+  report.times.compute += result->times.compute;
+  report.times.transfer = result->times.transfer;
+  report.times.data += result->times.data;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  pacer_->ReportIteration(step, report.seconds, report.samples);
+  std::lock_guard<std::mutex> lock(mu_);
+  done_[step] = report;
+  // Every rank stops after the same iteration: the next one, step + 1, may already run on the
+  // other wave; step + 2 would be this thread's next and has not started anywhere.
+  if (report.agreed.any()) limit_ = std::min(limit_, step + 2);
+  changed_.notify_all();
+  return absl::OkStatus();
+}
+
+void TickTockExecutor::RunWave(int wave, std::int64_t first, std::int64_t end,
+                               const StepHooks& hooks) {
+  for (std::int64_t step = first % 2 == wave ? first : first + 1; step < end; step += 2) {
+    if (!WaitForTurn(step)) return;
+    if (absl::Status s = RunIteration(wave, step, hooks); !s.ok()) {
+      Fail(s);
+      return;
+    }
+  }
+}
+
+absl::StatusOr<std::int64_t> TickTockExecutor::Train(std::int64_t first, std::int64_t end,
+                                                     const StepHooks& hooks) {
+  if (absl::Status s = StartLoaders(first); !s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    first_step_ = first;
+    forward_done_ = first - 1;
+    limit_ = end;
+    done_.clear();
+    error_ = absl::OkStatus();
+  }
+  int finished = 0;
+  std::array<std::thread, 2> threads;
+  for (int wave = 0; wave < 2; ++wave) {
+    threads[static_cast<std::size_t>(wave)] =
+        std::thread([this, wave, first, end, &hooks, &finished] {
+          RunWave(wave, first, end, hooks);
+          std::lock_guard<std::mutex> lock(mu_);
+          ++finished;
+          changed_.notify_all();
+        });
+  }
+  std::int64_t next = first;
+  absl::Status error;
+  while (true) {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return !error_.ok() || done_.count(next) > 0 || finished == 2; });
+    if (!error_.ok()) {
+      error = error_;
+      break;
+    }
+    auto it = done_.find(next);
+    if (it == done_.end()) break;  // both waves stopped and every completed step is reported
+    const StepReport report = it->second;
+    done_.erase(it);
+    lock.unlock();
+    hooks.after_step(report);
+    ++next;
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (!error.ok()) return error;
+  next_step_ = next;
+  return next;
+}
+
+}  // namespace wavepool::runtime

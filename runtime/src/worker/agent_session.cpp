@@ -1,0 +1,101 @@
+#include "wavepool/runtime/agent_session.h"
+
+#include <time.h>
+
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace wavepool::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t MonotonicNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+AgentSession::AgentSession(std::unique_ptr<agent::AgentClient> client)
+    : client_(std::move(client)), role_(client_->gate()->role()) {}
+
+AgentSession::~AgentSession() { client_->Close(); }
+
+absl::StatusOr<std::unique_ptr<AgentSession>> AgentSession::Connect(
+    const std::string& agent_dir, const agent::RegisterRequest& identity,
+    std::chrono::milliseconds connect_timeout, agent::LogSink log) {
+  agent::AgentClient::Options options;
+  options.socket_path = absl::StrCat(agent_dir, "/agent.sock");
+  options.registration = identity;
+  options.log = std::move(log);
+  const Clock::time_point deadline = Clock::now() + connect_timeout;
+  std::chrono::milliseconds backoff{50};
+  while (true) {
+    absl::StatusOr<std::unique_ptr<agent::AgentClient>> client =
+        agent::AgentClient::Connect(options);
+    if (client.ok()) return std::unique_ptr<AgentSession>(new AgentSession(*std::move(client)));
+    if (!absl::IsUnavailable(client.status()) || Clock::now() + backoff > deadline) {
+      return absl::Status(
+          client.status().code(),
+          absl::StrCat("node agent at ", options.socket_path, ": ", client.status().message()));
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+absl::Status AgentSession::TakeCredit() {
+  agent::WorkerGate& gate = *client_->gate();
+  // In slices, so that a stop request ends a long pause (a background task preempted while the
+  // foreground holds the pause).
+  while (true) {
+    if (stopped_.load(std::memory_order_acquire)) {
+      return absl::CancelledError("stopped while waiting for a launch credit");
+    }
+    absl::Status acquired = gate.Acquire(std::chrono::milliseconds(100));
+    if (acquired.ok()) return acquired;
+    if (!absl::IsDeadlineExceeded(acquired)) return acquired;
+  }
+}
+
+void AgentSession::RaisePause() {
+  std::lock_guard<std::mutex> lock(pause_mu_);
+  if (pause_holders_++ == 0) client_->gate()->RaisePause();
+}
+
+void AgentSession::LowerPause() {
+  std::lock_guard<std::mutex> lock(pause_mu_);
+  if (--pause_holders_ == 0) client_->gate()->LowerPause();
+}
+
+absl::Status AgentSession::Run(OpGroup group, const std::function<void()>& work) {
+  if (absl::Status s = TakeCredit(); !s.ok()) return s;
+  agent::WorkerGate& gate = *client_->gate();
+  // DeepPool §5: background launches stop while a foreground group that suffers from them runs.
+  const bool pause = role_ == agent::Role::kForeground &&
+                     (group.kind == agent::OpKind::kAllReduce || gate.IsSensitive(group.id));
+  if (pause) RaisePause();
+  const std::int64_t start = MonotonicNanos();
+  work();
+  const std::int64_t end = MonotonicNanos();
+  if (pause) LowerPause();
+  gate.Release();
+  // A report that does not encode only loses a sample of the feedback loop.
+  (void)client_->ReportOp({group.id, group.kind, static_cast<std::uint64_t>(end - start)});
+  return absl::OkStatus();
+}
+
+void AgentSession::ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) {
+  (void)client_->ReportIteration(
+      {static_cast<std::uint64_t>(iteration), seconds, static_cast<std::uint64_t>(samples)});
+}
+
+void AgentSession::ReportMemory(std::uint64_t allocated_bytes, std::uint64_t reserved_bytes) {
+  (void)client_->ReportMemory({MonotonicNanos(), allocated_bytes, reserved_bytes});
+}
+
+}  // namespace wavepool::runtime

@@ -1,0 +1,335 @@
+// wavepool-worker's life: settings -> plan and model -> agent -> rendezvous -> executor ->
+// checkpoint restore -> training with progress, periodic checkpoints and stop requests.
+#include "wavepool/runtime/worker.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "checkpointing.h"
+#include "wavepool/api/manifest.h"
+#include "wavepool/api/validation.h"
+#include "wavepool/planner/layer_table.h"
+#include "wavepool/planner/zoo.h"
+#include "wavepool/runtime/agent_session.h"
+#include "wavepool/runtime/checkpoint_fingerprint.h"
+#include "wavepool/runtime/executable_model.h"
+#include "wavepool/runtime/executor_factory.h"
+#include "wavepool/runtime/rendezvous.h"
+
+namespace wavepool::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Set by SIGTERM/SIGINT; read by the training loop at every step.
+std::atomic<bool> g_stop_requested{false};
+std::atomic<LaunchPacer*> g_pacer{nullptr};
+
+void OnStopSignal(int) {
+  g_stop_requested.store(true);
+  // A background task waiting for a credit returns at once (LaunchPacer::Stop is an atomic store).
+  if (LaunchPacer* pacer = g_pacer.load()) pacer->Stop();
+}
+
+void InstallSignalHandlers() {
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  // A checkpoint larger than RLIMIT_FSIZE fails with EFBIG instead of killing the worker.
+  signal(SIGXFSZ, SIG_IGN);
+}
+
+WorkerExit ExitFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return WorkerExit::kDone;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kDataLoss:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kPermissionDenied:
+      return WorkerExit::kBadInput;
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kAborted:
+      return WorkerExit::kGangBroken;
+    case absl::StatusCode::kCancelled:
+      return WorkerExit::kStopped;
+    default:
+      return WorkerExit::kFailed;
+  }
+}
+
+absl::StatusOr<api::Plan> ReadPlan(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("plan ", path, ": cannot be read"));
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<api::Plan> plan = api::LoadPlan(text.str());
+  if (plan.ok()) {
+    if (absl::Status s = api::Validate(*plan); !s.ok()) plan = s;
+  }
+  if (!plan.ok()) {
+    return absl::Status(plan.status().code(),
+                        absl::StrCat("plan ", path, ": ", plan.status().message()));
+  }
+  return plan;
+}
+
+absl::StatusOr<planner::ModelGraph> ModelOf(const api::Plan& plan) {
+  absl::StatusOr<planner::ModelGraph> graph =
+      plan.layer_table.empty() ? planner::BuiltinModel(plan.model)
+                               : planner::ParseLayerTable(plan.model, plan.layer_table);
+  if (!graph.ok()) {
+    return absl::Status(graph.status().code(),
+                        absl::StrCat("plan model ", plan.model, ": ", graph.status().message()));
+  }
+  return graph;
+}
+
+// One training run of one rank.
+class Worker {
+ public:
+  Worker(const WorkerOptions& options, std::ostream& out) : options_(options), out_(out) {}
+  ~Worker() { g_pacer.store(nullptr); }
+
+  absl::Status Run();
+
+ private:
+  absl::Status Prepare();
+  absl::Status ConnectAgent();
+  StepRequests Requests(std::int64_t step);
+  absl::Status StopWhileWaiting(std::int64_t saved);
+  void Progress(const StepReport& report);
+
+  const WorkerOptions& options_;
+  std::ostream& out_;
+  api::Plan plan_;
+  std::shared_ptr<const planner::ModelGraph> graph_;
+  std::int64_t steps_ = 0;
+  std::unique_ptr<LaunchPacer> pacer_;
+  StorePtr store_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Checkpointing> checkpointing_;
+  Clock::time_point last_checkpoint_ = Clock::now();
+  Clock::time_point started_ = Clock::now();
+  StepRequests agreed_;         // what the gang agreed on at the last step
+  std::int64_t completed_ = 0;  // steps completed
+  double last_loss_ = 0;
+};
+
+absl::Status Worker::ConnectAgent() {
+  if (options_.agent_dir.empty()) {
+    pacer_ = MakeUnpacedLauncher();
+    return absl::OkStatus();
+  }
+  agent::RegisterRequest identity;
+  identity.namespace_name = options_.namespace_name;
+  identity.job = options_.job.empty() ? plan_.model : options_.job;
+  identity.pod = options_.pod;
+  identity.role =
+      options_.role == api::Role::kBackground ? agent::Role::kBackground : agent::Role::kForeground;
+  identity.gpu_index = options_.gpu_index;
+  identity.max_foreground_slowdown = options_.max_foreground_slowdown;
+  if (options_.role == api::Role::kBackground) {
+    identity.batch_size = static_cast<std::uint32_t>(plan_.stages.front().per_gpu_batch);
+  }
+  absl::StatusOr<std::unique_ptr<AgentSession>> session =
+      AgentSession::Connect(options_.agent_dir, identity, options_.agent_timeout);
+  if (session.ok()) {
+    pacer_ = *std::move(session);
+    return absl::OkStatus();
+  }
+  // DESIGN.md: a foreground task keeps training unpaced without its agent; a background task
+  // never runs unpaced.
+  if (options_.role == api::Role::kBackground || !absl::IsUnavailable(session.status())) {
+    return session.status();
+  }
+  out_ << "warning: " << session.status().message() << "; training unpaced\n" << std::flush;
+  pacer_ = MakeUnpacedLauncher();
+  return absl::OkStatus();
+}
+
+absl::Status Worker::Prepare() {
+  absl::StatusOr<api::Plan> plan = ReadPlan(options_.plan_path);
+  if (!plan.ok()) return plan.status();
+  plan_ = *std::move(plan);
+  if (plan_.gpus != options_.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--world-size ", options_.world_size, " does not match the plan's ", plan_.gpus, " GPUs"));
+  }
+  steps_ = options_.steps.value_or(plan_.training.steps);
+  if (steps_ < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--steps: the plan ", options_.plan_path,
+                                                   " has no step count (training.steps 0); give "
+                                                   "--steps"));
+  }
+  absl::StatusOr<planner::ModelGraph> graph = ModelOf(plan_);
+  if (!graph.ok()) return graph.status();
+  graph_ = std::make_shared<const planner::ModelGraph>(*std::move(graph));
+  if (options_.threads > 0) torch::set_num_threads(options_.threads);
+  absl::StatusOr<SampleSpec> spec = SampleSpecOf(*graph_);
+  if (!spec.ok()) return spec.status();
+  absl::StatusOr<SampleSourcePtr> source =
+      OpenSampleSource(options_.data, *spec, static_cast<std::uint64_t>(plan_.training.seed));
+  if (!source.ok()) return source.status();
+  if (absl::Status s = ConnectAgent(); !s.ok()) return s;
+  g_pacer.store(pacer_.get());
+  if (options_.store.empty()) {
+    store_ = LocalStore();
+  } else {
+    absl::StatusOr<StoreAddress> address = ParseStoreAddress(options_.store);
+    if (!address.ok()) return address.status();
+    absl::StatusOr<StorePtr> store =
+        Rendezvous(*address, options_.rank, options_.world_size, options_.rendezvous_timeout);
+    if (!store.ok()) return store.status();
+    store_ = *store;
+  }
+  ExecutorSetup setup;
+  setup.plan = plan_;
+  setup.graph = graph_;
+  setup.rank = options_.rank;
+  setup.store = store_;
+  setup.pacer = pacer_.get();
+  setup.source = *source;
+  absl::StatusOr<std::unique_ptr<Executor>> executor = MakeExecutor(setup);
+  if (!executor.ok()) return executor.status();
+  executor_ = *std::move(executor);
+  if (options_.checkpoint_dir.empty()) return absl::OkStatus();
+  absl::StatusOr<CheckpointDirectory> directory =
+      CheckpointDirectory::Open(options_.checkpoint_dir);
+  if (!directory.ok()) return directory.status();
+  absl::StatusOr<std::string> fingerprint = CheckpointFingerprint(*graph_, plan_);
+  if (!fingerprint.ok()) return fingerprint.status();
+  Checkpointing::Identity identity;
+  identity.rank = options_.rank;
+  identity.world_size = options_.world_size;
+  identity.fingerprint = *fingerprint;
+  identity.metadata = {{"job", plan_.job},
+                       {"model", plan_.model},
+                       {"strategy", std::string(api::ToString(plan_.strategy))}};
+  checkpointing_ = std::make_unique<Checkpointing>(*std::move(directory), identity, executor_.get(),
+                                                   store_, options_.rendezvous_timeout);
+  return absl::OkStatus();
+}
+
+StepRequests Worker::Requests(std::int64_t step) {
+  StepRequests requests;
+  requests.stop = g_stop_requested.load();
+  const api::PlanTraining& t = plan_.training;
+  if (checkpointing_ != nullptr && step + 1 < steps_) {
+    const bool by_steps =
+        t.checkpoint_interval_steps > 0 && (step + 1) % t.checkpoint_interval_steps == 0;
+    const bool by_time = t.checkpoint_interval_seconds > 0 &&
+                         std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >=
+                             t.checkpoint_interval_seconds;
+    requests.checkpoint = by_steps || by_time;
+  }
+  return requests;
+}
+
+void Worker::Progress(const StepReport& report) {
+  agreed_ = report.agreed;
+  last_loss_ = report.loss;
+  completed_ = report.step + 1;
+  const bool last = report.step + 1 == steps_;
+  if (options_.log_every == 0 || ((report.step + 1) % options_.log_every != 0 && !last)) return;
+  const double rate = report.seconds > 0 ? static_cast<double>(report.samples) / report.seconds : 0;
+  out_ << absl::StrFormat(
+              "step %d/%d loss %.9g samples/s %.1f iteration %.4f s (compute %.4f, transfer "
+              "%.4f, all-reduce %.4f, data %.4f)%s\n",
+              report.step + 1, steps_, report.loss, rate, report.seconds, report.times.compute,
+              report.times.transfer, report.times.allreduce, report.times.data,
+              plan_.strategy == api::Strategy::kTickTock ? (report.wave == 0 ? " tick" : " tock")
+                                                         : "")
+       << std::flush;
+}
+
+// A stop request ended a wait for a launch credit inside a step (a paused background task being
+// preempted). The step did not reach the optimizer, so a single-rank staged run checkpoints the
+// steps before it; a gang or tick-tock's waves stop without (their ranks may be inside other
+// steps), keeping the last periodic checkpoint.
+absl::Status Worker::StopWhileWaiting(std::int64_t saved) {
+  const bool consistent = options_.world_size == 1 && plan_.strategy != api::Strategy::kTickTock;
+  if (checkpointing_ != nullptr && consistent && completed_ != saved) {
+    if (absl::Status s = checkpointing_->Save(completed_); !s.ok()) return s;
+    return absl::CancelledError(
+        absl::StrCat("stopped while paused after step ", completed_, ", checkpointed"));
+  }
+  return absl::CancelledError(absl::StrCat("stopped while paused after step ", completed_));
+}
+
+absl::Status Worker::Run() {
+  if (absl::Status s = Prepare(); !s.ok()) return s;
+  std::int64_t next = 0;
+  if (checkpointing_ != nullptr) {
+    absl::StatusOr<std::optional<std::int64_t>> restored = checkpointing_->Restore();
+    if (!restored.ok()) return restored.status();
+    if (restored->has_value()) {
+      next = completed_ = **restored;
+      out_ << "resumed from " << checkpointing_->path() << " at step " << next << "\n";
+    }
+  }
+  if (next == 0) {
+    // A fresh start makes every replica identical (a resumed one restored its weights above).
+    if (absl::Status s = executor_->SynchronizeInitialWeights(); !s.ok()) return s;
+  }
+  StepHooks hooks;
+  hooks.requests = [this](std::int64_t step) { return Requests(step); };
+  hooks.after_step = [this](const StepReport& report) { Progress(report); };
+  std::int64_t saved = next;
+  while (next < steps_) {
+    agreed_ = {};
+    absl::StatusOr<std::int64_t> reached = executor_->Train(next, steps_, hooks);
+    if (absl::IsCancelled(reached.status())) return StopWhileWaiting(saved);
+    if (!reached.ok()) return reached.status();
+    next = *reached;
+    if (checkpointing_ != nullptr && next != saved && (agreed_.any() || next == steps_)) {
+      if (absl::Status s = checkpointing_->Save(next); !s.ok()) return s;
+      saved = next;
+      last_checkpoint_ = Clock::now();
+    }
+    if (agreed_.stop) {
+      return absl::CancelledError(absl::StrCat("stopped after step ", next, " of ", steps_,
+                                               checkpointing_ != nullptr ? ", checkpointed" : ""));
+    }
+  }
+  out_ << absl::StrFormat("done: %d steps, final loss %.4f, %.1f s\n", steps_, last_loss_,
+                          std::chrono::duration<double>(Clock::now() - started_).count())
+       << std::flush;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+WorkerExit RunWorker(const WorkerOptions& options, std::ostream& out, std::ostream& err) {
+  InstallSignalHandlers();
+  g_stop_requested.store(false);
+  absl::Status status;
+  {
+    Worker worker(options, out);
+    try {
+      status = worker.Run();
+    } catch (const std::exception& e) {  // LibTorch's, where no boundary caught it
+      status = absl::InternalError(e.what());
+    }
+  }
+  const WorkerExit exit = ExitFor(status);
+  if (!status.ok()) {
+    err << "wavepool-worker rank " << options.rank << ": "
+        << (exit == WorkerExit::kStopped ? "" : "error: ") << status.message() << "\n"
+        << std::flush;
+  }
+  return exit;
+}
+
+}  // namespace wavepool::runtime

@@ -1,0 +1,156 @@
+// Stage programs compiled from plans (the sample blocks, edges, sync groups and the two wave
+// placements), store addresses and the rendezvous' errors.
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/runtime/exec_test_support.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/planner/zoo.h"
+#include "wavepool/runtime/rendezvous.h"
+#include "wavepool/runtime/stage_program.h"
+
+namespace wavepool::runtime {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::wavepool::testing::StatusIs;
+
+planner::ModelGraph Mlp() {
+  absl::StatusOr<planner::ModelGraph> graph = planner::BuiltinModel("mlp_tiny");
+  EXPECT_TRUE(graph.ok());
+  return *std::move(graph);
+}
+
+// mlp_tiny (fc1, relu1, fc2, relu2, fc3) in two stages: fc1..relu1 on ranks 0-2, the rest on 1.
+api::Plan TwoStagePlan() {
+  api::Plan plan;
+  plan.strategy = api::Strategy::kBurstParallel;
+  plan.global_batch_size = 10;
+  plan.gpus = 3;
+  plan.stages.resize(2);
+  plan.stages[0] = {0, {"fc1", "relu1"}, 3, {0, 1, 2}, 4, {}, {}, 0};
+  plan.stages[1] = {1, {"fc2", "relu2", "fc3"}, 1, {1}, 10, {0}, {}, 0};
+  return plan;
+}
+
+TEST(StageProgram, SplitsEachStagesSamplesIntoContiguousBlocksInRankOrder) {
+  ASSERT_OK_AND_ASSIGN(StageProgram program, StageProgram::Compile(TwoStagePlan(), Mlp()));
+  ASSERT_EQ(program.forward_order().size(), 2u);
+  const StageInstance& first = program.instance(0, 0);
+  EXPECT_EQ(first.Block(0).begin, 0);
+  EXPECT_EQ(first.Block(0).end, 4);
+  EXPECT_EQ(first.Block(1).begin, 4);
+  EXPECT_EQ(first.Block(2).begin, 8);
+  EXPECT_EQ(first.Block(2).end, 10);  // the last block is shorter
+  EXPECT_TRUE(first.BlockOf(7).empty());
+  EXPECT_EQ(program.instance(1, 0).BlockOf(1).size(), 10);
+  // One edge: relu1's output moves from stage 0's ranks to stage 1's.
+  ASSERT_EQ(program.edges().size(), 1u);
+  EXPECT_EQ(program.edges()[0].from_stage, 0);
+  EXPECT_EQ(program.edges()[0].to_stage, 1);
+  EXPECT_TRUE(program.reads_input(0));
+  EXPECT_TRUE(program.holds_sink(1));
+  EXPECT_THAT(program.sync_group(0), ElementsAre(0, 1, 2));
+  EXPECT_THAT(program.DistinctSyncGroups(), ElementsAre(ElementsAre(0, 1, 2)));
+  EXPECT_THAT(program.LayersOn(0), ElementsAre(0, 1));
+  EXPECT_THAT(program.LayersOn(1), ElementsAre(0, 1, 2, 3, 4));
+  EXPECT_THAT(program.InstancesOn(2), ElementsAre(0));
+}
+
+TEST(StageProgram, PlacesModelParallelWavesStationaryOrRoundRobin) {
+  api::Plan plan;
+  plan.strategy = api::Strategy::kModelParallelWaves;
+  plan.global_batch_size = 4;
+  plan.gpus = 3;
+  plan.waves = 3;
+  plan.stages.resize(3);
+  plan.stages[0] = {0, {"fc1", "relu1"}, 1, {0}, 4, {}, {}, 0};
+  plan.stages[1] = {1, {"fc2", "relu2"}, 1, {1}, 4, {0}, {}, 0};
+  plan.stages[2] = {2, {"fc3"}, 1, {2}, 4, {1}, {}, 0};
+  ASSERT_OK_AND_ASSIGN(StageProgram stationary, StageProgram::Compile(plan, Mlp()));
+  EXPECT_EQ(stationary.samples_per_step(), 12);  // one batch per wave
+  EXPECT_THAT(stationary.instance(1, 2).ranks, ElementsAre(1));
+  EXPECT_EQ(stationary.instance(1, 2).samples.begin, 8);
+  EXPECT_THAT(stationary.sync_group(1), ElementsAre(1));
+  plan.wave_placement = api::WavePlacement::kRoundRobin;
+  ASSERT_OK_AND_ASSIGN(StageProgram round_robin, StageProgram::Compile(plan, Mlp()));
+  // Wavelet §3.3.2: wave w runs stage s on GPU (s + w) mod N; every GPU holds every partition.
+  EXPECT_THAT(round_robin.instance(1, 2).ranks, ElementsAre(0));
+  EXPECT_THAT(round_robin.instance(2, 1).ranks, ElementsAre(0));
+  EXPECT_THAT(round_robin.sync_group(0), ElementsAre(0, 1, 2));
+  EXPECT_THAT(round_robin.LayersOn(2), ElementsAre(0, 1, 2, 3, 4));
+}
+
+TEST(StageProgram, RefusesPlansThatDoNotFitTheModelNamingTheField) {
+  api::Plan plan = TwoStagePlan();
+  plan.stages[1].layers = {"fc2", "relu2"};
+  EXPECT_THAT(StageProgram::Compile(plan, Mlp()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no stage runs layer 'fc3' of model mlp_tiny")));
+  plan = TwoStagePlan();
+  plan.stages[1].layers[0] = "fc9";
+  EXPECT_THAT(StageProgram::Compile(plan, Mlp()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("stages[1].layers[0]: model mlp_tiny has no layer 'fc9'")));
+  plan = TwoStagePlan();
+  std::swap(plan.stages[0].layers, plan.stages[1].layers);
+  EXPECT_THAT(StageProgram::Compile(plan, Mlp()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("reads 'relu1', which runs in the later stage 1")));
+  plan = TwoStagePlan();
+  plan.stages[0].per_gpu_batch = 3;
+  EXPECT_THAT(StageProgram::Compile(plan, Mlp()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("stages[0].perGpuBatch: 3 samples on 3 GPUs do not cover the "
+                                 "global batch of 10")));
+  plan = TwoStagePlan();
+  plan.strategy = api::Strategy::kModelParallelWaves;
+  EXPECT_THAT(StageProgram::Compile(plan, Mlp()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("stages[0].ranks: a ModelParallelWaves stage runs on exactly "
+                                 "one rank")));
+}
+
+TEST(StoreAddress, ParsesTcpAndFileAndNamesWhatIsWrong) {
+  ASSERT_OK_AND_ASSIGN(StoreAddress tcp, ParseStoreAddress("tcp://job-g0-0.job-g0.ns.svc:29500"));
+  EXPECT_EQ(tcp.host, "job-g0-0.job-g0.ns.svc");
+  EXPECT_EQ(tcp.port, 29500);
+  ASSERT_OK_AND_ASSIGN(StoreAddress v6, ParseStoreAddress("tcp://[::1]:80"));
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.ToString(), "tcp://[::1]:80");
+  ASSERT_OK_AND_ASSIGN(StoreAddress file, ParseStoreAddress("file:///tmp/store"));
+  EXPECT_EQ(file.path, "/tmp/store");
+  EXPECT_THAT(ParseStoreAddress("tcp://host"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'tcp://host' has no port")));
+  EXPECT_THAT(ParseStoreAddress("tcp://host:70000"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not in [1, 65535]")));
+  EXPECT_THAT(ParseStoreAddress("file://relative"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("absolute path")));
+  EXPECT_THAT(
+      ParseStoreAddress("http://x:1"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(tcp://HOST:PORT or file://PATH)")));
+}
+
+TEST(Rendezvous, NamesEveryRankThatDidNotArrive) {
+  char dir[] = "/tmp/wavepool-rendezvous-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  StoreAddress address;
+  address.kind = StoreAddress::Kind::kFile;
+  address.path = std::string(dir) + "/store";
+  absl::StatusOr<StorePtr> one, two;
+  std::thread rank1([&] { one = Rendezvous(address, 1, 4, std::chrono::milliseconds(300)); });
+  two = Rendezvous(address, 2, 4, std::chrono::milliseconds(300));
+  rank1.join();
+  EXPECT_THAT(one, StatusIs(absl::StatusCode::kDeadlineExceeded,
+                            HasSubstr("ranks 0, 3 of 4 did not arrive within 0.3 s")));
+  EXPECT_THAT(two, StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("ranks 0, 3 of 4")));
+  EXPECT_THAT(Rendezvous(address, 4, 4, std::chrono::milliseconds(10)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("rank 4 is not in [0, world size 4)")));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace wavepool::runtime

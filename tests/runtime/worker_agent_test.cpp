@@ -1,0 +1,165 @@
+// wavepool-worker with a real node agent (wavepool-agent on simulated GPUs): registration with the
+// pod's identity, launch groups and iterations reaching the agent's metrics, a background task
+// preempted by SIGTERM and resumed on another GPU, and a background task that finds no agent.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/runtime/exec_test_support.h"
+#include "tests/runtime/worker_process.h"
+#include "tests/support/eventually.h"
+#include "wavepool/api/plan.h"
+#include "wavepool/planner/zoo.h"
+
+namespace wavepool::runtime {
+namespace {
+
+using testing::ChildProcess;
+using testing::FreePort;
+using ::testing::HasSubstr;
+using ::wavepool::testing::Eventually;
+
+// GET http://127.0.0.1:<port><path>; empty on any failure.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string body;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buffer[65536];
+      ssize_t n = 0;
+      while ((n = read(fd, buffer, sizeof(buffer))) > 0)
+        body.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  close(fd);
+  return body;
+}
+
+class WorkerWithAgent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/wavepool-worker-agent-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    metrics_port_ = FreePort();
+    agent_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{WAVEPOOL_AGENT_BIN, "--dir", dir_ + "/agent", "--devices",
+                                 "simulated:2", "--mps", "off", "--hostname", "node-a",
+                                 "--metrics-address", "127.0.0.1", "--metrics-port",
+                                 std::to_string(metrics_port_), "--no-publish"},
+        std::map<std::string, std::string>{}, dir_, "agent");
+    ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(dir_ + "/agent/agent.sock"); },
+                           std::chrono::seconds(30)))
+        << agent_->err();
+    absl::StatusOr<planner::ModelGraph> graph = planner::BuiltinModel("mlp_tiny");
+    ASSERT_TRUE(graph.ok());
+    planner::PlanRequest request;
+    request.global_batch = 16;
+    absl::StatusOr<api::Plan> plan = testing::PlanFor(*graph, request, 400, 0.05, 5);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    plan_ = dir_ + "/plan.json";
+    testing::WriteFile(plan_, api::ToJson(*plan).dump(2));
+  }
+  void TearDown() override {
+    agent_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::unique_ptr<ChildProcess> Worker(const std::string& name, const std::string& role, int gpu,
+                                       std::vector<std::string> extra) {
+    std::vector<std::string> args = {WAVEPOOL_WORKER_BIN, "--plan",      plan_, "--agent-dir",
+                                     dir_ + "/agent",     "--log-every", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<ChildProcess>(
+        args,
+        std::map<std::string, std::string>{{"WAVEPOOL_ROLE", role},
+                                           {"WAVEPOOL_NAMESPACE", "team-a"},
+                                           {"WAVEPOOL_JOB", name},
+                                           {"WAVEPOOL_POD_NAME", name + "-g0-0"},
+                                           {"WAVEPOOL_GPU_INDEX", std::to_string(gpu)}},
+        dir_, name + std::to_string(gpu) + std::to_string(++started_));
+  }
+
+  std::string dir_;
+  std::string plan_;
+  int metrics_port_ = 0;
+  int started_ = 0;
+  std::unique_ptr<ChildProcess> agent_;
+};
+
+TEST_F(WorkerWithAgent, AForegroundWorkerRegistersWithItsPodsIdentityAndReportsItsSteps) {
+  auto worker = Worker("train", "Foreground", 1, {"--steps", "400"});
+  const std::string task =
+      "{hostname=\"node-a\",gpu=\"1\",job=\"train\",namespace=\"team-a\",pod=\"train-g0-0\","
+      "role=\"foreground\"}";
+  // While it trains, the agent knows the task by the identity the pod's environment gave, and
+  // its iterations and launch groups arrive.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::string metrics = HttpGet(metrics_port_, "/metrics");
+        return metrics.find("wavepool_task_samples_total" + task) != std::string::npos &&
+               metrics.find("wavepool_task_launch_credit_limit" + task + " 2") != std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << HttpGet(metrics_port_, "/metrics");
+  ASSERT_EQ(worker->Wait(), 0) << worker->err();
+  EXPECT_THAT(worker->out(), ::testing::Not(HasSubstr("unpaced")));
+}
+
+TEST_F(WorkerWithAgent, APreemptedBackgroundTaskResumesOnAnotherGpu) {
+  auto first =
+      Worker("sweep", "Background", 0, {"--steps", "400", "--checkpoint-dir", dir_ + "/ck"});
+  ASSERT_TRUE(Eventually([&] { return first->out().find("step 5/400") != std::string::npos; },
+                         std::chrono::seconds(60)))
+      << first->err();
+  first->Signal(SIGTERM);  // what the kubelet does to a preempted pod
+  ASSERT_EQ(first->Wait(), 143) << first->err();
+  EXPECT_THAT(first->err(), HasSubstr("checkpointed"));
+  auto second =
+      Worker("sweep", "Background", 1, {"--steps", "400", "--checkpoint-dir", dir_ + "/ck"});
+  ASSERT_EQ(second->Wait(), 0) << second->err();
+  EXPECT_THAT(second->out(), HasSubstr("resumed from " + dir_ + "/ck at step "));
+  EXPECT_THAT(second->out(), HasSubstr("done: 400 steps"));
+}
+
+TEST(WorkerWithoutAgent, ABackgroundTaskNeverRunsUnpacedAForegroundTaskDoes) {
+  char dir[] = "/tmp/wavepool-worker-noagent-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  absl::StatusOr<planner::ModelGraph> graph = planner::BuiltinModel("mlp_tiny");
+  ASSERT_TRUE(graph.ok());
+  planner::PlanRequest request;
+  request.global_batch = 8;
+  absl::StatusOr<api::Plan> plan = testing::PlanFor(*graph, request, 3, 0.05, 5);
+  ASSERT_TRUE(plan.ok());
+  const std::string path = std::string(dir) + "/plan.json";
+  testing::WriteFile(path, api::ToJson(*plan).dump());
+  for (const std::string role : {"Background", "Foreground"}) {
+    ChildProcess worker(
+        {WAVEPOOL_WORKER_BIN, "--plan", path, "--agent-dir", dir, "--agent-timeout", "0.5"},
+        {{"WAVEPOOL_ROLE", role}}, dir, role);
+    const int code = worker.Wait();
+    if (role == "Background") {
+      EXPECT_EQ(code, 4) << worker.err();  // Unavailable
+      EXPECT_THAT(worker.err(), HasSubstr(std::string(dir) + "/agent.sock"));
+    } else {
+      EXPECT_EQ(code, 0) << worker.err();
+      EXPECT_THAT(worker.out(), HasSubstr("training unpaced"));
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace wavepool::runtime

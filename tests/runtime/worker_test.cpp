@@ -1,0 +1,206 @@
+// wavepool-worker as users and the controller run it: real processes meeting over a TCP store on
+// loopback, their exit statuses and messages, SIGTERM with a checkpoint, and exact resumption.
+#include <signal.h>
+
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/runtime/exec_test_support.h"
+#include "tests/runtime/worker_process.h"
+#include "tests/support/eventually.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/api/plan.h"
+#include "wavepool/planner/zoo.h"
+
+namespace wavepool::runtime {
+namespace {
+
+using testing::ChildProcess;
+using testing::FreePort;
+using ::testing::HasSubstr;
+using testing::PlanFor;
+using ::wavepool::testing::Eventually;
+
+// The loss printed on each progress line, by step.
+std::map<int, std::string> Losses(const std::string& out) {
+  std::map<int, std::string> losses;
+  const std::regex line(R"(step (\d+)/\d+ loss (\S+))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator();
+       ++it) {
+    losses[std::stoi((*it)[1])] = (*it)[2];
+  }
+  return losses;
+}
+
+class WorkerProcess : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/wavepool-worker-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Writes the planner's plan for `model` to <dir>/<name>.json.
+  std::string WritePlan(const std::string& name, const std::string& model, int gpus,
+                        std::int64_t batch, api::Strategy strategy, std::int64_t steps,
+                        api::Toggle tick_tock = api::Toggle::kOff) {
+    absl::StatusOr<planner::ModelGraph> graph = planner::BuiltinModel(model);
+    EXPECT_TRUE(graph.ok());
+    planner::PlanRequest request;
+    request.gpus = gpus;
+    request.global_batch = batch;
+    request.strategy = strategy;
+    request.tick_tock = tick_tock;
+    request.gpu_counts = api::GpuCounts::kAllIntegers;
+    request.amplification_limit = 8;
+    absl::StatusOr<api::Plan> plan = PlanFor(*graph, request, steps, 0.05, 3);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    const std::string path = dir_ + "/" + name + ".json";
+    testing::WriteFile(path, api::ToJson(*plan).dump(2));
+    return path;
+  }
+
+  std::unique_ptr<ChildProcess> Worker(const std::string& name, std::vector<std::string> args,
+                                       std::map<std::string, std::string> env = {}) {
+    args.insert(args.begin(), WAVEPOOL_WORKER_BIN);
+    return std::make_unique<ChildProcess>(args, env, dir_, name);
+  }
+
+  // Starts every rank of a gang; `extra` goes to every rank.
+  std::vector<std::unique_ptr<ChildProcess>> Gang(const std::string& plan, int ranks,
+                                                  std::vector<std::string> extra = {},
+                                                  int started = -1) {
+    const std::string store = "tcp://127.0.0.1:" + std::to_string(FreePort());
+    std::vector<std::unique_ptr<ChildProcess>> gang;
+    ++gangs_;
+    for (int r = 0; r < (started < 0 ? ranks : started); ++r) {
+      std::vector<std::string> args = {"--plan",       plan,
+                                       "--rank",       std::to_string(r),
+                                       "--world-size", std::to_string(ranks),
+                                       "--store",      store,
+                                       "--log-every",  "1"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      // A name of its own per gang: a test must never read an earlier gang's output.
+      gang.push_back(Worker("gang" + std::to_string(gangs_) + "-rank" + std::to_string(r), args));
+    }
+    return gang;
+  }
+
+  // Trains `plan` on a gang to the end, SIGTERMs a second run after `stop_after` printed steps,
+  // resumes it, and checks the resumed losses against the uninterrupted run's.
+  void ExpectExactResume(const std::string& plan, int ranks, int steps, int stop_after) {
+    const std::string dir = dir_;
+    auto whole = Gang(plan, ranks, {"--checkpoint-dir", dir + "/whole"});
+    for (auto& rank : whole) ASSERT_EQ(rank->Wait(), 0) << rank->err();
+    const std::map<int, std::string> expected = Losses(whole[0]->out());
+    ASSERT_EQ(expected.size(), static_cast<std::size_t>(steps));
+
+    auto first = Gang(plan, ranks, {"--checkpoint-dir", dir + "/resumed"});
+    ASSERT_TRUE(Eventually(
+        [&] { return Losses(first[0]->out()).size() >= static_cast<std::size_t>(stop_after); },
+        std::chrono::seconds(120)));
+    for (auto& rank : first) rank->Signal(SIGTERM);
+    for (auto& rank : first) {
+      ASSERT_EQ(rank->Wait(), 143) << rank->err();  // WorkerExit::kStopped, after checkpointing
+      EXPECT_THAT(rank->err(), HasSubstr("checkpointed"));
+    }
+    const std::map<int, std::string> before = Losses(first[0]->out());
+    ASSERT_LT(before.size(), static_cast<std::size_t>(steps));
+
+    auto second = Gang(plan, ranks, {"--checkpoint-dir", dir + "/resumed"});
+    for (auto& rank : second) ASSERT_EQ(rank->Wait(), 0) << rank->err();
+    EXPECT_THAT(second[0]->out(), HasSubstr("resumed from " + dir + "/resumed at step " +
+                                            std::to_string(before.size())));
+    std::map<int, std::string> losses = before;
+    for (const auto& [step, loss] : Losses(second[0]->out())) {
+      EXPECT_EQ(losses.count(step), 0u) << "step " << step << " trained twice";
+      losses[step] = loss;
+    }
+    EXPECT_EQ(losses, expected);
+  }
+
+  std::string dir_;
+  int gangs_ = 0;
+};
+
+TEST_F(WorkerProcess, ABurstParallelGangTrainsToTheEndOverLoopback) {
+  const std::string plan =
+      WritePlan("burst", "branchy_tiny", 4, 32, api::Strategy::kBurstParallel, 6);
+  auto gang = Gang(plan, 4);
+  for (auto& rank : gang) ASSERT_EQ(rank->Wait(), 0) << rank->err();
+  // Every rank prints the gang's loss of every step, the same on every rank.
+  const std::map<int, std::string> losses = Losses(gang[0]->out());
+  ASSERT_EQ(losses.size(), 6u) << gang[0]->out();
+  for (auto& rank : gang) EXPECT_EQ(Losses(rank->out()), losses);
+  EXPECT_THAT(gang[0]->out(), HasSubstr("done: 6 steps"));
+}
+
+TEST_F(WorkerProcess, ARankThatNeverArrivesFailsTheGangNamingIt) {
+  const std::string plan = WritePlan("dp", "mlp_tiny", 3, 12, api::Strategy::kDataParallel, 4);
+  auto gang = Gang(plan, 3, {"--rendezvous-timeout", "2"}, /*started=*/2);
+  for (auto& rank : gang) {
+    EXPECT_EQ(rank->Wait(), 4) << rank->err();  // WorkerExit::kGangBroken
+    EXPECT_THAT(rank->err(), HasSubstr("rank 2 of 3 did not arrive within 2 s"));
+  }
+}
+
+TEST_F(WorkerProcess, BadSettingsAndBadPlansAreRefusedWithTheirReason) {
+  auto bad_flag = Worker("flag", {"--plan", "x.json", "--rank", "one"});
+  EXPECT_EQ(bad_flag->Wait(), 2);
+  EXPECT_THAT(bad_flag->err(), HasSubstr("--rank: 'one' is not an integer >= 0"));
+
+  auto bad_env = Worker("env", {"--plan", "x.json"}, {{"WAVEPOOL_ROLE", "fg"}});
+  EXPECT_EQ(bad_env->Wait(), 2);
+  EXPECT_THAT(bad_env->err(), HasSubstr("WAVEPOOL_ROLE: 'fg' is not Foreground or Background"));
+
+  auto missing = Worker("missing", {"--plan", dir_ + "/nope.json"});
+  EXPECT_EQ(missing->Wait(), 3);
+  EXPECT_THAT(missing->err(), HasSubstr("nope.json: cannot be read"));
+
+  testing::WriteFile(dir_ + "/bad.json", R"({"apiVersion": "wavepool.dev/v1alpha1", "kind": "Plan",
+      "strategy": "DataParallel", "globalBatchSize": 0, "gpus": 1, "stages": []})");
+  auto invalid = Worker("invalid", {"--plan", dir_ + "/bad.json"});
+  EXPECT_EQ(invalid->Wait(), 3);
+  EXPECT_THAT(invalid->err(), HasSubstr("globalBatchSize"));
+
+  const std::string plan = WritePlan("dp", "mlp_tiny", 2, 8, api::Strategy::kDataParallel, 2);
+  auto mismatch = Worker("mismatch", {"--plan", plan, "--world-size", "3", "--rank", "0", "--store",
+                                      "file://" + dir_ + "/store"});
+  EXPECT_EQ(mismatch->Wait(), 3);
+  EXPECT_THAT(mismatch->err(), HasSubstr("--world-size 3 does not match the plan's 2 GPUs"));
+}
+
+TEST_F(WorkerProcess, SigtermCheckpointsAndTheResumedRunRepeatsTheUninterruptedLosses) {
+  const std::string plan = WritePlan("dp", "cnn_tiny", 2, 16, api::Strategy::kDataParallel, 200);
+  ExpectExactResume(plan, 2, 200, 5);
+}
+
+TEST_F(WorkerProcess, ATickTockGangResumesExactlyToo) {
+  const std::string plan =
+      WritePlan("tt", "mlp_tiny", 2, 16, api::Strategy::kDataParallel, 600, api::Toggle::kOn);
+  ExpectExactResume(plan, 2, 600, 7);
+}
+
+TEST_F(WorkerProcess, ACorruptCheckpointIsAnErrorNeverAFreshStart) {
+  const std::string plan = WritePlan("dp", "mlp_tiny", 1, 8, api::Strategy::kDataParallel, 3);
+  auto run = Worker("run", {"--plan", plan, "--checkpoint-dir", dir_ + "/ck"});
+  ASSERT_EQ(run->Wait(), 0) << run->err();
+  const std::string file = dir_ + "/ck/step-3/rank-0.ckpt";
+  ASSERT_TRUE(std::filesystem::exists(file));
+  std::string bytes = testing::ReadFile(file);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  testing::WriteFile(file, bytes);
+  auto again = Worker("again", {"--plan", plan, "--steps", "5", "--checkpoint-dir", dir_ + "/ck"});
+  EXPECT_EQ(again->Wait(), 3);
+  EXPECT_THAT(again->err(), HasSubstr(file));
+  EXPECT_THAT(again->out(), ::testing::Not(HasSubstr("step 1/")));
+}
+
+}  // namespace
+}  // namespace wavepool::runtime
