@@ -1,8 +1,10 @@
 // One data-parallel worker's step against a plain LibTorch training loop on the same model, batch
 // and thread count (docs/performance.md, "Training runtime"): the runtime's cost is its layer-by-
-// layer launch groups (one autograd call per layer), its loader and its bookkeeping. Both sides
-// train the same modules (ExecutableModel) with SGD; the plain loop runs one autograd call per step
-// over the whole graph on a batch built once. Arguments: model index, batch, intra-op threads.
+// layer launch groups (one autograd call per layer), its executor and its bookkeeping. Both sides
+// train the same modules (ExecutableModel) with SGD on the same samples, read by the same
+// pre-loading BatchLoader, in one process with the worker's allocator setting; the plain loop runs
+// one autograd call per step over the whole graph. Arguments: model index, batch, intra-op
+// threads.
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "wavepool/runtime/rendezvous.h"
 #include "wavepool/runtime/sample_source.h"
 #include "wavepool/runtime/stage_engine.h"
+#include "wavepool/runtime/worker.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -53,17 +56,15 @@ void BM_PlainLoop(benchmark::State& state) {
   auto model = ExecutableModel::Build(graph, {}, 1);
   SampleSpec spec = *SampleSpecOf(*graph);
   SampleSourcePtr source = *OpenSampleSource("synthetic", spec, 1);
-  BatchLoader::Options options;
-  options.preload = false;
-  auto loader =
-      *BatchLoader::Create(source, SampleOrder(1, source->size(), batch), {{0, batch}}, options);
-  const Batch data = (*loader->Next()).front();
+  auto loader = *BatchLoader::Create(source, SampleOrder(1, source->size(), batch), {{0, batch}},
+                                     BatchLoader::Options{});
   std::unique_ptr<torch::optim::Optimizer> optimizer =
       MakeOptimizer(api::PlanTraining{}, (*model)->Parameters());
   std::vector<torch::Tensor> outputs(static_cast<std::size_t>(graph->size()));
   ForwardContext context;
-  context.labels = data.labels;
   for (auto _ : state) {
+    const Batch data = (*loader->Next()).front();
+    context.labels = data.labels;
     for (const planner::Layer& layer : graph->layers()) {
       std::vector<torch::Tensor> inputs;
       for (planner::LayerId in : layer.inputs)
@@ -126,4 +127,11 @@ BENCHMARK(BM_WorkerStep)->Apply(Arguments);
 }  // namespace
 }  // namespace wavepool::runtime
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  wavepool::runtime::KeepFreedMemoryForReuse();  // as wavepool-worker does, for both sides
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -10,7 +10,7 @@ class UnpacedLauncher final : public LaunchPacer {
     return absl::OkStatus();
   }
   void ReportIteration(std::int64_t, double, std::int64_t) override {}
-  void ReportMemory(std::uint64_t, std::uint64_t) override {}
+  void ReportMemory(std::uint64_t) override {}
   void Stop() override {}
 };
 

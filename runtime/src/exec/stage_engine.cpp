@@ -16,25 +16,7 @@
 
 namespace wavepool::runtime {
 
-namespace {
-
-std::int64_t MonotonicNanos() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-// The process's resident set (/proc/self/statm), 0 when unreadable.
-std::uint64_t ResidentBytes() {
-  std::FILE* file = std::fopen("/proc/self/statm", "r");
-  if (file == nullptr) return 0;
-  unsigned long long size = 0, resident = 0;
-  const int read = std::fscanf(file, "%llu %llu", &size, &resident);
-  std::fclose(file);
-  return read == 2 ? resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const api::PlanTraining& training,
                                                        std::vector<torch::Tensor> parameters) {
@@ -126,9 +108,9 @@ absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
     std::int64_t step, const std::vector<Batch>& data, double loss_scale,
     const std::function<void()>& after_forward) {
   StepResult result;
-  const std::int64_t start = MonotonicNanos();
+  const auto start = std::chrono::steady_clock::now();
   instances_left_ = instances_per_stage_;
-  optimizer_->zero_grad();
+  // Gradients start undefined (not zeroed) so that the first accumulation of a step stores it.
   for (torch::Tensor& p : model_->Parameters()) p.mutable_grad() = torch::Tensor();
   std::size_t next_data = 0;
   for (int id : instances_on_rank_) {
@@ -166,7 +148,8 @@ absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
   }
   for (std::unique_ptr<InstanceState>& state : states_) state.reset();
   activation_bytes_ = 0;
-  const double total = static_cast<double>(MonotonicNanos() - start) * 1e-9;
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.times.compute =
       std::max(0.0, total - result.times.transfer - result.times.allreduce - result.times.data);
   return result;
@@ -244,12 +227,6 @@ absl::Status StageEngine::BroadcastCompressed(const std::vector<int>& group, tor
 
 std::uint64_t StageEngine::held_bytes() const { return parameter_bytes_ + activation_bytes_; }
 
-void StageEngine::ReportMemory() {
-  // At most one sample per 5 ms: the agent's memory waves are sampled at 100 Hz.
-  const std::int64_t now = MonotonicNanos();
-  if (now - last_memory_report_ns_ < 5'000'000) return;
-  last_memory_report_ns_ = now;
-  pacer_->ReportMemory(held_bytes(), std::max(held_bytes(), ResidentBytes()));
-}
+void StageEngine::ReportMemory() { pacer_->ReportMemory(held_bytes()); }
 
 }  // namespace wavepool::runtime

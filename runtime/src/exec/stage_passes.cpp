@@ -112,7 +112,12 @@ absl::Status StageEngine::Backward(const StageInstance& instance, double loss_sc
       } else {
         root = output;
         auto copy = state.copies.find(id);
-        if (copy != state.copies.end()) gradient = copy->second.grad();
+        if (copy != state.copies.end()) {
+          gradient = copy->second.grad();
+          // Its consumers are done: free the copy and its gradient now, as autograd frees an
+          // intermediate gradient once it is used (a smaller working set each step).
+          state.copies.erase(copy);
+        }
         auto later = from_later.find(id);
         if (later != from_later.end()) {
           gradient = gradient.defined() ? gradient + later->second : later->second;

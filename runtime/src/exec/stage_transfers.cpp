@@ -45,17 +45,7 @@ absl::StatusOr<torch::Tensor> StageEngine::GatherActivations(const StageEdge& ed
     receives.push_back(*std::move(received));
     pieces.push_back(buffer);
   }
-  if (!receives.empty()) {
-    StepTimer timer(&times->transfer);
-    absl::Status waited;
-    absl::Status ran = pacer_->Run(ReceiveGroup(edge.to_stage), [&] {
-      for (Pending& pending : receives) {
-        if (absl::Status s = pending.Wait(); !s.ok() && waited.ok()) waited = s;
-      }
-    });
-    if (!ran.ok()) return ran;
-    if (!waited.ok()) return waited;
-  }
+  if (absl::Status s = WaitForReceives(receives, edge.to_stage, times); !s.ok()) return s;
   return pieces.size() == 1 ? pieces.front() : torch::cat(pieces);
 }
 
@@ -101,17 +91,7 @@ absl::StatusOr<torch::Tensor> StageEngine::GatherGradients(const StageEdge& edge
     if (!received.ok()) return received.status();
     receives.push_back(*std::move(received));
   }
-  if (!receives.empty()) {
-    StepTimer timer(&times->transfer);
-    absl::Status waited;
-    absl::Status ran = pacer_->Run(ReceiveGroup(edge.from_stage), [&] {
-      for (Pending& pending : receives) {
-        if (absl::Status s = pending.Wait(); !s.ok() && waited.ok()) waited = s;
-      }
-    });
-    if (!ran.ok()) return ran;
-    if (!waited.ok()) return waited;
-  }
+  if (absl::Status s = WaitForReceives(receives, edge.from_stage, times); !s.ok()) return s;
   return gradient;
 }
 
@@ -130,6 +110,21 @@ absl::Status StageEngine::ScatterGradients(const StageEdge& edge, int wave, cons
     sends_.push_back(*std::move(sent));
   }
   return absl::OkStatus();
+}
+
+absl::Status StageEngine::WaitForReceives(std::vector<Pending>& receives, int stage,
+                                          StepTimes* times) {
+  if (receives.empty()) return absl::OkStatus();
+  // A blocking receive is its own launch group: the agent lets background work run during a
+  // long one (DeepPool §5).
+  StepTimer timer(&times->transfer);
+  absl::Status waited;
+  absl::Status ran = pacer_->Run(ReceiveGroup(stage), [&] {
+    for (Pending& pending : receives) {
+      if (absl::Status s = pending.Wait(); !s.ok() && waited.ok()) waited = s;
+    }
+  });
+  return ran.ok() ? waited : ran;
 }
 
 absl::Status StageEngine::WaitForSends() {

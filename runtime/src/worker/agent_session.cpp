@@ -1,7 +1,10 @@
 #include "wavepool/runtime/agent_session.h"
 
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <thread>
 #include <utility>
 
@@ -16,6 +19,16 @@ std::int64_t MonotonicNanos() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The process's resident set (/proc/self/statm): what a CPU task reserves. 0 when unreadable.
+std::uint64_t ResidentBytes() {
+  std::FILE* file = std::fopen("/proc/self/statm", "r");
+  if (file == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int read = std::fscanf(file, "%llu %llu", &size, &resident);
+  std::fclose(file);
+  return read == 2 ? resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 }  // namespace
@@ -94,8 +107,16 @@ void AgentSession::ReportIteration(std::int64_t iteration, double seconds, std::
       {static_cast<std::uint64_t>(iteration), seconds, static_cast<std::uint64_t>(samples)});
 }
 
-void AgentSession::ReportMemory(std::uint64_t allocated_bytes, std::uint64_t reserved_bytes) {
-  (void)client_->ReportMemory({MonotonicNanos(), allocated_bytes, reserved_bytes});
+void AgentSession::ReportMemory(std::uint64_t allocated_bytes) {
+  // At most one sample per 5 ms: the agent's memory waves are sampled at 100 Hz.
+  const std::int64_t now = MonotonicNanos();
+  std::int64_t last = last_memory_report_ns_.load(std::memory_order_relaxed);
+  if (now - last < 5'000'000 ||
+      !last_memory_report_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+    return;
+  }
+  const std::uint64_t reserved = std::max(allocated_bytes, ResidentBytes());
+  (void)client_->ReportMemory({now, allocated_bytes, reserved});
 }
 
 }  // namespace wavepool::runtime

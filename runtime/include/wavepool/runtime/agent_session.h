@@ -36,7 +36,7 @@ class AgentSession final : public LaunchPacer {
 
   absl::Status Run(OpGroup group, const std::function<void()>& work) override;
   void ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) override;
-  void ReportMemory(std::uint64_t allocated_bytes, std::uint64_t reserved_bytes) override;
+  void ReportMemory(std::uint64_t allocated_bytes) override;
   void Stop() override { stopped_.store(true, std::memory_order_release); }
 
   agent::AgentClient& client() { return *client_; }
@@ -50,6 +50,7 @@ class AgentSession final : public LaunchPacer {
   const std::unique_ptr<agent::AgentClient> client_;
   const agent::Role role_;
   std::atomic<bool> stopped_{false};
+  std::atomic<std::int64_t> last_memory_report_ns_{0};
   std::mutex pause_mu_;
   int pause_holders_ = 0;  // guarded by pause_mu_: groups running with the pause raised
 };

@@ -38,9 +38,9 @@ class LaunchPacer {
 
   // The end of a training iteration (the agent publishes it as the task's progress).
   virtual void ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) = 0;
-  // Memory the task holds now: allocated (tensors in use) and reserved (the process's resident
-  // set on the CPU; the allocator's pool on a GPU).
-  virtual void ReportMemory(std::uint64_t allocated_bytes, std::uint64_t reserved_bytes) = 0;
+  // The bytes of tensors the task holds now, at every layer boundary (an implementation samples:
+  // the agent's memory waves need about 100 Hz).
+  virtual void ReportMemory(std::uint64_t allocated_bytes) = 0;
 
   // Makes waiting Run calls return Cancelled (a stop request during a long pause).
   virtual void Stop() = 0;

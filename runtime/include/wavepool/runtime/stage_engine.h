@@ -116,6 +116,7 @@ class StageEngine {
                                                 StepTimes* times);
   absl::Status ScatterGradients(const StageEdge& edge, int wave, const RowRange& rows,
                                 const torch::Tensor& gradient);
+  absl::Status WaitForReceives(std::vector<Pending>& receives, int stage, StepTimes* times);
   absl::Status WaitForSends();
   absl::Status Broadcast(const std::vector<int>& group, torch::Tensor& tensor);
   absl::Status BroadcastCompressed(const std::vector<int>& group, torch::Tensor& flat);
@@ -135,7 +136,6 @@ class StageEngine {
   std::vector<Pending> sends_;                              // this step's, waited at its end
   std::uint64_t parameter_bytes_ = 0;
   std::uint64_t activation_bytes_ = 0;
-  std::int64_t last_memory_report_ns_ = 0;
 };
 
 }  // namespace wavepool::runtime
