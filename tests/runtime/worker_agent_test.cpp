@@ -6,17 +6,22 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/exec_test_support.h"
 #include "tests/runtime/worker_process.h"
 #include "tests/support/eventually.h"
+#include "tests/support/status_matchers.h"
 #include "wavepool/api/plan.h"
 #include "wavepool/planner/zoo.h"
+#include "wavepool/runtime/agent_session.h"
+#include "wavepool/runtime/launch_pacer.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -132,6 +137,55 @@ TEST_F(WorkerWithAgent, APreemptedBackgroundTaskResumesOnAnotherGpu) {
   ASSERT_EQ(second->Wait(), 0) << second->err();
   EXPECT_THAT(second->out(), HasSubstr("resumed from " + dir_ + "/ck at step "));
   EXPECT_THAT(second->out(), HasSubstr("done: 400 steps"));
+}
+
+// The launch-group contract between a foreground and a background worker on one GPU
+// (AgentSession, launch_pacer.h): while a foreground all-reduce runs, a background launch waits;
+// it runs once the pause is lowered; a stop request ends its wait without running it.
+TEST_F(WorkerWithAgent, ABackgroundLaunchWaitsWhileAForegroundAllReduceRuns) {
+  auto identity = [](agent::Role role, const std::string& pod) {
+    agent::RegisterRequest request;
+    request.namespace_name = "team-a";
+    request.job = pod;
+    request.pod = pod;
+    request.role = role;
+    return request;
+  };
+  ASSERT_OK_AND_ASSIGN(
+      auto foreground,
+      AgentSession::Connect(dir_ + "/agent", identity(agent::Role::kForeground, "fg"),
+                            std::chrono::seconds(5)));
+  ASSERT_OK_AND_ASSIGN(
+      auto background,
+      AgentSession::Connect(dir_ + "/agent", identity(agent::Role::kBackground, "bg"),
+                            std::chrono::seconds(5)));
+  for (const bool stop : {false, true}) {
+    std::atomic<bool> inside{false}, release{false}, ran{false};
+    std::thread all_reduce([&] {
+      ASSERT_OK(foreground->Run(AllReduceGroup(0), [&] {
+        inside = true;
+        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }));
+    });
+    ASSERT_TRUE(Eventually([&] { return inside.load(); }, std::chrono::seconds(10)));
+    absl::Status launched;
+    std::thread launch([&] { launched = background->Run(ForwardGroup(3), [&] { ran = true; }); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_FALSE(ran.load()) << "a background launch ran while the foreground held the pause";
+    if (stop) {
+      background->Stop();  // what SIGTERM does
+      launch.join();
+      EXPECT_TRUE(absl::IsCancelled(launched)) << launched;
+      EXPECT_FALSE(ran.load());
+    }
+    release = true;
+    all_reduce.join();
+    if (!stop) {
+      launch.join();
+      EXPECT_OK(launched);
+      EXPECT_TRUE(ran.load());
+    }
+  }
 }
 
 TEST(WorkerWithoutAgent, ABackgroundTaskNeverRunsUnpacedAForegroundTaskDoes) {
