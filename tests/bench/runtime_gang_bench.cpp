@@ -6,9 +6,7 @@
 // of each kind of wait over all ranks.
 //
 //   runtime_gang_bench --worker build/bin/wavepool-worker [--steps 40] [--warmup 5]
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +22,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "tests/runtime/worker_process.h"
 #include "wavepool/api/plan.h"
 #include "wavepool/planner/comm.h"
 #include "wavepool/planner/compute_cost.h"
@@ -77,19 +76,6 @@ std::string PlanFile(const Config& c, const std::string& dir, std::int64_t steps
   const std::string path = dir + "/" + c.name + ".json";
   std::ofstream(path) << api::ToJson(report->plan).dump(2);
   return path;
-}
-
-// The port of the first gang's store, one the kernel finds free (each later gang takes the next).
-int FreePortBase() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
 }
 
 // Runs the gang; returns each rank's steps.
@@ -159,8 +145,8 @@ int main(int argc, char** argv) {
       "| gang | ranks | step (median, slowest rank) ms | transfer wait ms | all-reduce wait ms "
       "|\n");
   std::printf("|---|---|---|---|---|\n");
-  std::fflush(stdout);  // before the workers fork, or each prints it again
-  int port = runtime::FreePortBase();
+  std::fflush(stdout);                      // before the workers fork, or each prints it again
+  int port = runtime::testing::FreePort();  // each later gang takes the next port
   for (const Config& c : configs) {
     const std::string plan = runtime::PlanFile(c, dir, steps);
     const auto ranks = runtime::RunGang(worker, plan, c.gpus, port++, dir);
