@@ -5,10 +5,8 @@ namespace {
 
 class UnpacedLauncher final : public LaunchPacer {
  public:
-  absl::Status Run(OpGroup, const std::function<void()>& work) override {
-    work();
-    return absl::OkStatus();
-  }
+  absl::StatusOr<LaunchTicket> Begin(OpGroup group) override { return LaunchTicket{group}; }
+  void End(const LaunchTicket&, std::chrono::nanoseconds) override {}
   void ReportIteration(std::int64_t, double, std::int64_t) override {}
   void ReportMemory(std::uint64_t) override {}
   void Stop() override {}
@@ -22,6 +20,15 @@ std::uint32_t LayerSlot(int layer) { return static_cast<std::uint32_t>(layer) % 
 std::uint32_t StageSlot(int stage) { return static_cast<std::uint32_t>(stage) % kStageGroups; }
 
 }  // namespace
+
+absl::Status LaunchPacer::Run(OpGroup group, const std::function<void()>& work) {
+  absl::StatusOr<LaunchTicket> ticket = Begin(group);
+  if (!ticket.ok()) return ticket.status();
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  End(*ticket, std::chrono::steady_clock::now() - start);
+  return absl::OkStatus();
+}
 
 std::unique_ptr<LaunchPacer> MakeUnpacedLauncher() { return std::make_unique<UnpacedLauncher>(); }
 

@@ -63,15 +63,15 @@ absl::StatusOr<std::unique_ptr<AgentSession>> AgentSession::Connect(
 
 absl::Status AgentSession::TakeCredit() {
   agent::WorkerGate& gate = *client_->gate();
-  // In slices, so that a stop request ends a long pause (a background task preempted while the
-  // foreground holds the pause).
+  // In slices, so that a stop request ends a long wait (a background task preempted while the
+  // foreground holds the pause); a launch that gets its credit runs even after a stop request,
+  // so that a foreground step finishes and the gang stops at a step boundary.
   while (true) {
+    absl::Status acquired = gate.Acquire(std::chrono::milliseconds(100));
+    if (acquired.ok() || !absl::IsDeadlineExceeded(acquired)) return acquired;
     if (stopped_.load(std::memory_order_acquire)) {
       return absl::CancelledError("stopped while waiting for a launch credit");
     }
-    absl::Status acquired = gate.Acquire(std::chrono::milliseconds(100));
-    if (acquired.ok()) return acquired;
-    if (!absl::IsDeadlineExceeded(acquired)) return acquired;
   }
 }
 
@@ -85,21 +85,24 @@ void AgentSession::LowerPause() {
   if (--pause_holders_ == 0) client_->gate()->LowerPause();
 }
 
-absl::Status AgentSession::Run(OpGroup group, const std::function<void()>& work) {
+absl::StatusOr<LaunchTicket> AgentSession::Begin(OpGroup group) {
   if (absl::Status s = TakeCredit(); !s.ok()) return s;
   agent::WorkerGate& gate = *client_->gate();
   // DeepPool §5: background launches stop while a foreground group that suffers from them runs.
-  const bool pause = role_ == agent::Role::kForeground &&
-                     (group.kind == agent::OpKind::kAllReduce || gate.IsSensitive(group.id));
-  if (pause) RaisePause();
-  const std::int64_t start = MonotonicNanos();
-  work();
-  const std::int64_t end = MonotonicNanos();
-  if (pause) LowerPause();
-  gate.Release();
+  LaunchTicket ticket{group};
+  ticket.raised_pause = role_ == agent::Role::kForeground &&
+                        (group.kind == agent::OpKind::kAllReduce || gate.IsSensitive(group.id));
+  if (ticket.raised_pause) RaisePause();
+  return ticket;
+}
+
+void AgentSession::End(const LaunchTicket& ticket, std::chrono::nanoseconds duration) {
+  if (ticket.raised_pause) LowerPause();
+  client_->gate()->Release();
   // A report that does not encode only loses a sample of the feedback loop.
-  (void)client_->ReportOp({group.id, group.kind, static_cast<std::uint64_t>(end - start)});
-  return absl::OkStatus();
+  (void)client_->ReportOp(
+      {ticket.group.id, ticket.group.kind,
+       static_cast<std::uint64_t>(std::max<std::int64_t>(0, duration.count()))});
 }
 
 void AgentSession::ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) {

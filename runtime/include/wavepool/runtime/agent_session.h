@@ -34,7 +34,8 @@ class AgentSession final : public LaunchPacer {
       std::chrono::milliseconds connect_timeout, agent::LogSink log = agent::LogToStderr);
   ~AgentSession() override;
 
-  absl::Status Run(OpGroup group, const std::function<void()>& work) override;
+  absl::StatusOr<LaunchTicket> Begin(OpGroup group) override;
+  void End(const LaunchTicket& ticket, std::chrono::nanoseconds duration) override;
   void ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) override;
   void ReportMemory(std::uint64_t allocated_bytes) override;
   void Stop() override { stopped_.store(true, std::memory_order_release); }

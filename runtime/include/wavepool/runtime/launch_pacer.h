@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "wavepool/agent/client/protocol.h"
 
 namespace wavepool::runtime {
@@ -24,17 +25,30 @@ struct OpGroup {
   agent::OpKind kind = agent::OpKind::kCompute;
 };
 
-// Thread safety: Run may be called from several threads at once (tick-tock's two waves); each
-// call is one launch group.
+// A launch group between Begin and End: what End must undo.
+struct LaunchTicket {
+  OpGroup group;
+  bool raised_pause = false;  // a sensitive foreground group raised the pause flag
+};
+
+// Thread safety: every method may be called from several threads at once (tick-tock's two
+// waves; a GPU path's launching thread and its completion poller).
 class LaunchPacer {
  public:
   virtual ~LaunchPacer() = default;
 
-  // Runs `work` as one launch group: waits for a credit (and, for a background task, while the
-  // pause flag is up), raises the pause around a sensitive foreground group, runs `work`,
-  // returns the credit and reports the group's duration. Cancelled when the pacer was stopped
-  // while waiting (`work` did not run).
-  virtual absl::Status Run(OpGroup group, const std::function<void()>& work) = 0;
+  // Runs `work` as one launch group, synchronously: Begin, `work`, End with the time `work`
+  // took. Cancelled when the pacer was stopped while waiting (`work` did not run).
+  absl::Status Run(OpGroup group, const std::function<void()>& work);
+
+  // The two halves of Run, for a group whose completion is seen later (a CUDA-graph piece
+  // finishes when its completion event fires, runtime/piece_launcher.h). Begin waits for a
+  // credit (and, for a background task, while the pause flag is up) and raises the pause for a
+  // sensitive foreground group; Cancelled when the pacer was stopped while waiting. End lowers
+  // the pause, returns the credit and reports the group's duration to the agent's feedback loop.
+  // REQUIRES: exactly one End per ticket Begin returned, from any thread.
+  virtual absl::StatusOr<LaunchTicket> Begin(OpGroup group) = 0;
+  virtual void End(const LaunchTicket& ticket, std::chrono::nanoseconds duration) = 0;
 
   // The end of a training iteration (the agent publishes it as the task's progress).
   virtual void ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) = 0;
@@ -42,7 +56,7 @@ class LaunchPacer {
   // the agent's memory waves need about 100 Hz).
   virtual void ReportMemory(std::uint64_t allocated_bytes) = 0;
 
-  // Makes waiting Run calls return Cancelled (a stop request during a long pause).
+  // Makes waiting Begin calls return Cancelled (a stop request during a long pause).
   virtual void Stop() = 0;
 };
 

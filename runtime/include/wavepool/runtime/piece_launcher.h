@@ -1,0 +1,85 @@
+// Launches CUDA-graph pieces through the launch gate (deeppool-burst-parallel §5): each piece
+// takes a credit before it is launched (a background piece also waits while the foreground holds
+// the pause, which is how the pause is honoured between pieces) and gives it back when its
+// completion event fires. A polling thread watches the events, so the launching thread never
+// blocks on the GPU; each piece's GPU time (between events recorded before and after it) goes to
+// the agent's slowdown feedback loop through LaunchPacer::End.
+//
+// Thread safety: Launch and Drain are called by one thread (the one that owns the stream); the
+// poller is internal. Ownership: borrows the pacer and the stream, which must outlive the
+// launcher; owns its events and its thread.
+#ifndef WAVEPOOL_RUNTIME_PIECE_LAUNCHER_H_
+#define WAVEPOOL_RUNTIME_PIECE_LAUNCHER_H_
+
+#include <cuda_runtime_api.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "wavepool/runtime/launch_pacer.h"
+
+namespace wavepool::runtime {
+
+class PieceLauncher {
+ public:
+  // `max_pending` bounds the pieces launched and not yet reported (the gate bounds them further;
+  // this is the launcher's own event pool). Internal naming the CUDA call when events cannot be
+  // created; InvalidArgument when max_pending is 0.
+  static absl::StatusOr<std::unique_ptr<PieceLauncher>> Create(LaunchPacer& pacer,
+                                                               cudaStream_t stream,
+                                                               std::size_t max_pending = 8);
+  // Waits for every launched piece to be reported, then stops the poller.
+  ~PieceLauncher();
+  PieceLauncher(const PieceLauncher&) = delete;
+  PieceLauncher& operator=(const PieceLauncher&) = delete;
+
+  // Launches `piece` as launch group `group`: LaunchPacer::Begin (waits for a credit), an event,
+  // the piece, an event; the poller calls End when it completes. Cancelled when the pacer was
+  // stopped while waiting (nothing launched); Internal naming the CUDA call otherwise (the credit
+  // is returned). An earlier piece's failure (its events could not be read) is returned here
+  // too, once.
+  absl::Status Launch(OpGroup group, cudaGraphExec_t piece);
+  // Blocks until every piece launched so far has completed and been reported; the first error
+  // the poller met since the last call.
+  absl::Status Drain();
+
+  // Pieces reported so far, and the GPU time they took.
+  std::int64_t completed() const;
+  std::chrono::nanoseconds gpu_time() const;
+
+ private:
+  struct Slot {
+    cudaEvent_t start = nullptr;
+    cudaEvent_t end = nullptr;
+    LaunchTicket ticket;
+  };
+  PieceLauncher(LaunchPacer& pacer, cudaStream_t stream);
+  void Poll();
+  absl::Status TakeError();
+
+  LaunchPacer& pacer_;
+  const cudaStream_t stream_;
+  std::vector<Slot> slots_;  // constant size after Create
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::size_t> free_;          // guarded by mu_: slots ready for a launch
+  std::deque<std::size_t> pending_;       // guarded by mu_: launched, in stream order
+  bool stopping_ = false;                 // guarded by mu_
+  absl::Status error_;                    // guarded by mu_: the poller's first unreported error
+  std::int64_t completed_ = 0;            // guarded by mu_
+  std::chrono::nanoseconds gpu_time_{0};  // guarded by mu_
+  std::thread poller_;
+};
+
+}  // namespace wavepool::runtime
+
+#endif  // WAVEPOOL_RUNTIME_PIECE_LAUNCHER_H_

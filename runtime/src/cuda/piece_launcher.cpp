@@ -1,0 +1,129 @@
+#include "wavepool/runtime/piece_launcher.h"
+
+#include <utility>
+
+#include "cuda_status.h"
+
+namespace wavepool::runtime {
+namespace {
+
+// How long the poller sleeps between queries of a piece that has not finished: short next to a
+// piece (>= 250 us), so that a credit comes back soon after its piece ends.
+constexpr std::chrono::microseconds kPollInterval{20};
+
+}  // namespace
+
+PieceLauncher::PieceLauncher(LaunchPacer& pacer, cudaStream_t stream)
+    : pacer_(pacer), stream_(stream) {}
+
+absl::StatusOr<std::unique_ptr<PieceLauncher>> PieceLauncher::Create(LaunchPacer& pacer,
+                                                                     cudaStream_t stream,
+                                                                     std::size_t max_pending) {
+  if (max_pending == 0) return absl::InvalidArgumentError("max_pending must be positive");
+  std::unique_ptr<PieceLauncher> launcher(new PieceLauncher(pacer, stream));
+  launcher->slots_.resize(max_pending);
+  for (std::size_t i = 0; i < max_pending; ++i) {
+    Slot& slot = launcher->slots_[i];
+    absl::Status s = CudaStatus(cudaEventCreate(&slot.start), "cudaEventCreate");
+    if (s.ok()) s = CudaStatus(cudaEventCreate(&slot.end), "cudaEventCreate");
+    if (!s.ok()) return s;  // the destructor frees what was created
+    launcher->free_.push_back(i);
+  }
+  launcher->poller_ = std::thread([l = launcher.get()] { l->Poll(); });
+  return launcher;
+}
+
+PieceLauncher::~PieceLauncher() {
+  if (poller_.joinable()) {
+    (void)Drain();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    poller_.join();
+  }
+  for (Slot& slot : slots_) {
+    if (slot.start != nullptr) cudaEventDestroy(slot.start);
+    if (slot.end != nullptr) cudaEventDestroy(slot.end);
+  }
+}
+
+absl::Status PieceLauncher::Launch(OpGroup group, cudaGraphExec_t piece) {
+  if (absl::Status s = TakeError(); !s.ok()) return s;
+  std::size_t index = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return !free_.empty(); });
+    index = free_.front();
+    free_.pop_front();
+  }
+  Slot& slot = slots_[index];
+  absl::StatusOr<LaunchTicket> ticket = pacer_.Begin(group);
+  absl::Status s = ticket.status();
+  if (s.ok()) {
+    slot.ticket = *ticket;
+    s = CudaStatus(cudaEventRecord(slot.start, stream_), "cudaEventRecord");
+    if (s.ok()) s = CudaStatus(cudaGraphLaunch(piece, stream_), "cudaGraphLaunch");
+    if (s.ok()) s = CudaStatus(cudaEventRecord(slot.end, stream_), "cudaEventRecord");
+    if (!s.ok()) pacer_.End(*ticket, std::chrono::nanoseconds(0));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    (s.ok() ? pending_ : free_).push_back(index);
+  }
+  changed_.notify_all();
+  return s;
+}
+
+void PieceLauncher::Poll() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    changed_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+    if (pending_.empty()) return;  // stopping, nothing left
+    const std::size_t index = pending_.front();
+    Slot& slot = slots_[index];
+    lock.unlock();
+    cudaError_t done = cudaEventQuery(slot.end);
+    while (done == cudaErrorNotReady) {
+      std::this_thread::sleep_for(kPollInterval);
+      done = cudaEventQuery(slot.end);
+    }
+    float ms = 0;
+    absl::Status s = CudaStatus(done, "cudaEventQuery");
+    if (s.ok())
+      s = CudaStatus(cudaEventElapsedTime(&ms, slot.start, slot.end), "cudaEventElapsedTime");
+    const std::chrono::nanoseconds duration(static_cast<std::int64_t>(ms * 1e6));
+    pacer_.End(slot.ticket, duration);
+    lock.lock();
+    pending_.pop_front();
+    free_.push_back(index);
+    ++completed_;
+    gpu_time_ += duration;
+    if (!s.ok() && error_.ok()) error_ = s;
+    changed_.notify_all();
+  }
+}
+
+absl::Status PieceLauncher::Drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [&] { return pending_.empty(); });
+  return std::exchange(error_, absl::OkStatus());
+}
+
+absl::Status PieceLauncher::TakeError() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(error_, absl::OkStatus());
+}
+
+std::int64_t PieceLauncher::completed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return completed_;
+}
+
+std::chrono::nanoseconds PieceLauncher::gpu_time() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return gpu_time_;
+}
+
+}  // namespace wavepool::runtime

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Foreground/background collocation on one GPU: wavepool beside the PyTorch baselines.
+
+Runs, in one run on one GPU, the baselines of colloc_probe.py (the foreground alone as one
+CUDA graph; the background alone; plain MPS; MPS with the background at 25% of the SMs) and
+wavepool's tasks (colloc_bench: the step as CUDA-graph pieces through a real node agent's launch
+gate, stream priorities, pause and slowdown feedback), and writes every figure to
+OUTDIR/colloc.json, a table to OUTDIR/colloc.md and the agent's /metrics to OUTDIR.
+
+Usage: colloc_run.py OUTDIR --bench BIN --agent "CMD" [--steps N] [--bg-seconds S] [--skip-baselines]
+"""
+import argparse, json, os, shlex, subprocess, sys, time, urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import colloc_probe as probe  # noqa: E402
+
+FG = dict(model="resnet50", batch=16)
+BG = dict(model="resnet50", batch=64)
+SETUP_TIMEOUT_S = 300
+
+
+def wait_for(path, proc, timeout):
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        if proc.poll() is not None:
+            return f"exited with {proc.returncode} before {os.path.basename(path)}"
+        if time.time() > deadline:
+            proc.kill()
+            return f"no {os.path.basename(path)} within {timeout} s"
+        time.sleep(0.05)
+    return None
+
+
+def tail(path, chars=2000):
+    try:
+        return open(path, errors="replace").read()[-chars:]
+    except OSError:
+        return ""
+
+
+def files(d, tag, role):
+    names = {k: f"{d}/{tag}.{role}.{k}" for k in ("ready", "go", "stop", "json", "log")}
+    for f in names.values():
+        if os.path.exists(f):
+            os.remove(f)
+    return names
+
+
+def spawn_bench(args, role, cfg, f, launch, agent_dir, env_extra):
+    if args.smoke:  # the protocol on a CPU: a tiny model, eager steps
+        cfg, launch = dict(cfg, model="mlp_tiny"), "eager"
+    cmd = [args.bench, "--role", role, "--model", cfg["model"], "--batch", str(cfg["batch"]),
+           "--launch", launch, "--ready", f["ready"], "--out", f["json"]]
+    cmd += ["--steps", str(args.steps), "--warmup", "30", "--go", f["go"]] if role == "fg" \
+        else ["--stop", f["stop"], "--warmup", "5"]
+    if agent_dir:
+        cmd += ["--agent-dir", agent_dir]
+    log = open(f["log"], "w")
+    return subprocess.Popen(cmd, env=dict(os.environ, **env_extra), stdout=log, stderr=log)
+
+
+def run_ours(args, tag, fg_launch=None, bg_launch=None, agent_dir=None, bg_env=None):
+    """fg sets up and warms up first (the agent learns its solo piece times), then bg, then fg
+    is timed while bg trains."""
+    d, res = args.outdir, {"mode": tag}
+    fg = bg = None
+    if fg_launch:
+        ff = files(d, tag, "fg")
+        fg = spawn_bench(args, "fg", FG, ff, fg_launch, agent_dir, {})
+        err = wait_for(ff["ready"], fg, SETUP_TIMEOUT_S)
+        if err:
+            res["error"] = "fg " + err
+            res["fg_log"] = tail(ff["log"])
+            return res
+    if bg_launch:
+        bf = files(d, tag, "bg")
+        bg = spawn_bench(args, "bg", BG, bf, bg_launch, agent_dir, bg_env or {})
+        err = wait_for(bf["ready"], bg, SETUP_TIMEOUT_S)
+        if err:
+            res["error"] = "bg " + err
+            res["bg_log"] = tail(bf["log"])
+            if fg:
+                fg.kill()
+            return res
+    t0 = time.time()
+    if fg:
+        open(ff["go"], "w").close()
+        try:
+            fg.wait(timeout=SETUP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            fg.kill()
+        res["fg"] = json.load(open(ff["json"])) if os.path.exists(ff["json"]) else {"error": fg.returncode}
+    else:
+        time.sleep(args.bg_seconds)
+    if bg:
+        open(bf["stop"], "w").close()
+        try:
+            bg.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            bg.kill()
+        if os.path.exists(bf["json"]):
+            b = json.load(open(bf["json"]))
+            done = b["done"] or [0.0]
+            lo, hi = res.get("fg", {}).get("window") or (done[0], done[-1])
+            n = sum(1 for t in b["done"] if lo <= t <= hi)
+            res["bg"] = {"imgs_per_s": n * b["batch"] / max(hi - lo, 1e-9), "steps_in_window": n,
+                         "pieces": b.get("pieces"), "piece_solo_us": b.get("piece_solo_us")}
+        else:
+            res["bg"] = {"error": bg.returncode}
+    res["wall_s"] = round(time.time() - t0, 1)
+    print(json.dumps({k: v for k, v in res.items() if k != "bg" or "piece_solo_us" not in v}), flush=True)
+    return res
+
+
+class Results(list):
+    """Every mode's figures, written to OUTDIR/colloc.json as soon as it is measured."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def append(self, result):
+        super().append(result)
+        json.dump(self, open(self.path, "w"), indent=1)
+
+
+class Agent:
+    def __init__(self, args, tag, results):
+        self.dir = f"{args.outdir}/agent-{tag}"
+        os.makedirs(self.dir, exist_ok=True)
+        self.args, self.tag, self.proc, self.results = args, tag, None, results
+
+    def __enter__(self):
+        for devices in ("nvml", "simulated:1"):
+            cmd = shlex.split(self.args.agent) + [
+                "--dir", self.dir, "--devices", devices, "--mps", "off", "--no-publish",
+                "--metrics-address", "127.0.0.1", "--metrics-port", str(self.args.metrics_port),
+                "--hostname", "bench"]
+            self.log = open(f"{self.dir}/agent.log", "a")
+            self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
+            if wait_for(f"{self.dir}/agent.sock", self.proc, 15) is None:
+                self.devices = devices
+                self.started = time.time()
+                return self
+        raise RuntimeError(f"the agent did not start; see {self.dir}/agent.log")
+
+    def scrape(self):
+        try:
+            text = urllib.request.urlopen(
+                f"http://127.0.0.1:{self.args.metrics_port}/metrics", timeout=5).read().decode()
+        except OSError as e:
+            text = f"# scrape failed: {e}\n"
+        open(f"{self.args.outdir}/agent-metrics-{self.tag}.txt", "w").write(text)
+
+    def cpu_seconds(self):
+        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def __exit__(self, *exc):
+        self.scrape()
+        wall = time.time() - self.started
+        info = {"mode": f"agent_{self.tag}", "devices": self.devices,
+                "agent_cpu_percent": round(100 * self.cpu_seconds() / max(wall, 1e-9), 2),
+                "wall_s": round(wall, 1)}
+        self.results.append(info)
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def ours(args, out):
+    out.append(run_ours(args, "wavepool_fg_alone_graph", fg_launch="graph"))
+    with Agent(args, "fg_alone", out) as agent:
+        out.append(run_ours(args, "wavepool_fg_alone_pieces", fg_launch="pieces",
+                            agent_dir=agent.dir))
+    with Agent(args, "bg_alone", out) as agent:
+        out.append(run_ours(args, "wavepool_bg_alone_pieces", bg_launch="pieces", agent_dir=agent.dir))
+    # The pair: what the controller sets on an MPS node (the background's client priority).
+    with Agent(args, "pair", out) as agent:
+        out.append(run_ours(args, "wavepool", fg_launch="pieces", bg_launch="pieces",
+                            agent_dir=agent.dir, bg_env={"CUDA_MPS_CLIENT_PRIORITY": "1"}))
+    # Priorities and pieces without the gate: what pacing, pause and feedback add.
+    out.append(run_ours(args, "pieces_priorities_no_gate", fg_launch="pieces", bg_launch="pieces",
+                        bg_env={"CUDA_MPS_CLIENT_PRIORITY": "1"}))
+
+
+def baselines(args, out):
+    d, G = args.outdir, {"PROBE_GRAPH": "1"}
+    probe.FG["iters"] = args.steps
+    out.append(probe.run_mode("graph_fg_alone", d, fg_env=G, with_bg=False))
+    out.append(probe.run_mode("bg_alone", d, with_fg=False, bg_seconds=args.bg_seconds))
+    probe.mps(d, True)
+    try:
+        out.append(probe.run_mode("graph_mps", d, fg_env=G))
+        out.append(probe.run_mode("graph_mps_bg_sm25", d, fg_env=G,
+                                  bg_env={"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25"}))
+        ours(args, out)
+    finally:
+        probe.mps(d, False)
+
+
+def table(out):
+    by = {r["mode"]: r for r in out}
+
+    def get(mode, role, key):
+        return by.get(mode, {}).get(role, {}).get(key)
+
+    def num(v, spec):
+        return format(v, spec) if isinstance(v, (int, float)) else ""
+
+    def ratio(v, solo):
+        return f"{v / solo:.2f}" if v and solo else ""
+
+    solo = {"baseline": (get("graph_fg_alone", "fg", "median_ms"), get("bg_alone", "bg", "imgs_per_s")),
+            "wavepool": (get("wavepool_fg_alone_pieces", "fg", "median_ms"),
+                         get("wavepool_bg_alone_pieces", "bg", "imgs_per_s"))}
+    lines = ["| setting | fg median ms | fg p90 ms | fg / solo | bg img/s | bg / solo |",
+             "|---|---|---|---|---|---|"]
+    for r in out:
+        mode = r["mode"]
+        if mode.startswith("agent_"):
+            lines.append(f"| {mode} ({r['devices']}) | agent CPU {r['agent_cpu_percent']}% | | | | |")
+            continue
+        fg_solo, bg_solo = solo["baseline" if mode.startswith(("graph", "bg_alone")) else "wavepool"]
+        fg_ms, bg_rate = get(mode, "fg", "median_ms"), get(mode, "bg", "imgs_per_s")
+        error = r.get("error") or get(mode, "fg", "error") or get(mode, "bg", "error")
+        lines.append(f"| {mode} | {num(fg_ms, '.2f')} | {num(get(mode, 'fg', 'p90_ms'), '.2f')} | "
+                     f"{ratio(fg_ms, fg_solo)} | {num(bg_rate, '.0f')} | {ratio(bg_rate, bg_solo)} |"
+                     + (f" error: {error}" if error else ""))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("outdir")
+    parser.add_argument("--bench", required=True)
+    parser.add_argument("--agent", required=True, help="command line that starts wavepool-agent")
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--bg-seconds", type=float, default=8)
+    parser.add_argument("--metrics-port", type=int, default=9402)
+    parser.add_argument("--skip-baselines", action="store_true")
+    parser.add_argument("--smoke", action="store_true",
+                        help="check the driver on a CPU: wavepool's modes only, mlp_tiny, eager")
+    args = parser.parse_args()
+    args.outdir = os.path.abspath(args.outdir)
+    os.makedirs(args.outdir, exist_ok=True)
+    out = Results(f"{args.outdir}/colloc.json")
+    try:
+        if args.skip_baselines or args.smoke:
+            ours(args, out)
+        else:
+            baselines(args, out)
+    finally:
+        open(f"{args.outdir}/colloc.md", "w").write(table(out))
+        print(table(out))
+
+
+if __name__ == "__main__":
+    main()
