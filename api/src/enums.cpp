@@ -49,9 +49,10 @@ constexpr NameTable<ConditionStatus, 3> kConditionStatusNames{{
     {ConditionStatus::kFalse, "False"},
     {ConditionStatus::kUnknown, "Unknown"},
 }};
-constexpr NameTable<CollectiveAlgorithm, 2> kCollectiveAlgorithmNames{{
+constexpr NameTable<CollectiveAlgorithm, 3> kCollectiveAlgorithmNames{{
     {CollectiveAlgorithm::kRing, "ring"},
     {CollectiveAlgorithm::kTree, "tree"},
+    {CollectiveAlgorithm::kHierarchical, "hierarchical"},
 }};
 constexpr NameTable<WavePlacement, 2> kWavePlacementNames{{
     {WavePlacement::kStationary, "Stationary"},

@@ -83,9 +83,24 @@ absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(const PlanFlags& fl
   return compute;
 }
 
+// A preset's name has no '/' or '.' (which every file path has but one in the working directory
+// without an extension: give that one as ./NAME).
+bool NamesAPreset(const std::string& value) {
+  return value.find_first_of("/.") == std::string::npos && !std::filesystem::exists(value);
+}
+
 absl::StatusOr<planner::NetworkModel> LoadNetwork(const PlanFlags& flags,
                                                   const planner::DeviceSpec& device) {
   if (flags.network.empty()) return planner::DefaultNetworkModel(device);
+  if (NamesAPreset(flags.network)) {
+    absl::StatusOr<planner::NetworkModel> preset =
+        planner::FindNetworkPreset(flags.network, device);
+    if (!preset.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--network: ", preset.status().message(), " (or give a JSON or YAML file)"));
+    }
+    return preset;
+  }
   absl::StatusOr<std::string> text = ReadFile(flags.network);
   if (!text.ok()) return text.status();
   absl::StatusOr<planner::NetworkModel> network = planner::ParseNetworkModel(*text);

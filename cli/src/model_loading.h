@@ -29,7 +29,8 @@ absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(const PlanFlags& fl
                                                              const planner::ModelGraph& model,
                                                              const planner::DeviceSpec& device);
 
-// --network's file, else the device's default network.
+// --network's preset (planner::FindNetworkPreset: a name without '/' or '.' that is not a file)
+// or file, else the device's default network.
 absl::StatusOr<planner::NetworkModel> LoadNetwork(const PlanFlags& flags,
                                                   const planner::DeviceSpec& device);
 

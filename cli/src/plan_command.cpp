@@ -9,11 +9,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "model_loading.h"
+#include "plan_comparison.h"
 #include "plan_report.h"
 #include "wavepool/api/enums.h"
 #include "wavepool/api/plan.h"
+#include "wavepool/planner/comm.h"
 #include "wavepool/planner/planner.h"
 
 namespace wavepool::cli {
@@ -100,10 +103,11 @@ absl::StatusOr<api::PlanTraining> MakeTraining(const PlanFlags& flags) {
 }
 
 absl::StatusOr<std::string> Plan(const PlanFlags& flags) {
-  // --json prints only the Plan document; dropping the tables silently would hide a mistake.
-  if (flags.json && (flags.compare || flags.layers)) {
-    return absl::InvalidArgumentError(absl::StrCat("--json prints only the Plan document; drop ",
-                                                   flags.compare ? "--compare" : "--layers"));
+  // --json prints only documents; dropping the layer table silently would hide a mistake.
+  if (flags.json && flags.layers) {
+    return absl::InvalidArgumentError(
+        "--json prints the Plan document (with --compare, the comparison document); drop "
+        "--layers");
   }
   absl::StatusOr<api::PlanTraining> training = MakeTraining(flags);
   if (!training.ok()) return training.status();
@@ -124,9 +128,14 @@ absl::StatusOr<std::string> Plan(const PlanFlags& flags) {
   if (!report.ok()) return report.status();
   report->plan.training = *training;
   report->plan.layer_table = std::move(layer_table);  // Empty for a built-in model.
+  if (flags.json && flags.compare) {
+    return ComparisonJson(*report, request->strategy, *device).dump(2) + "\n";
+  }
   if (flags.json) return api::ToJson(report->plan).dump(2) + "\n";
-  std::string out = FormatPlan(*report, *model, *device, flags.gpus, flags.layers);
-  if (flags.compare) absl::StrAppend(&out, "\nstrategies:\n", FormatComparison(*report));
+  std::string out = FormatPlan(*report, *model, *device, comm.network(), flags.gpus, flags.layers);
+  if (flags.compare) {
+    absl::StrAppend(&out, "\nstrategies:\n", FormatComparison(*report, request->strategy, *device));
+  }
   return out;
 }
 
@@ -143,7 +152,10 @@ CLI::App* AddPlanCommand(CLI::App* app, PlanFlags* flags) {
                    "Analytical model precision: mixed, tf32 or fp32")
       ->capture_default_str();
   plan->add_option("--device", flags->device, "GPU: v100, a100, h100, h200")->capture_default_str();
-  plan->add_option("--network", flags->network, "Network model file (JSON or YAML)");
+  plan->add_option(
+      "--network", flags->network,
+      absl::StrCat("Network: a preset (", absl::StrJoin(planner::NetworkPresetNames(), ", "),
+                   "; default: the device's) or a JSON or YAML file"));
   plan->add_option("--gpus", flags->gpus, "GPUs the job may use")->capture_default_str();
   plan->add_option("--global-batch", flags->global_batch,
                    "Samples per iteration (default, or 0: --gpus)");
@@ -172,8 +184,10 @@ CLI::App* AddPlanCommand(CLI::App* app, PlanFlags* flags) {
                    "Checkpoint every N steps (0: never)")
       ->capture_default_str();
   plan->add_option("--job", flags->job, "namespace/name written into the plan");
-  plan->add_flag("--compare", flags->compare, "Rank every strategy with its breakdown");
-  plan->add_flag("--json", flags->json, "Print the Plan document");
+  plan->add_flag("--compare", flags->compare,
+                 "Rank every strategy, and say why the plan wins over faster ones");
+  plan->add_flag("--json", flags->json,
+                 "Print the Plan document (with --compare: every figure of the comparison)");
   plan->add_flag("--layers", flags->layers, "Also list every layer's GPUs");
   return plan;
 }

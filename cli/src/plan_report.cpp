@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "report_text.h"
 #include "text_table.h"
 #include "wavepool/api/enums.h"
 #include "wavepool/planner/oracle.h"
@@ -14,15 +15,6 @@
 namespace wavepool::cli {
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
-constexpr double kGiB = 1024.0 * kMiB;
-
-std::string Ms(double seconds) { return absl::StrFormat("%.3f", seconds * 1e3); }
-// MiB below a GiB, so that small models do not show "0.0 GiB".
-std::string GiB(double bytes) {
-  if (bytes < kGiB) return absl::StrFormat("%.1f MiB", bytes / kMiB);
-  return absl::StrFormat("%.1f GiB", bytes / kGiB);
-}
 
 // Ascending ranks as runs: "0-3", "5", "0-1,4-5" (a stage's ranks need not be contiguous).
 std::string Ranks(const std::vector<std::int64_t>& ranks) {
@@ -47,29 +39,71 @@ std::string StageLayers(const api::PlanStage& stage) {
                       ")");
 }
 
+// "300 GB/s", "12.5 GB/s": a link's bandwidth from its seconds per byte.
+std::string Bandwidth(const planner::Link& link) {
+  return absl::StrFormat("%.4g GB/s", 1e-9 / link.beta_s_per_byte);
+}
+
+std::string NetworkLine(const planner::NetworkModel& n) {
+  std::string line = absl::StrFormat(
+      "network: %s: %d GPUs per node at %.4g us and %s each; %d NICs per node at %.4g us and %s "
+      "each",
+      n.name, n.gpus_per_node, 1e6 * n.intra_node.alpha.count(), Bandwidth(n.intra_node),
+      n.nics_per_node, 1e6 * n.inter_node.alpha.count(), Bandwidth(n.inter_node));
+  if (n.contention > 1) absl::StrAppendFormat(&line, ", contention %.2fx", n.contention);
+  return line + "\n";
+}
+
+// What the input copy costs and whether the iteration pays it.
+std::string InputLine(const planner::PlanReport& report) {
+  const auto& m = report.plan.data_movement;
+  const double copy = report.input_copy.count();
+  const double exposed = report.input_exposed.count();
+  std::string how = m.cpu_split ? "every GPU copying its own samples"
+                                : "GPU 0 copying the batch "
+                                  "and scattering it";
+  if (exposed <= 0) {
+    return absl::StrFormat(
+        "  input copy %s ms per iteration (%s), hidden behind compute by "
+        "preload\n",
+        Ms(copy), how);
+  }
+  return absl::StrFormat(
+      "  input copy %s ms per iteration (%s), %s ms of it on the critical "
+      "path%s\n",
+      Ms(copy), how, Ms(exposed),
+      m.preload ? " (longer than the compute preload hides it behind)" : " (preload off)");
+}
+
 std::string Summary(const planner::PlanReport& report, const planner::ModelGraph& model,
-                    const planner::DeviceSpec& device, int gpus_allowed) {
+                    const planner::DeviceSpec& device, const planner::NetworkModel& network,
+                    int gpus_allowed) {
   const api::Plan& plan = report.plan;
   const api::PlanPredictions& p = plan.predictions;
-  const double dp = 1e-9 * static_cast<double>(report.data_parallel.iteration);
   std::string out = absl::StrFormat("%s on %d x %s (%s)", model.name(), plan.gpus, device.name,
                                     device.display_name);
   if (plan.gpus < gpus_allowed) absl::StrAppendFormat(&out, " of %d allowed", gpus_allowed);
   absl::StrAppendFormat(&out, ", global batch %d, amplification limit %.2f, GPU counts %s\n",
                         plan.global_batch_size, plan.amplification_limit,
                         api::ToString(plan.gpu_counts));
-  absl::StrAppend(&out, "compute cost: ", report.compute_source, "\n");
+  absl::StrAppend(&out, "compute cost: ", report.compute_source, "\n", NetworkLine(network));
   absl::StrAppend(&out, "strategy: ", std::string(api::ToString(plan.strategy)));
   if (plan.waves > 1) {
     absl::StrAppendFormat(&out, ", %d waves offset by %.2f of an iteration", plan.waves,
                           plan.wave_offset_fraction);
   }
-  absl::StrAppendFormat(
-      &out, "\niteration: %s ms (%.1f samples/s); data-parallel on %d GPUs: %s ms\n",
-      Ms(p.iteration_seconds), p.samples_per_second,
-      report.data_parallel.layers.empty() ? 0 : report.data_parallel.layers.front().gpus, Ms(dp));
-  absl::StrAppendFormat(&out, "  compute %s ms, communication %s ms on the critical path\n",
-                        Ms(p.compute_seconds), Ms(p.communication_seconds));
+  // One figure, and what it counts: the parts below add up to it.
+  absl::StrAppendFormat(&out, "\niteration: %s ms (%.1f samples/s)\n", Ms(p.iteration_seconds),
+                        p.samples_per_second);
+  const double input = report.input_exposed.count();
+  absl::StrAppendFormat(&out,
+                        "  = compute %s ms + communication %s ms + input copy %s ms on the "
+                        "critical path\n",
+                        Ms(p.compute_seconds), Ms(p.communication_seconds - input), Ms(input));
+  absl::StrAppend(&out, InputLine(report));
+  absl::StrAppendFormat(&out, "  data-parallel on %d GPUs: %s ms, counted the same way\n",
+                        report.data_parallel_figures.gpus,
+                        Ms(report.data_parallel_figures.iteration.count()));
   absl::StrAppendFormat(&out, "memory per GPU: %s of %s\n",
                         GiB(static_cast<double>(p.memory_per_gpu_bytes)),
                         GiB(static_cast<double>(device.memory_bytes)));
@@ -136,76 +170,15 @@ std::string PerLayer(const planner::PlanReport& report, const planner::ModelGrap
 }  // namespace
 
 std::string FormatPlan(const planner::PlanReport& report, const planner::ModelGraph& model,
-                       const planner::DeviceSpec& device, int gpus_allowed, bool per_layer) {
-  std::string out = Summary(report, model, device, gpus_allowed);
+                       const planner::DeviceSpec& device, const planner::NetworkModel& network,
+                       int gpus_allowed, bool per_layer) {
+  std::string out = Summary(report, model, device, network, gpus_allowed);
   absl::StrAppend(&out, "\n", Stages(report.plan), Transfers(report.plan), SyncGroups(report.plan));
   if (per_layer) absl::StrAppend(&out, PerLayer(report, model));
   absl::StrAppend(&out, "\nwhy:\n");
   for (const std::string& decision : report.decisions)
     absl::StrAppend(&out, "  - ", decision, "\n");
   return out;
-}
-
-std::string FormatComparison(const planner::PlanReport& report) {
-  struct Row {
-    std::string name, model;
-    int gpus;
-    double iteration, compute, communication;
-    double memory;
-    std::string status;
-    bool runs;  // ranked before every row that cannot run
-  };
-  std::vector<Row> rows;
-  const api::Plan& plan = report.plan;
-  auto burst_row = [&](const std::string& name, const planner::BurstEvaluation& e) {
-    int gpus = 0;
-    for (const auto& l : e.layers) gpus = std::max(gpus, l.first_rank + l.gpus);
-    rows.push_back({name, "burst search", gpus, 1e-9 * static_cast<double>(e.iteration), -1, -1, -1,
-                    "ok", true});
-  };
-  burst_row("burst-parallel", report.burst);
-  burst_row("data-parallel", report.data_parallel);
-  if (report.tick_tock) {
-    // Every verdict but the two memory ones is a plan that runs (maybe without gain).
-    const planner::TickTockAnalysis& t = *report.tick_tock;
-    const bool runs = t.verdict != planner::TickTockVerdict::kSingleWaveDoesNotFit &&
-                      t.verdict != planner::TickTockVerdict::kWavesDoNotFit;
-    rows.push_back({"tick-tock (2 waves)", "wavelet", static_cast<int>(plan.gpus),
-                    t.pair_iteration.count() / 2, -1, -1, static_cast<double>(t.offsets.best_peak),
-                    std::string(planner::TickTockVerdictName(t.verdict)), runs});
-  }
-  if (report.model_parallel) {
-    // Only a model-parallel plan carries this analysis: show the plan's own predictions, which
-    // add the stage-to-stage transfers to the analysis' compute time.
-    const planner::ModelParallelWavesAnalysis& m = *report.model_parallel;
-    const api::PlanPredictions& p = plan.predictions;
-    rows.push_back({absl::StrCat("model-parallel (", m.tock_waves + 1, " waves)"), "wavelet",
-                    static_cast<int>(plan.gpus), p.iteration_seconds, p.compute_seconds,
-                    p.communication_seconds, static_cast<double>(p.memory_per_gpu_bytes), "ok",
-                    true});
-  }
-  for (const planner::Prediction& p : report.oracle) {
-    rows.push_back({std::string(planner::StrategyName(p.strategy)), "ParaDL", p.gpus,
-                    p.iteration.count(), p.compute_per_iteration.count(),
-                    p.communication_per_iteration.count(), static_cast<double>(p.memory_per_gpu),
-                    !p.feasible ? p.infeasible_reason : (p.fits_memory ? "ok" : "out of memory"),
-                    p.feasible && p.fits_memory});
-  }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    if (a.runs != b.runs) return a.runs;
-    return a.iteration < b.iteration;
-  });
-  TextTable table({"rank", "strategy", "model", "GPUs", "iteration ms", "compute ms", "comm ms",
-                   "memory", "status"});
-  auto optional_ms = [](double s) { return s < 0 ? std::string("-") : Ms(s); };
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    table.AddRow({absl::StrCat(i + 1), r.name, r.model, absl::StrCat(r.gpus), Ms(r.iteration),
-                  optional_ms(r.compute), optional_ms(r.communication),
-                  r.memory < 0 ? std::string("-") : GiB(r.memory), r.status});
-  }
-  return absl::StrCat(table.Render(), "\nParaDL breakdown:\n",
-                      planner::FormatComparison(report.oracle));
 }
 
 }  // namespace wavepool::cli

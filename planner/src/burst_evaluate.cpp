@@ -51,6 +51,12 @@ class Evaluator {
           "layer ", problem_.layer_names[layer], " works in place on the output of ",
           problem_.layer_names[producer], " and must run on the same GPUs"));
     }
+    if (x < problem_.min_count) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("layer ", problem_.layer_names[layer], " at ", problem_.counts.gpus[x],
+                       " GPUs is below the ", problem_.counts.gpus[problem_.min_count],
+                       " GPUs every layer needs for its samples to fit the device's memory"));
+    }
     return absl::FailedPreconditionError(
         absl::StrCat("layer ", problem_.layer_names[layer], " at ", problem_.counts.gpus[x],
                      " GPUs exceeds the GPU-time amplification limit of ",

@@ -195,6 +195,7 @@ bool BurstProblem::EdgeAllowed(LayerId layer, LayerId producer, int g, int x,
 }
 
 bool BurstProblem::AmplificationOkWithIngress(LayerId layer, int x, Nanos ingress) const {
+  if (x < min_count) return false;
   const LayerCost& cost = layers[layer];
   if (cost.exempt) return true;
   const double gpu_time = static_cast<double>(cost.work[x] + ingress) * counts.gpus[x];

@@ -382,7 +382,14 @@ absl::StatusOr<BurstSearchResult> BurstSearch::Run() {
                            final_times.begin());
   BurstSearchResult result;
   result.iteration = final_times[x];
-  if (result.iteration >= kInfeasible) return Inconsistent("any feasible plan");
+  if (result.iteration >= kInfeasible) {
+    // Only a lower bound on the counts (min_count) can exclude every plan: one GPU per layer
+    // always meets the amplification limit.
+    return absl::FailedPreconditionError(
+        absl::StrCat("burst search: no plan with every layer on at least ",
+                     p_.counts.gpus[std::min(p_.min_count, n - 1)],
+                     " GPUs meets the amplification limit of ", p_.options.amplification_limit));
+  }
   result.assignment.count.assign(p_.layers.size(), 0);
   result.assignment.mode.assign(p_.layers.size(), BranchMode::kSerial);
   for (size_t i = elements.size(); i-- > 0;) {

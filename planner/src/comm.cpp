@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "wavepool/planner/names.h"
 
 namespace wavepool::planner {
 namespace {
@@ -163,15 +165,70 @@ Seconds CommModel::TreeAllReduce(Bytes n, int p, GroupLayout layout) const {
   return 2.0 * CeilLog2(p) * LinkFor(p, layout).Time(n);
 }
 
-AllReduceAlgorithm CommModel::ChooseAllReduce(Bytes n, int p, GroupLayout layout) const {
+int CommModel::MembersPerNode(int p, GroupLayout layout) const {
+  const int stride = std::max(layout.stride, 1);
+  return std::max(1, std::min(p, (network_.gpus_per_node + stride - 1) / stride));
+}
+
+Seconds CommModel::HierarchicalAllReduce(Bytes n, int p, GroupLayout layout) const {
+  const int g = MembersPerNode(p, layout);
+  if (p <= 1 || n <= 0 || g < 2 || !CrossesNodes(p, layout)) return FlatAllReduce(n, p, layout);
+  const Link& intra = network_.intra_node;
+  const Seconds in_node =
+      2.0 * (g - 1) * (intra.alpha + Seconds(static_cast<double>(n) / g * intra.beta_s_per_byte));
+  // The g shares of a node cross at once: g flows per group through the node's NICs.
+  GroupLayout across = layout;
+  across.flows_per_node = std::max(layout.flows_per_node, 1) * g;
+  const Link link = LinkFor(p, across);
+  const int m = (p + g - 1) / g;
+  const double share = static_cast<double>((n + g - 1) / g);
+  const Seconds ring = 2.0 * (m - 1) * (link.alpha + Seconds(share / m * link.beta_s_per_byte));
+  const Seconds tree = 2.0 * CeilLog2(m) * (link.alpha + Seconds(share * link.beta_s_per_byte));
+  return in_node + std::min(ring, tree);
+}
+
+AllReduceAlgorithm CommModel::ChooseFlatAllReduce(Bytes n, int p, GroupLayout layout) const {
   if (n >= network_.ring_threshold_bytes) return AllReduceAlgorithm::kRing;
   return TreeAllReduce(n, p, layout) < RingAllReduce(n, p, layout) ? AllReduceAlgorithm::kTree
                                                                    : AllReduceAlgorithm::kRing;
 }
 
+Seconds CommModel::FlatAllReduce(Bytes n, int p, GroupLayout layout) const {
+  return ChooseFlatAllReduce(n, p, layout) == AllReduceAlgorithm::kRing
+             ? RingAllReduce(n, p, layout)
+             : TreeAllReduce(n, p, layout);
+}
+
+AllReduceAlgorithm CommModel::ChooseAllReduce(Bytes n, int p, GroupLayout layout) const {
+  const AllReduceAlgorithm flat = ChooseFlatAllReduce(n, p, layout);
+  if (p <= 1 || n <= 0 || MembersPerNode(p, layout) < 2 || !CrossesNodes(p, layout)) return flat;
+  return HierarchicalAllReduce(n, p, layout) < FlatAllReduce(n, p, layout)
+             ? AllReduceAlgorithm::kHierarchical
+             : flat;
+}
+
 Seconds CommModel::AllReduce(Bytes n, int p, GroupLayout layout) const {
-  return ChooseAllReduce(n, p, layout) == AllReduceAlgorithm::kRing ? RingAllReduce(n, p, layout)
-                                                                    : TreeAllReduce(n, p, layout);
+  switch (ChooseAllReduce(n, p, layout)) {
+    case AllReduceAlgorithm::kRing:
+      return RingAllReduce(n, p, layout);
+    case AllReduceAlgorithm::kTree:
+      return TreeAllReduce(n, p, layout);
+    case AllReduceAlgorithm::kHierarchical:
+      break;
+  }
+  return HierarchicalAllReduce(n, p, layout);
+}
+
+std::string_view AllReduceAlgorithmName(AllReduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllReduceAlgorithm::kRing:
+      return "ring";
+    case AllReduceAlgorithm::kTree:
+      return "tree";
+    case AllReduceAlgorithm::kHierarchical:
+      break;
+  }
+  return "hierarchical";
 }
 
 Seconds CommModel::AllGather(Bytes n, int p, GroupLayout layout) const {
@@ -210,6 +267,24 @@ NetworkModel AbciNetworkModel() {
   network.inter_node = Link{Microseconds(41), 1.0 / (12.5 * kGBps)};
   network.inter_node_alpha_steps = {{68, Microseconds(40.3)}, {136, Microseconds(40.5)}};
   return network;
+}
+
+std::vector<std::string> NetworkPresetNames() {
+  std::vector<std::string> names = {"default", "abci"};
+  for (const DeviceSpec& device : DeviceCatalog()) names.push_back(device.name);
+  return names;
+}
+
+absl::StatusOr<NetworkModel> FindNetworkPreset(std::string_view name, const DeviceSpec& device) {
+  if (SameName(name, "default")) return DefaultNetworkModel(device);
+  if (SameName(name, "abci")) return AbciNetworkModel();
+  if (absl::StatusOr<DeviceSpec> other = FindDevice(name); other.ok()) {
+    return DefaultNetworkModel(*other);
+  }
+  const std::vector<std::string> names = NetworkPresetNames();
+  return absl::NotFoundError(absl::StrCat("unknown network preset \"", std::string(name),
+                                          "\"; presets: ", absl::StrJoin(names, ", "),
+                                          DidYouMean(name, names, "\"")));
 }
 
 }  // namespace wavepool::planner

@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "wavepool/planner/names.h"
 
 namespace wavepool::planner {
 namespace {
@@ -49,17 +49,20 @@ const std::vector<DeviceSpec>& DeviceCatalog() {
 }
 
 absl::StatusOr<DeviceSpec> FindDevice(std::string_view name) {
-  std::string key = absl::AsciiStrToLower(std::string(name));
+  std::string_view key = name;
   for (const auto& [alias, canonical] : kAliases) {
-    if (key == alias) key = std::string(canonical);
+    if (SameName(key, alias)) key = canonical;
   }
-  std::vector<std::string> known;
+  std::vector<std::string> known, spellings;
   for (const DeviceSpec& device : DeviceCatalog()) {
-    if (device.name == key) return device;
+    if (SameName(device.name, key)) return device;
     known.push_back(device.name);
+    spellings.push_back(device.name);
   }
+  for (const auto& [alias, canonical] : kAliases) spellings.emplace_back(alias);
   return absl::NotFoundError(absl::StrCat("unknown device \"", std::string(name),
-                                          "\"; known devices: ", absl::StrJoin(known, ", ")));
+                                          "\"; known devices: ", absl::StrJoin(known, ", "),
+                                          DidYouMean(name, spellings, "\"")));
 }
 
 }  // namespace wavepool::planner

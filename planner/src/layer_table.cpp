@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "csv.h"
 #include "layer_table_internal.h"
 #include "layer_table_row.h"
 #include "wavepool/planner/model_builder.h"
+#include "wavepool/planner/names.h"
 
 namespace wavepool::planner {
 namespace {
@@ -28,6 +31,39 @@ using internal::Row;
 using internal::Trim;
 
 constexpr LayerId kInput = ModelBuilder::kInput;
+
+// What a row's `type` says: a layer kind, or an opaque layer and its type name.
+struct RowType {
+  LayerKind kind = LayerKind::kOpaque;
+  std::string opaque_type;  // kOpaque only
+};
+
+// A known kind (any case), "opaque" or "opaque:<name>". Anything else is an error naming the
+// closest known types: a typo must not silently become a layer the planner cannot derive.
+absl::StatusOr<RowType> ReadType(const Row& row) {
+  const std::string type(row.Get("type"));
+  const std::string prefix(internal::kOpaquePrefix);
+  if (type.empty()) {
+    return row.Error("type", absl::StrCat("is empty; give a layer kind or ", prefix, "<name>"));
+  }
+  const std::string opaque(LayerKindName(LayerKind::kOpaque));
+  if (absl::EqualsIgnoreCase(type, opaque)) return RowType{LayerKind::kOpaque, opaque};
+  if (absl::StartsWithIgnoreCase(type, prefix)) {
+    const std::string name(Trim(std::string_view(type).substr(prefix.size())));
+    if (name.empty()) {
+      return row.Error("type", absl::StrCat("'", type, "' names no type; write ", prefix,
+                                            "<name>, e.g. ", prefix, "my_head"));
+    }
+    return RowType{LayerKind::kOpaque, name};
+  }
+  if (const std::optional<LayerKind> kind = ParseLayerKind(type); kind) return RowType{*kind, ""};
+  const std::vector<std::string> known = internal::KnownLayerTypes();
+  return row.Error("type", absl::StrCat("unknown layer type '", type, "'; known types: ",
+                                        absl::StrJoin(known, ", "), ", or ", prefix,
+                                        "<name> for a layer the planner should not derive (its "
+                                        "row gives its params, FLOPs or measured time)",
+                                        DidYouMean(type, known)));
+}
 
 absl::Status LineError(int line, const std::string& message) {
   return absl::InvalidArgumentError(absl::StrCat("layer table line ", line, ": ", message));
@@ -63,7 +99,8 @@ class TableParser {
                                     const std::optional<TensorShape>& weight, const Attrs& attrs);
   absl::StatusOr<LayerId> AddOpaque(const Row& row, const std::vector<LayerId>& ins,
                                     const TensorShape& output,
-                                    const std::optional<TensorShape>& weight);
+                                    const std::optional<TensorShape>& weight,
+                                    const std::string& opaque_type);
   absl::Status CheckDerived(const Row& row, LayerId id, const TensorShape& output);
   absl::Status CheckSingleSink() const;
 
@@ -186,8 +223,9 @@ absl::Status TableParser::AddRow(const Row& row) {
                                   lines_[static_cast<size_t>(it->second)], ")"));
   }
   const std::string type(row.Get("type"));
-  if (type.empty()) return row.Error("type", "is empty; give a layer kind or an opaque type name");
-  const LayerKind kind = ParseLayerKind(type).value_or(LayerKind::kOpaque);
+  absl::StatusOr<RowType> row_type = ReadType(row);
+  if (!row_type.ok()) return row_type.status();
+  const LayerKind kind = row_type->kind;
   absl::StatusOr<std::vector<LayerId>> ins = ReadInputs(row);
   if (!ins.ok()) return ins.status();
   absl::StatusOr<TensorShape> input = row.Shape("input_shape");
@@ -203,7 +241,7 @@ absl::Status TableParser::AddRow(const Row& row) {
   if (!attrs.ok()) return attrs.status();
 
   absl::StatusOr<LayerId> id = kind == LayerKind::kOpaque
-                                   ? AddOpaque(row, *ins, *output, *weight)
+                                   ? AddOpaque(row, *ins, *output, *weight, row_type->opaque_type)
                                    : AddKnown(row, kind, *ins, *output, *weight, *attrs);
   if (!id.ok()) return id.status();
   if (!builder_->status().ok())
@@ -246,7 +284,8 @@ absl::Status TableParser::CheckDerived(const Row& row, LayerId id, const TensorS
 
 absl::StatusOr<LayerId> TableParser::AddOpaque(const Row& row, const std::vector<LayerId>& ins,
                                                const TensorShape& output,
-                                               const std::optional<TensorShape>& weight) {
+                                               const std::optional<TensorShape>& weight,
+                                               const std::string& opaque_type) {
   absl::StatusOr<std::optional<std::int64_t>> params = row.OptionalInteger("params");
   if (!params.ok()) return params.status();
   if (*params && weight && **params != weight->Elements()) {
@@ -262,7 +301,7 @@ absl::StatusOr<LayerId> TableParser::AddOpaque(const Row& row, const std::vector
   // As ModelBuilder costs known layers: the weight gradient doubles the backward pass.
   const double backward_flops = backward->value_or(count > 0 ? 2 * forward_flops : forward_flops);
   return builder_->Opaque(std::string(row.Get("name")), ins, output, count, forward_flops,
-                          backward_flops, std::string(row.Get("type")));
+                          backward_flops, opaque_type);
 }
 
 absl::StatusOr<LayerId> TableParser::AddKnown(const Row& row, LayerKind kind,

@@ -79,6 +79,15 @@ std::string AttrsText(const Layer& layer) {
   }
 }
 
+// "opaque:<type>" for an opaque layer with a type name of its own, else the kind's name.
+std::string TypeText(const Layer& layer) {
+  const std::string_view kind = LayerKindName(layer.kind);
+  if (layer.kind != LayerKind::kOpaque || layer.opaque_type.empty() || layer.opaque_type == kind) {
+    return std::string(kind);
+  }
+  return std::string(internal::kOpaquePrefix) + layer.opaque_type;
+}
+
 std::string RowText(const ModelGraph& model, const Layer& layer) {
   std::vector<std::string> inputs;
   for (LayerId in : layer.inputs) inputs.push_back(model.layer(in).name);
@@ -86,8 +95,7 @@ std::string RowText(const ModelGraph& model, const Layer& layer) {
   // The order of internal::kLayerTableColumns.
   const std::vector<std::string> fields = {
       layer.name,
-      opaque && !layer.opaque_type.empty() ? layer.opaque_type
-                                           : std::string(LayerKindName(layer.kind)),
+      TypeText(layer),
       absl::StrJoin(inputs, ";"),
       ShapeText(layer.input),
       WeightShapeText(layer),

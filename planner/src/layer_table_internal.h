@@ -19,6 +19,18 @@ inline constexpr std::array<std::string_view, 11> kLayerTableColumns = {
 inline constexpr std::array<std::string_view, 5> kRequiredLayerTableColumns = {
     "name", "type", "inputs", "input_shape", "output_shape"};
 
+// The `type` of an opaque layer is "opaque" or this prefix and its type name ("opaque:my_head").
+inline constexpr std::string_view kOpaquePrefix = "opaque:";
+
+// Every layer kind a `type` may name, in LayerKind order, without "opaque".
+inline std::vector<std::string> KnownLayerTypes() {
+  std::vector<std::string> names;
+  for (int k = 0; k < static_cast<int>(LayerKind::kOpaque); ++k) {
+    names.emplace_back(LayerKindName(static_cast<LayerKind>(k)));
+  }
+  return names;
+}
+
 // The attrs keys a kind accepts (layer_table.h).
 inline std::vector<std::string_view> AttrKeysOf(LayerKind kind) {
   switch (kind) {

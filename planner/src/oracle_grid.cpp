@@ -51,8 +51,10 @@ void AddChannelMixingComm(const Context& context, const Split& split, std::int64
     const Bytes y = group_batch * layer.output.Elements() * kBytesPerItem;
     const Bytes x =
         layer.inputs.empty() ? 0 : group_batch * InputItems(context.model, layer) * kBytesPerItem;
-    forward += filter ? context.comm.AllGather(y, split.p2) : context.comm.AllReduce(y, split.p2);
-    backward += filter ? context.comm.AllReduce(x, split.p2) : context.comm.AllGather(x, split.p2);
+    forward +=
+        filter ? context.comm.AllGather(y, split.p2) : context.comm.FlatAllReduce(y, split.p2);
+    backward +=
+        filter ? context.comm.FlatAllReduce(x, split.p2) : context.comm.AllGather(x, split.p2);
   }
   if (filter) {
     parts.emplace_back("activation all-gather (forward)", forward);
@@ -101,11 +103,11 @@ void AddSpatialComm(const Context& context, const Split& split, std::int64_t gro
 // as NCCL's multi-channel rings do.
 void AddDataGradientComm(const Context& context, Bytes bytes, int p, Parts& parts) {
   const CommModel& comm = context.comm;
-  const Seconds flat = comm.AllReduce(bytes, p);
+  const Seconds flat = comm.FlatAllReduce(bytes, p);
   const int g = comm.network().gpus_per_node;
   if (g > 1 && p > g && p % g == 0) {
     const Seconds scatter = comm.ReduceScatter(bytes, g);
-    const Seconds across = comm.AllReduce(CeilDiv(bytes, g), p / g, GroupLayout{g, g});
+    const Seconds across = comm.FlatAllReduce(CeilDiv(bytes, g), p / g, GroupLayout{g, g});
     const Seconds gather = comm.AllGather(bytes, g);
     if (scatter + across + gather < flat) {
       parts.emplace_back("gradient reduce-scatter (node)", scatter);
@@ -138,7 +140,7 @@ void AddGradientComm(const Context& context, const Split& split, int p1, Parts& 
   const bool spatial = split.kind == SplitKind::kSpatial;
   if (p1 == 1) {
     if (spatial)
-      parts.emplace_back("gradient all-reduce", context.comm.AllReduce(partial_bytes, p2));
+      parts.emplace_back("gradient all-reduce", context.comm.FlatAllReduce(partial_bytes, p2));
     return;
   }
   if (p2 == 1) {
@@ -151,7 +153,7 @@ void AddGradientComm(const Context& context, const Split& split, int p1, Parts& 
   }
   const GroupLayout across{p2, std::min(p2, context.comm.network().gpus_per_node)};
   parts.emplace_back("gradient all-reduce (across groups)",
-                     context.comm.AllReduce(CeilDiv(all_bytes, p2), p1, across));
+                     context.comm.FlatAllReduce(CeilDiv(all_bytes, p2), p1, across));
   const Bytes unsharded = spatial ? all_bytes : all_bytes - partial_bytes;
   parts.emplace_back("gradient all-gather (group)", context.comm.AllGather(unsharded, p2));
 }

@@ -12,6 +12,18 @@ namespace {
 
 double ToSeconds(Nanos t) { return 1e-9 * static_cast<double>(t); }
 
+api::CollectiveAlgorithm ToApi(AllReduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllReduceAlgorithm::kRing:
+      return api::CollectiveAlgorithm::kRing;
+    case AllReduceAlgorithm::kTree:
+      return api::CollectiveAlgorithm::kTree;
+    case AllReduceAlgorithm::kHierarchical:
+      break;
+  }
+  return api::CollectiveAlgorithm::kHierarchical;
+}
+
 // Groups layers into stages while walking the model in execution order (the evaluator's order).
 class StageBuilder {
  public:
@@ -152,10 +164,7 @@ void AddSyncGroups(const PlanContext& context, const std::vector<int>& stage_of,
     group.stage = static_cast<std::int64_t>(s);
     group.ranks = stage.ranks;
     group.bytes = bytes[s];
-    group.algorithm = context.comm.ChooseAllReduce(bytes[s], static_cast<int>(stage.gpus)) ==
-                              AllReduceAlgorithm::kTree
-                          ? api::CollectiveAlgorithm::kTree
-                          : api::CollectiveAlgorithm::kRing;
+    group.algorithm = ToApi(context.comm.ChooseAllReduce(bytes[s], static_cast<int>(stage.gpus)));
     group.predicted_seconds = seconds[s];
     plan->sync_groups.push_back(group);
   }
@@ -213,9 +222,7 @@ double AddRoundRobinSyncGroups(const PlanContext& context, const std::vector<int
     std::sort(group.ranks.begin(), group.ranks.end());
     const int gpus = static_cast<int>(group.ranks.size());
     group.bytes = bytes[s];
-    group.algorithm = context.comm.ChooseAllReduce(bytes[s], gpus) == AllReduceAlgorithm::kTree
-                          ? api::CollectiveAlgorithm::kTree
-                          : api::CollectiveAlgorithm::kRing;
+    group.algorithm = ToApi(context.comm.ChooseAllReduce(bytes[s], gpus));
     group.predicted_seconds = context.comm.AllReduce(bytes[s], gpus).count();
     seconds += group.predicted_seconds;
     plan->sync_groups.push_back(std::move(group));

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "plan_assembly.h"
+#include "plan_candidates.h"
 #include "wavepool/api/validation.h"
 #include "wavepool/planner/burst_search.h"
 
@@ -97,7 +98,9 @@ bool Allows(api::Toggle toggle, bool value) {
 
 // Chooses the data-movement switches (scalednn-data-movement §IV) for the GPUs of one node: the
 // fastest combination the request allows. Lossy weight compression changes the numerics, so Auto
-// leaves it off; it is used only when asked for.
+// leaves it off; it is used only when asked for. The input copy it leaves on the critical path
+// joins the plan's iteration (and the candidates', priced the same way), so that the plan shows
+// one iteration time.
 absl::Status DecideDataMovement(const PlanContext& c, const PlanRequest& r, PlanReport* report) {
   api::Plan& plan = report->plan;
   const int node_gpus = static_cast<int>(std::min<std::int64_t>(plan.gpus, c.device.gpus_per_node));
@@ -122,11 +125,32 @@ absl::Status DecideDataMovement(const PlanContext& c, const PlanRequest& r, Plan
   plan.data_movement.cpu_split = best->option.split == BatchSplit::kCpuCentric;
   plan.data_movement.preload = best->option.preload;
   plan.data_movement.weight_compression = best->option.compress_weights;
+  // Only the input moves every iteration: the runtime all-reduces gradients, so every replica
+  // updates its own weights, broadcast once at the start (docs/runtime.md).
+  report->input_copy = best->host_to_device + best->peer_to_peer;
+  report->input_exposed = best->exposed_host_to_device + best->peer_to_peer;
+  api::PlanPredictions& p = plan.predictions;
+  p.iteration_seconds += report->input_exposed.count();
+  p.communication_seconds += report->input_exposed.count();
+  p.samples_per_second =
+      p.iteration_seconds > 0 ? static_cast<double>(r.global_batch) / p.iteration_seconds : 0;
+  p.background_idle_gpu_seconds =
+      std::max(0.0, static_cast<double>(plan.gpus) * p.iteration_seconds - p.gpu_seconds);
   report->decisions.push_back(absl::StrCat(
-      "data movement: ", DataMovementOptionName(best->option), " (",
-      Millis(best->iteration.count()), " per iteration on the ", node_gpus,
-      " GPUs of a node; fastest of all: ", DataMovementOptionName(movement->Recommended().option),
-      ", ", Millis(movement->Recommended().iteration.count()), ")"));
+      "data movement: ", DataMovementOptionName(best->option), ": the input copy takes ",
+      Millis(report->input_copy.count()), " per iteration on the ", node_gpus, " GPUs of a node, ",
+      Millis(report->input_exposed.count()),
+      " of it on the critical path; the weights are broadcast once, at the start"));
+  for (CandidateFigures* figures :
+       {&report->burst_figures, &report->data_parallel_figures,
+        report->unbounded_burst ? &*report->unbounded_burst : nullptr}) {
+    if (figures == nullptr) continue;
+    absl::StatusOr<InputCopy> input =
+        EstimateInputCopy(c, r, figures->gpus, figures->compute.count(), best->option);
+    if (!input.ok()) return input.status();
+    figures->input = input->exposed;
+    figures->iteration += input->exposed;
+  }
   report->data_movement = *std::move(movement);
   return absl::OkStatus();
 }
@@ -244,12 +268,63 @@ absl::Status PlanModelParallel(const PlanContext& c, const PlanRequest& r, PlanR
   return absl::OkStatus();
 }
 
+// The search's decision line: its optimum against data parallelism on every GPU, both counted
+// as the plan is (with the input copy).
+std::string SearchDecision(const PlanReport& report, const PlanRequest& r) {
+  const auto amplification = [](const BurstEvaluation& e) {
+    return e.single_gpu_seconds > 0 ? e.gpu_seconds / e.single_gpu_seconds : 1.0;
+  };
+  const CandidateFigures& burst =
+      report.unbounded_burst ? *report.unbounded_burst : report.burst_figures;
+  std::string line = absl::StrFormat(
+      "burst-parallel search: %s per iteration at %.2fx the one-GPU time (limit %.2fx per "
+      "layer); data-parallel on %d GPUs: %s at %.2fx",
+      Millis(burst.iteration.count()),
+      report.unbounded_burst
+          ? report.unbounded_burst->gpu_seconds / std::max(report.burst.single_gpu_seconds, 1e-30)
+          : amplification(report.burst),
+      r.amplification_limit, report.data_parallel_figures.gpus,
+      Millis(report.data_parallel_figures.iteration.count()), amplification(report.data_parallel));
+  return line;
+}
+
+// The search re-run on GPU counts whose per-GPU batch fits, when its optimum does not fit.
+// Replaces report->burst and its figures; `plan` becomes the new optimum's.
+absl::StatusOr<std::optional<BoundedSearch>> BoundSearchByMemory(const PlanContext& c,
+                                                                 const PlanRequest& r,
+                                                                 const BurstProblem& problem,
+                                                                 Bytes usable, PlanReport* report,
+                                                                 api::Plan* plan) {
+  absl::StatusOr<std::optional<BoundedSearch>> bounded = SearchWithinMemory(c, r, problem, usable);
+  if (!bounded.ok() || !bounded->has_value()) return bounded;
+  const BoundedSearch& b = **bounded;
+  report->unbounded_burst = report->burst_figures;
+  report->memory_bound_gpus = b.min_gpus;
+  report->burst = b.evaluation;
+  *plan = AssembleBurstPlan(c, r, b.problem, b.assignment, b.evaluation);
+  report->burst_figures = FiguresOf(*plan, usable);
+  report->decisions.push_back(absl::StrCat(
+      "memory: the search's optimum needs ", GiB(report->unbounded_burst->memory_per_gpu),
+      " on its busiest GPU, more than the ", GiB(usable),
+      " usable; searched again with every "
+      "layer on at least ",
+      b.min_gpus, " GPUs (the fewest whose ", b.problem.counts.shard[b.problem.min_count],
+      " samples per GPU fit)",
+      b.limit_lifted ? ", where no plan meets the amplification limit, so it is lifted" : "", ": ",
+      Millis(1e-9 * static_cast<double>(b.evaluation.iteration)),
+      " per iteration before the input copy, ", GiB(report->burst_figures.memory_per_gpu),
+      " per GPU"));
+  return bounded;
+}
+
 }  // namespace
 
 absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) {
   if (absl::Status s = ValidateRequest(r); !s.ok()) return s;
   PlanReport report;
   report.compute_source = c.compute.Description();
+  // Every memory check keeps the same reserve for the framework and CUDA context (ticktock.h).
+  const Bytes usable = c.device.memory_bytes - kDefaultMemoryReserve;
 
   BurstOptions options;
   options.max_gpus = r.gpus;
@@ -268,7 +343,24 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
   if (!dp.ok()) return dp.status();
   report.burst = *burst;
   report.data_parallel = *dp;
-  for (const LayerSchedule& s : burst->layers) report.burst_gpus.push_back(s.gpus);
+  api::Plan burst_plan = AssembleBurstPlan(c, r, *problem, search->assignment, *burst);
+  api::Plan dp_plan = AssembleBurstPlan(c, r, *problem, data_parallel, *dp);
+  report.burst_figures = FiguresOf(burst_plan, usable);
+  report.data_parallel_figures = FiguresOf(dp_plan, usable);
+  const size_t search_decision = report.decisions.size();
+  report.decisions.emplace_back();  // filled in once the input copy is known
+
+  // An optimum too large for the device is searched again where every layer's batch fits.
+  const bool search_decides =
+      r.strategy == api::Strategy::kAuto || r.strategy == api::Strategy::kBurstParallel;
+  std::optional<BoundedSearch> bounded;
+  if (search_decides && !report.burst_figures.fits_memory) {
+    absl::StatusOr<std::optional<BoundedSearch>> b =
+        BoundSearchByMemory(c, r, *problem, usable, &report, &burst_plan);
+    if (!b.ok()) return b.status();
+    bounded = *std::move(b);
+  }
+  for (const LayerSchedule& s : report.burst.layers) report.burst_gpus.push_back(s.gpus);
 
   OracleConfig oracle;
   oracle.dataset_samples = r.dataset_samples;
@@ -282,7 +374,7 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
   report.oracle = *std::move(ranking);
 
   api::Strategy strategy = r.strategy;
-  const bool uniform = IsUniform(search->assignment);
+  const bool uniform = IsUniform(bounded ? bounded->assignment : search->assignment);
   if (strategy == api::Strategy::kAuto) {
     strategy = uniform ? api::Strategy::kDataParallel : api::Strategy::kBurstParallel;
   }
@@ -290,30 +382,19 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
   // uniform optimum, which the amplification limit may keep on fewer GPUs.
   const bool on_every_gpu =
       r.strategy == api::Strategy::kDataParallel || r.strategy == api::Strategy::kTickTock;
-  const BurstAssignment& chosen = on_every_gpu ? data_parallel : search->assignment;
-  const BurstEvaluation& chosen_eval = on_every_gpu ? *dp : *burst;
-  report.plan = AssembleBurstPlan(c, r, *problem, chosen, chosen_eval);
+  report.plan = on_every_gpu ? std::move(dp_plan) : std::move(burst_plan);
   api::Plan& plan = report.plan;
   plan.strategy = strategy == api::Strategy::kTickTock ? api::Strategy::kDataParallel : strategy;
-  const auto amplification = [](const BurstEvaluation& e) {
-    return e.single_gpu_seconds > 0 ? e.gpu_seconds / e.single_gpu_seconds : 1.0;
-  };
-  report.decisions.push_back(absl::StrFormat(
-      "burst-parallel search: %s per iteration at %.2fx the one-GPU time (limit %.2fx per "
-      "layer); data-parallel on %d GPUs: %s at %.2fx",
-      Millis(1e-9 * static_cast<double>(burst->iteration)), amplification(*burst),
-      r.amplification_limit, problem->counts.gpus.back(),
-      Millis(1e-9 * static_cast<double>(dp->iteration)), amplification(*dp)));
   report.decisions.push_back(
       r.strategy != api::Strategy::kAuto
           ? absl::StrCat("strategy ", std::string(api::ToString(r.strategy)), " was asked for")
-      : uniform ? absl::StrCat("every layer runs best on the same ", burst->layers.front().gpus,
-                               " GPUs under the limit: data-parallel")
-                : std::string("layers scale unevenly: burst-parallel"));
+      : uniform
+          ? absl::StrCat("every layer runs best on the same ", report.burst.layers.front().gpus,
+                         " GPUs under the limit: data-parallel")
+          : std::string("layers scale unevenly: burst-parallel"));
 
-  // A model too large for data or burst parallelism falls back to model-parallel waves. Every
-  // memory check keeps the same reserve for the framework and CUDA context (ticktock.h).
-  const Bytes usable = c.device.memory_bytes - kDefaultMemoryReserve;
+  // A model too large for data or burst parallelism on any GPU count falls back to model-parallel
+  // waves.
   const bool too_large = plan.predictions.memory_per_gpu_bytes > usable;
   if (strategy == api::Strategy::kModelParallelWaves ||
       (too_large && r.strategy == api::Strategy::kAuto)) {
@@ -337,6 +418,7 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
         " (set strategy DataParallel or TickTock)"));
   }
   if (absl::Status s = DecideDataMovement(c, r, &report); !s.ok()) return s;
+  report.decisions[search_decision] = SearchDecision(report, r);
 
   if (plan.predictions.memory_per_gpu_bytes > usable) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "wavepool/planner/names.h"
 #include "zoo_internal.h"
 
 namespace wavepool::planner {
@@ -44,14 +45,16 @@ std::vector<std::string> BuiltinModelNames() {
 absl::StatusOr<ModelGraph> BuiltinModel(std::string_view name) {
   std::string_view canonical = name;
   for (const auto& [alias, target] : kAliases) {
-    if (alias == name) canonical = target;
+    if (SameName(alias, name)) canonical = target;
   }
   for (const ZooEntry& entry : kZoo) {
-    if (entry.name == canonical) return entry.build();
+    if (SameName(entry.name, canonical)) return entry.build();
   }
+  std::vector<std::string> spellings = BuiltinModelNames();
+  for (const auto& [alias, target] : kAliases) spellings.emplace_back(alias);
   return absl::NotFoundError(absl::StrCat(
-      "unknown built-in model '", std::string(name),
-      "'; known models: ", absl::StrJoin(BuiltinModelNames(), ", "), " (alias: wrn101_2)"));
+      "unknown built-in model '", std::string(name), "'; known models: ",
+      absl::StrJoin(BuiltinModelNames(), ", "), " (alias: wrn101_2)", DidYouMean(name, spellings)));
 }
 
 }  // namespace wavepool::planner

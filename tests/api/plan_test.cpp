@@ -100,7 +100,7 @@ TEST(PlanJson, RequiredFieldsAndStrictness) {
   document["syncGroups"][0]["algorithm"] = "butterfly";
   EXPECT_THAT(Plan::FromJson(document),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("syncGroups[0].algorithm: must be one of ring, tree, got "
+                       HasSubstr("syncGroups[0].algorithm: must be one of ring, tree, hierarchical, got "
                                  "\"butterfly\"")));
   document = ValidPlanJson();
   document["stages"][0]["ranks"][2] = "2";

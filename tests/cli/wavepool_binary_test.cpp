@@ -305,7 +305,7 @@ TEST(WavepoolBinaryErrors, TickTockWhoseTwoWavesDoNotFit) {
 TEST(WavepoolBinaryErrors, ConflictingFlags) {
   ExpectPlanFails(Plan({"--model", "vgg16", "--analytic", "--profile", "x.csv"}),
                   {"--analytic", "--profile"});
-  ExpectPlanFails(Plan({"--model", "vgg16", "--json", "--compare"}), {"--json", "--compare"});
+  ExpectPlanFails(Plan({"--model", "vgg16", "--json", "--layers"}), {"--json", "--layers"});
 }
 
 TEST(WavepoolBinaryErrors, NegativeGlobalBatch) {

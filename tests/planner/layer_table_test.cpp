@@ -14,7 +14,10 @@
 namespace wavepool::planner {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::wavepool::testing::StatusIs;
 
 constexpr char kHeader[] =
@@ -27,7 +30,7 @@ constexpr char kExample[] =
     "name,type,inputs,input_shape,weight_shape,output_shape,attrs,params,time_us_per_sample\r\n"
     "conv1,conv2d,,3x224x224,64x3x7x7,64x112x112,stride=2 pad=3 bias=0 batch_norm=1 relu=1,9536,\n"
     "pool1,maxpool2d,conv1,64x112x112,,64x56x56,kernel=3 stride=2 pad=1,,12.5\n"
-    "head,my_head,pool1,64x56x56,1000x200704,1000,,,41.5\n";
+    "head,opaque:my_head,pool1,64x56x56,1000x200704,1000,,,41.5\n";
 
 TEST(LayerTable, ParsesTheDocumentedExample) {
   ASSERT_OK_AND_ASSIGN(ModelGraph model, ParseLayerTable("example", kExample));
@@ -44,8 +47,8 @@ TEST(LayerTable, ParsesTheDocumentedExample) {
   const Layer& pool = model.layer(1);
   EXPECT_EQ(pool.window, (WindowAttrs{3, 3, 2, 2, 1, 1, 1}));
   EXPECT_DOUBLE_EQ(ToMicros(*pool.measured_time_per_sample), 12.5);
-  // An unknown type is opaque; its parameters are the weight_shape product 1000*200,704, and
-  // without FLOP columns it costs 0 FLOPs and relies on its measured time.
+  // An opaque layer keeps its type name; its parameters are the weight_shape product 1000*200,704,
+  // and without FLOP columns it costs 0 FLOPs and relies on its measured time.
   const Layer& head = model.layer(2);
   EXPECT_EQ(head.kind, LayerKind::kOpaque);
   EXPECT_EQ(head.opaque_type, "my_head");
@@ -58,7 +61,7 @@ TEST(LayerTable, ReadsQuotedFields) {
   // Spreadsheets may quote fields on export; a quoted comma still cannot be part of a name.
   const std::string text = std::string(kHeader) +
                            "\"conv1\",conv2d,,3x8x8,4x3x3x3,4x8x8,\"pad=1 bias=0\",,\n"
-                           "\"head\",my_head,conv1,4x8x8,,10,,,3.5\n";
+                           "\"head\",opaque:my_head,conv1,4x8x8,,10,,,3.5\n";
   ASSERT_OK_AND_ASSIGN(ModelGraph model, ParseLayerTable("quoted", text));
   ASSERT_EQ(model.size(), 2);
   EXPECT_FALSE(model.layer(0).attrs.bias);
@@ -76,8 +79,8 @@ TEST(LayerTable, AppliesDocumentedDefaults) {
       "output_shape,name,attrs,inputs,type,input_shape,weight_shape,params,forward_flops\n"
       "8x6x6,conv,,,conv2d,3x8x8,8x3x3x3,,\n"
       "8x3x3,pool,kernel=2,conv,AvgPool2d,8x6x6,,,\n"
-      "16,mix,,pool,custom,8x3x3,,160,1000\n"
-      "16,act,,mix,custom_act,16,,,50\n";
+      "16,mix,,pool,opaque:custom,8x3x3,,160,1000\n"
+      "16,act,,mix,Opaque:custom_act,16,,,50\n";
   ASSERT_OK_AND_ASSIGN(ModelGraph model, ParseLayerTable("defaults", text));
   EXPECT_EQ(model.layer(0).params, 224);
   EXPECT_TRUE(model.layer(0).attrs.bias);
@@ -134,9 +137,53 @@ TEST(LayerTable, OpaqueLayersAndTimesRoundTrip) {
   const std::string text = FormatLayerTable(model);
   EXPECT_THAT(text, HasSubstr("stride=2 pad=1x0"));
   EXPECT_THAT(text, HasSubstr(",0.1\n"));            // the shortest text that reads back exactly
-  EXPECT_THAT(text, HasSubstr("odd,odd_op,conv,"));  // an opaque layer keeps its type
+  EXPECT_THAT(text, HasSubstr("odd,opaque:odd_op,conv,"));  // an opaque layer keeps its type
   ASSERT_OK_AND_ASSIGN(ModelGraph parsed, ParseLayerTable("timed", text));
   ExpectSameGraph(parsed, model);
+}
+
+TEST(LayerTable, OpaqueLayersAreWrittenAsSuch) {
+  const std::string text = std::string(kHeader) +
+                           "fc,linear,,16,4x16,4,,,\n"
+                           "a,OPAQUE:Head_V2,fc,4,,4,,,1.5\n"  // the prefix in any case
+                           "b,opaque,a,4,,2,,,2\n";            // a type name is optional
+  ASSERT_OK_AND_ASSIGN(ModelGraph model, ParseLayerTable("m", text));
+  EXPECT_EQ(model.layer(1).kind, LayerKind::kOpaque);
+  EXPECT_EQ(model.layer(1).opaque_type, "Head_V2");  // its own case kept
+  EXPECT_EQ(model.layer(2).kind, LayerKind::kOpaque);
+  EXPECT_EQ(model.layer(2).opaque_type, "opaque");  // as ModelBuilder::Opaque's default
+  const std::string formatted = FormatLayerTable(model);
+  EXPECT_THAT(formatted, HasSubstr("\na,opaque:Head_V2,fc,"));
+  EXPECT_THAT(formatted, HasSubstr("\nb,opaque,a,"));
+  ASSERT_OK_AND_ASSIGN(ModelGraph parsed, ParseLayerTable("m", formatted));
+  EXPECT_TRUE(parsed == model);
+}
+
+TEST(LayerTable, AnUnknownTypeIsAnErrorNamingTheClosestKnownTypes) {
+  // A typo in a known type once became an opaque layer silently; now it names the row, the
+  // column and what was probably meant.
+  EXPECT_THAT(ParseLayerTable("m", std::string(kHeader) + "fc,linaer,,16,4x16,4,,,\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("layer table line 2, column type: unknown layer type "
+                                       "'linaer'; known types: conv2d, linear, relu"),
+                             EndsWith("; did you mean 'linear'?"))));
+  EXPECT_THAT(ParseLayerTable("m", std::string(kHeader) + "c,conv2,,3x8x8,4x3x3x3,4x8x8,pad=1,,\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("line 2, column type: unknown layer type 'conv2'"),
+                             EndsWith("; did you mean 'conv2d'?"))));
+  EXPECT_THAT(ParseLayerTable("m", std::string(kHeader) + "h,my_head,,16,,4,,,\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("line 2, column type: unknown layer type 'my_head'; known types: "
+                                 "conv2d")));
+  EXPECT_THAT(ParseLayerTable("m", std::string(kHeader) + "h,my_head,,16,,4,,,\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("or opaque:<name> for a layer the planner should not "
+                                       "derive"),
+                             Not(HasSubstr("did you mean")))));
+  EXPECT_THAT(ParseLayerTable("m", std::string(kHeader) + "h,opaque: ,,16,,4,,,\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("line 2, column type: 'opaque:' names no type; write "
+                                 "opaque:<name>")));
 }
 
 constexpr char kConv[] = "conv1,conv2d,,3x8x8,4x3x3x3,4x8x8,pad=1,,\n";  // line 2
@@ -216,7 +263,7 @@ TEST(LayerTable, RejectsBadTablesNamingLineAndColumn) {
       {h + "fc,linear,,16,10x15,10,,,\n",
        "line 2, column weight_shape: a linear layer needs out x in, with in = the input's last "
        "dim (16)"},
-      {h + "o,thing,,16,4x4,16,,17,\n",
+      {h + "o,opaque:thing,,16,4x4,16,,17,\n",
        "line 2, column params: is 17 but weight_shape [4,4] holds 16"},
       {h + conv + "p,adaptiveavgpool2d,conv1,4x8x8,,4,,,\n",
        "line 3, column output_shape: an adaptiveavgpool2d writes C x out_h x out_w"},

@@ -42,8 +42,9 @@ enum class JobPhase {
 // metav1.ConditionStatus.
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
 
-// The all-reduce algorithm of a sync group (paradl-oracle §3, ring and tree collectives).
-enum class CollectiveAlgorithm { kRing, kTree };
+// The all-reduce algorithm of a sync group (paradl-oracle §3, ring and tree collectives;
+// hierarchical: reduce-scatter in each node, all-reduce across nodes, all-gather in each node).
+enum class CollectiveAlgorithm { kRing, kTree, kHierarchical };
 
 // Where the waves of a ModelParallelWaves plan run (wavelet-tick-tock §3.3): stage s stays on GPU
 // s and the waves cross the stages as pipeline micro-batches (Stationary), or wave w runs stage s

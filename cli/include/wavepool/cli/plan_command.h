@@ -18,7 +18,7 @@ struct PlanFlags {
   bool analytic = false;    // ignore shipped profiles, use the analytical cost model
   std::string precision = "mixed";
   std::string device = "a100";
-  std::string network;  // a network model file (JSON or YAML); default: the device's
+  std::string network;  // a network preset or file (JSON or YAML); default: the device's
   int gpus = 1;
   std::int64_t global_batch = 0;
   double amp_limit = 2.0;

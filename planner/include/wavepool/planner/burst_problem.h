@@ -98,6 +98,9 @@ struct BurstProblem {
   std::vector<std::vector<LayerId>> inputs;  // by LayerId
   SpSeries tree;                    // the whole model
   double amp_budget_scale = 0;      // == options.amplification_limit
+  // No layer may run at a count index below this: a memory bound (a smaller count gives a GPU
+  // more samples than fit; MakePlan's fallback). 0 allows every count.
+  int min_count = 0;
 
   int num_layers() const { return static_cast<int>(layers.size()); }
   // Transfer from count index g to x along `producer`'s edge. `relocated`: the receiving GPUs
@@ -107,10 +110,10 @@ struct BurstProblem {
   // What the receiving layer is charged in its amplification.
   Nanos Ingress(LayerId producer, int g, int x, bool relocated = false) const;
   // Whether `layer` may run at count index x when reached from count index g over `producer`'s
-  // edge (producer < 0: no transfer, as for the first layer or a join): it respects the
-  // amplification limit, and a pinned layer stays on its producer's GPUs.
+  // edge (producer < 0: no transfer, as for the first layer or a join): x >= min_count, it
+  // respects the amplification limit, and a pinned layer stays on its producer's GPUs.
   bool EdgeAllowed(LayerId layer, LayerId producer, int g, int x, bool relocated = false) const;
-  // The same test for a given ingress time.
+  // The same test (min_count and the limit) for a given ingress time.
   bool AmplificationOkWithIngress(LayerId layer, int x, Nanos ingress) const;
   // Number of count indices whose GPU count is <= cap (a prefix of the counts).
   int CountsUpTo(int cap_gpus) const;

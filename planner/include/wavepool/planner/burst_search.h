@@ -22,8 +22,10 @@ struct BurstSearchResult {
   Nanos iteration = 0;  // the optimum, equal to EvaluateAssignment(assignment).iteration
 };
 
-// Finds an optimal assignment. Ties go to fewer GPUs. Internal when the reconstructed plan does
-// not evaluate to the optimum (a bug, never an input error).
+// Finds an optimal assignment. Ties go to fewer GPUs. FailedPrecondition when no assignment is
+// allowed (possible only with a problem.min_count above 0, whose counts may all break the
+// amplification limit for some layer); Internal when the reconstructed plan does not evaluate to
+// the optimum (a bug, never an input error).
 absl::StatusOr<BurstSearchResult> SearchBurstAssignment(const BurstProblem& problem);
 
 }  // namespace wavepool::planner

@@ -42,8 +42,9 @@ struct NetworkModel {
   // External contention (congestion from other jobs, measured): every collective that crosses
   // nodes multiplies its beta term by this factor (>= 1).
   double contention = 1.0;
-  // All-reduce uses the ring (bandwidth-bound) algorithm for messages of at least this size; below
-  // it, the cheaper of ring and tree (latency-bound) for the group at hand.
+  // A flat all-reduce uses the ring (bandwidth-bound) algorithm for messages of at least this
+  // size; below it, the cheaper of ring and tree (latency-bound) for the group at hand. A group
+  // that spans nodes may use the hierarchical all-reduce instead (CommModel::AllReduce).
   Bytes ring_threshold_bytes = 1 << 20;
 };
 
@@ -53,7 +54,12 @@ struct NetworkModel {
 // ("interNode.bytesPerSecond" style, as in the network file).
 absl::Status ValidateNetworkModel(const NetworkModel& network);
 
-enum class AllReduceAlgorithm { kRing, kTree };
+// kHierarchical: reduce-scatter inside each node, an all-reduce of every GPU's share across the
+// nodes, all-gather inside each node (CommModel::HierarchicalAllReduce).
+enum class AllReduceAlgorithm { kRing, kTree, kHierarchical };
+
+// "ring", "tree", "hierarchical".
+std::string_view AllReduceAlgorithmName(AllReduceAlgorithm algorithm);
 
 // Where the members of a communicating group sit. Ranks fill nodes in order (gpus_per_node each,
 // the group's first member on a node boundary); consecutive members are `stride` ranks apart:
@@ -91,7 +97,23 @@ class CommModel {
   Seconds RingAllReduce(Bytes n, int p, GroupLayout layout = {}) const;
   // 2 ceil(log2 p) (alpha + n beta)
   Seconds TreeAllReduce(Bytes n, int p, GroupLayout layout = {}) const;
-  // kRing when n >= ring_threshold_bytes, else whichever of the two is cheaper (ring on ties).
+  // For a group that spans nodes with g = MembersPerNode(layout) >= 2 of its members in a node:
+  //   2 (g-1) (alpha_intra + n/g beta_intra)          reduce-scatter, then all-gather, in the node
+  //   + min(2 (m-1) (alpha + s/m beta), 2 ceil(log2 m) (alpha + s beta))
+  // where m = ceil(p / g) nodes and s = ceil(n / g) bytes: each of a node's g GPUs all-reduces its
+  // share with the same GPU of every other node (ring or tree, the cheaper), the g flows of a node
+  // (times layout.flows_per_node) sharing its NICs; alpha and beta are the inter-node level's as in
+  // LinkFor, with that sharing. NCCL's tree and multi-ring all-reduces work this way; a flat ring
+  // over thousands of GPUs would pay 2 (p-1) latencies. For any other group, FlatAllReduce.
+  Seconds HierarchicalAllReduce(Bytes n, int p, GroupLayout layout = {}) const;
+  // Members of a group with this layout in its first node: ceil(gpus_per_node / stride), at most p.
+  int MembersPerNode(int p, GroupLayout layout = {}) const;
+  // kRing when n >= ring_threshold_bytes, else whichever of ring and tree is cheaper (ring on
+  // ties): the algorithm of a flat all-reduce (ParaDL's formulas, paradl-oracle §4.3).
+  AllReduceAlgorithm ChooseFlatAllReduce(Bytes n, int p, GroupLayout layout = {}) const;
+  Seconds FlatAllReduce(Bytes n, int p, GroupLayout layout = {}) const;
+  // The flat choice, or kHierarchical when the group spans nodes with at least two members in a
+  // node and the hierarchical all-reduce is cheaper (the flat one on ties).
   AllReduceAlgorithm ChooseAllReduce(Bytes n, int p, GroupLayout layout = {}) const;
   Seconds AllReduce(Bytes n, int p, GroupLayout layout = {}) const;
   // n is the gathered (total) size: (p-1) (alpha + n/p beta)
@@ -113,6 +135,15 @@ NetworkModel DefaultNetworkModel(const DeviceSpec& device);
 // 50 GB/s and 9 us inside a node, 12.5 GB/s per NIC between nodes with alpha 40.3/40.5/41 us
 // up to 68 / up to 136 / beyond 136 GPUs).
 NetworkModel AbciNetworkModel();
+
+// The network models known by name, in this order: "default" (the planned device's,
+// DefaultNetworkModel), "abci" (AbciNetworkModel), then every catalog device's name (that device's
+// default network: "h100" plans on the network of H100 nodes whatever GPU is planned).
+std::vector<std::string> NetworkPresetNames();
+
+// The preset `name` names (matched as SameName matches names; device aliases work too), with
+// "default" meaning `device`'s. NotFound suggests the closest names and lists the presets.
+absl::StatusOr<NetworkModel> FindNetworkPreset(std::string_view name, const DeviceSpec& device);
 
 // Reads a network model from JSON (a document starting with '{') or YAML, so that measured
 // collective benchmarks can be plugged in. Fields (all optional except the two links):

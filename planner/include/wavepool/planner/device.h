@@ -31,8 +31,9 @@ struct DeviceSpec {
 // Every device in the catalog: v100 (SXM2 32 GB), a100-40gb, h100 (SXM5 80 GB), h200.
 const std::vector<DeviceSpec>& DeviceCatalog();
 
-// Finds a device by catalog name or alias ("a100" -> a100-40gb, "h100-sxm", ...),
-// case-insensitively; NotFound lists the known names.
+// Finds a device by catalog name or alias ("a100" -> a100-40gb, "h100-sxm", ...), as SameName
+// compares names (any case, '-' and '_' ignored: "A100_40GB"); NotFound suggests the closest
+// names (names.h) and lists the known ones.
 absl::StatusOr<DeviceSpec> FindDevice(std::string_view name);
 
 }  // namespace wavepool::planner

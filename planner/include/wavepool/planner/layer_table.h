@@ -9,13 +9,15 @@
 //   name,type,inputs,input_shape,weight_shape,output_shape,attrs,params,time_us_per_sample
 //   conv1,conv2d,,3x224x224,64x3x7x7,64x112x112,stride=2 pad=3 bias=0 batch_norm=1 relu=1,9536,
 //   pool1,maxpool2d,conv1,64x112x112,,64x56x56,kernel=3 stride=2 pad=1,,12.5
-//   head,my_head,pool1,64x56x56,1000x200704,1000,,,41.5
+//   head,opaque:my_head,pool1,64x56x56,1000x200704,1000,,,41.5
 //
 // Columns (name, type, inputs, input_shape and output_shape are required):
 //   name          unique, non-empty; no ',', ';' or '"'.
-//   type          a LayerKindName (conv2d, linear, relu, maxpool2d, concat, ...; any case); any
-//                 other string makes an opaque layer, whose costs the row gives and which keeps
-//                 the string (Layer::opaque_type).
+//   type          a LayerKindName (conv2d, linear, relu, maxpool2d, concat, ...; any case), or
+//                 "opaque:<name>" ("opaque" alone: no name of its own): an opaque layer, whose
+//                 costs the row gives and which keeps <name> (Layer::opaque_type). Anything else is
+//                 an error naming the closest known types, so that a typo is not taken for an
+//                 opaque layer.
 //   inputs        predecessor names separated by ';'; empty: the layer reads the model input.
 //   input_shape   per sample, dims separated by 'x' ("3x224x224", "4096"). Must equal the first
 //                 input's output shape; rows without inputs define the model input and agree on it.
@@ -54,12 +56,15 @@ namespace wavepool::planner {
 
 // Parses a layer table's text into a graph named `model_name`. Errors are InvalidArgument and name
 // the line and the column, e.g.
-//   "layer table line 4, column output_shape: dimension 'x0' is not a positive integer";
+//   "layer table line 4, column output_shape: dimension 'x0' is not a positive integer",
+//   "layer table line 3, column type: unknown layer type 'rleu'; known types: ...; did you mean
+//   'relu'?";
 // a geometry error ModelBuilder finds (a kernel larger than its padded input) names the line and
 // the layer.
 absl::StatusOr<ModelGraph> ParseLayerTable(std::string_view model_name, std::string_view text);
 
-// Writes `model` as a layer table with every column (a '#' comment line first). For a graph built
+// Writes `model` as a layer table with every column (a '#' comment line first), an opaque layer's
+// type as "opaque:<opaque_type>" ("opaque" when it has none of its own). For a graph built
 // by ModelBuilder or ParseLayerTable, ParseLayerTable(model.name(), text) returns an equal graph
 // (ModelGraph::operator==); measured times are written with the fewest digits that read back to
 // the same value.

@@ -30,8 +30,9 @@ namespace wavepool::planner {
 // inception_v3, bert_base, then the small CPU-friendly models (mlp_tiny, cnn_tiny, branchy_tiny).
 std::vector<std::string> BuiltinModelNames();
 
-// Builds the named model; NotFound lists the known names. Aliases: "wrn101_2" for
-// wide_resnet101_2 (the DeepPool profile's name).
+// Builds the named model, matched as SameName matches names (any case, '-' and '_' ignored:
+// "VGG-16" is vgg16); NotFound suggests the closest names (names.h) and lists the known ones.
+// Aliases: "wrn101_2" for wide_resnet101_2 (the DeepPool profile's name).
 absl::StatusOr<ModelGraph> BuiltinModel(std::string_view name);
 
 }  // namespace wavepool::planner
