@@ -7,6 +7,7 @@
 #include "wavepool/runtime/worker.h"
 
 int main(int argc, char** argv) {
+  wavepool::runtime::InstallStopHandlers();
   wavepool::runtime::KeepFreedMemoryForReuse();
   const std::vector<std::string> args(argv + 1, argv + argc);
   absl::StatusOr<wavepool::runtime::WorkerOptions> options = wavepool::runtime::ParseWorkerOptions(

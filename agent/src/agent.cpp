@@ -486,11 +486,27 @@ AgentStatus Agent::Status() const {
       }
       t.recommended_batch_size = task->recommended_batch_size;
       t.last_iteration = task->last_iteration;
+      const SlotSnapshot slot = gpu->gate->Read(task->slot.slot);
+      t.launch_wait = std::chrono::nanoseconds(slot.wait_ns_total);
+      t.launch_paused = std::chrono::nanoseconds(slot.paused_ns_total);
       g.tasks.push_back(t);
     }
     status.gpus.push_back(std::move(g));
   }
   return status;
+}
+
+std::vector<MemorySample> Agent::TaskMemorySamples(GpuIndex gpu, std::int32_t pid,
+                                                  MonotonicNanos after_ns) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [session, task] : tasks_) {
+    if (task->labels.gpu != gpu || task->pid != pid) continue;
+    // Samples arrive in time order (protocol.h): the newer ones are a suffix.
+    auto last_read = std::find_if(task->memory.rbegin(), task->memory.rend(),
+                                  [&](const MemorySample& s) { return s.time_ns <= after_ns; });
+    return std::vector<MemorySample>(last_read.base(), task->memory.end());
+  }
+  return {};
 }
 
 }  // namespace wavepool::agent

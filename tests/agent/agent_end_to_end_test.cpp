@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -208,6 +209,35 @@ TEST(AgentOptions, RejectsBadOptionsNamingThem) {
   options.pacing.foreground_credits = 0;
   EXPECT_THAT(Validate(options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("foreground_credits")));
+}
+
+TEST_F(AgentEndToEnd, HandsOutEachWorkersMemorySamplesOnceAndItsGateTotals) {
+  ASSERT_OK_AND_ASSIGN(auto worker, AgentClient::Connect(Worker(Role::kBackground, "bg-0", 1)));
+  for (std::int64_t t = 1; t <= 10; ++t) {
+    ASSERT_OK(worker->ReportMemory(
+        {t * 1000, static_cast<std::uint64_t>(100 * t), static_cast<std::uint64_t>(200 * t)}));
+  }
+  const std::int32_t pid = getpid();  // the task's process, as the socket's peer credentials say
+  ASSERT_TRUE(
+      Eventually([&] { return agent_->TaskMemorySamples(1, pid, 0).size() == 10; }, kCatchUp));
+  // A caller that passes the newest time it read gets only what came after.
+  const std::vector<MemorySample> later = agent_->TaskMemorySamples(1, pid, 6000);
+  ASSERT_EQ(later.size(), 4u);
+  EXPECT_EQ(later.front().time_ns, 7000);
+  EXPECT_EQ(later.back().allocated_bytes, 1000u);
+  EXPECT_EQ(later.back().reserved_bytes, 2000u);
+  EXPECT_TRUE(agent_->TaskMemorySamples(1, pid, 10000).empty());
+  EXPECT_TRUE(agent_->TaskMemorySamples(0, pid, 0).empty());  // no task of it on GPU 0
+  // Alone, the background gets 4 credits: a fifth waits until the timeout, and the gate's
+  // totals (what local mode's report charts as pacing) count the wait.
+  WorkerGate& gate = *worker->gate();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(gate.TryAcquire());
+  EXPECT_THAT(gate.Acquire(std::chrono::milliseconds(30)),
+              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("no launch credit")));
+  const TaskStatus task = agent_->Status().gpus[1].tasks.at(0);
+  EXPECT_GE(task.launch_wait.count(), 0.030);
+  EXPECT_EQ(task.launch_paused.count(), 0);  // no foreground held it
+  for (int i = 0; i < 4; ++i) gate.Release();
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ TEST(Manifest, ExamplesSayWhatTheyPromise) {
   EXPECT_EQ(tiny[0].spec.role, Role::kForeground);
   EXPECT_EQ(tiny[0].spec.model.name, "mlp_tiny");
   EXPECT_EQ(tiny[0].spec.gpus, 2);
-  EXPECT_EQ(tiny[0].spec.steps, 20);
+  EXPECT_EQ(tiny[0].spec.steps, 20000);
   EXPECT_EQ(tiny[0].spec.data_movement.preload, Toggle::kOff);
 }
 

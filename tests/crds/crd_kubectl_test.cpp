@@ -62,7 +62,11 @@ class CrdKubectlTest : public ::testing::TestWithParam<std::string> {
     const KubectlResult examples = Kubectl({"apply", "-f", source + "/examples/"});
     ASSERT_EQ(examples.exit_code, 0) << examples;
     EXPECT_EQ(examples.out,
+              "trainingjob.wavepool.dev/burst created\n"
+              "trainingjob.wavepool.dev/cnn-foreground created\n"
+              "trainingjob.wavepool.dev/mlp-background created\n"
               "trainingjob.wavepool.dev/resnet50-background created\n"
+              "trainingjob.wavepool.dev/tick-tock created\n"
               "trainingjob.wavepool.dev/tiny-cpu created\n"
               "trainingjob.wavepool.dev/vgg16 created\n");
     EXPECT_EQ(examples.err, "");  // strict validation: no unknown-field warnings
@@ -85,13 +89,13 @@ TEST_P(CrdKubectlTest, GetTrainingJobsShowsThePrinterColumns) {
   const KubectlResult get = Kubectl({"get", "tj"});
   ASSERT_EQ(get.exit_code, 0) << get;
   const auto lines = TableWords(get.out);
-  ASSERT_EQ(lines.size(), 4u) << get;
+  ASSERT_EQ(lines.size(), 8u) << get;  // the header and the seven example jobs
   EXPECT_THAT(lines[0],
               ElementsAre("NAME", "ROLE", "PHASE", "GPUS", "STRATEGY", "ITER", "SLOWDOWN", "AGE"));
   // Rows in name order; a job without status has empty cells.
-  EXPECT_THAT(std::vector<std::string>(lines[1].begin(), lines[1].end() - 1),
+  EXPECT_THAT(std::vector<std::string>(lines[4].begin(), lines[4].end() - 1),
               ElementsAre("resnet50-background", "Background", "1"));
-  EXPECT_THAT(std::vector<std::string>(lines[3].begin(), lines[3].end() - 1),
+  EXPECT_THAT(std::vector<std::string>(lines[7].begin(), lines[7].end() - 1),
               ElementsAre("vgg16", "Foreground", "Running", "8", "BurstParallel", "120", "1.07"));
 
   const KubectlResult wide = Kubectl({"get", "tj", "vgg16", "-o", "wide"});

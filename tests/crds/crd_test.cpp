@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -103,36 +104,50 @@ TEST_F(CrdStoreTest, PrinterColumnsReadFieldsApiWrites) {
   EXPECT_EQ(encoded["status"]["restarts"], 2);
 }
 
-class ExampleTest : public CrdStoreTest, public ::testing::WithParamInterface<std::string> {};
+class ExampleTest : public CrdStoreTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void CheckAcceptedAndDefaultedAsApiDefaultsIt(const json& manifest) {
+    ASSERT_OK_AND_ASSIGN(WriteResult stored, CreateJob(manifest));
+    EXPECT_THAT(stored.warnings, IsEmpty());
+
+    ASSERT_OK_AND_ASSIGN(api::TrainingJob from_server, api::TrainingJob::FromJson(stored.object));
+    ASSERT_OK_AND_ASSIGN(api::TrainingJob expected, api::TrainingJob::FromJson(manifest));
+    api::SetDefaults(&expected);
+    ASSERT_OK(api::Validate(expected));
+
+    // What the server did not fill: collocation (the manifest's own fields survive untouched).
+    ASSERT_OK_AND_ASSIGN(api::TrainingJob as_written, api::TrainingJob::FromJson(manifest));
+    json server_spec = api::ToJson(from_server)["spec"];
+    json expected_spec = api::ToJson(expected)["spec"];
+    EXPECT_EQ(server_spec.value("collocation", json()),
+              api::ToJson(as_written)["spec"].value("collocation", json()));
+    server_spec.erase("collocation");
+    expected_spec.erase("collocation");
+    EXPECT_EQ(server_spec, expected_spec) << "server:\n"
+                                          << server_spec.dump(2) << "\napi:\n"
+                                          << expected_spec.dump(2);
+
+    // Finishing the defaulting with api's SetDefaults gives a valid job.
+    api::SetDefaults(&from_server);
+    EXPECT_OK(api::Validate(from_server));
+  }
+};
 
 // The server's defaults are api's defaults: the stored spec, decoded by api, equals the
 // manifest decoded and defaulted by api::SetDefaults, except the role-dependent collocation
 // defaults, which a schema cannot express and which the controller fills (defaults.h).
 TEST_P(ExampleTest, IsAcceptedAndDefaultedAsApiDefaultsIt) {
-  ASSERT_OK_AND_ASSIGN(json manifest, LoadSourceYaml(GetParam()));
-  ASSERT_OK_AND_ASSIGN(WriteResult stored, CreateJob(manifest));
-  EXPECT_THAT(stored.warnings, IsEmpty());
-
-  ASSERT_OK_AND_ASSIGN(api::TrainingJob from_server, api::TrainingJob::FromJson(stored.object));
-  ASSERT_OK_AND_ASSIGN(api::TrainingJob expected, api::TrainingJob::FromJson(manifest));
-  api::SetDefaults(&expected);
-  ASSERT_OK(api::Validate(expected));
-
-  // What the server did not fill: collocation (the manifest's own fields survive untouched).
-  ASSERT_OK_AND_ASSIGN(api::TrainingJob as_written, api::TrainingJob::FromJson(manifest));
-  json server_spec = api::ToJson(from_server)["spec"];
-  json expected_spec = api::ToJson(expected)["spec"];
-  EXPECT_EQ(server_spec.value("collocation", json()),
-            api::ToJson(as_written)["spec"].value("collocation", json()));
-  server_spec.erase("collocation");
-  expected_spec.erase("collocation");
-  EXPECT_EQ(server_spec, expected_spec) << "server:\n"
-                                        << server_spec.dump(2) << "\napi:\n"
-                                        << expected_spec.dump(2);
-
-  // Finishing the defaulting with api's SetDefaults gives a valid job.
-  api::SetDefaults(&from_server);
-  EXPECT_OK(api::Validate(from_server));
+  // An example may hold several jobs (a foreground and a background to run together).
+  ASSERT_OK_AND_ASSIGN(std::vector<api::YamlDocument> documents,
+                       api::ParseDocuments(ReadSourceFile(GetParam())));
+  int jobs = 0;
+  for (const api::YamlDocument& document : documents) {
+    if (document.value.is_null()) continue;
+    ++jobs;
+    SCOPED_TRACE(absl::StrCat("document at line ", document.line));
+    CheckAcceptedAndDefaultedAsApiDefaultsIt(document.value);
+  }
+  EXPECT_GE(jobs, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest, ::testing::ValuesIn(YamlFilesIn("examples")),

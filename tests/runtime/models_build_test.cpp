@@ -128,7 +128,7 @@ constexpr char kTableHeader[] = "name,type,inputs,input_shape,weight_shape,outpu
 TEST(ModelsBuildErrors, OpaqueLayerIsRejectedNamingLayerModelAndType) {
   const std::string table = std::string(kTableHeader) +
                             "conv1,conv2d,,3x8x8,4x3x3x3,4x8x8,pad=1\n"
-                            "head,my_head,conv1,4x8x8,,10,\n";
+                            "head,opaque:my_head,conv1,4x8x8,,10,\n";
   ASSERT_OK_AND_ASSIGN(planner::ModelGraph graph, planner::ParseLayerTable("m", table));
   EXPECT_THAT(ExecutableModel::Build(Share(graph), {}, 1),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -219,7 +219,7 @@ TEST(ProfileCommand, ALayerTableTheRuntimeCannotRunFailsWithExitOne) {
   const std::string table = TempPath("headed.csv");
   std::ofstream(table) << "name,type,inputs,input_shape,weight_shape,output_shape,attrs\n"
                           "fc,linear,,8,4x8,4,\n"
-                          "head,my_head,fc,4,,2,\n";
+                          "head,opaque:my_head,fc,4,,2,\n";
   cli::ProfileFlags flags = Flags("", "1", TempPath("headed_profile.csv"));
   flags.layer_table = table;
   const CommandResult run = Profile(flags);

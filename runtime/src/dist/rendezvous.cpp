@@ -90,7 +90,8 @@ absl::StatusOr<std::vector<int>> Missing(c10d::Store& store, int world_size) {
 StorePtr LocalStore() { return c10::make_intrusive<c10d::HashStore>(); }
 
 absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int world_size,
-                                    std::chrono::milliseconds timeout) {
+                                    std::chrono::milliseconds timeout,
+                                    const std::function<bool()>& stopped) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank, " is not in [0, world size ", world_size, ")"));
@@ -119,6 +120,10 @@ absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int w
                                                  missing.status().message(), ")"));
     }
     if (missing->empty()) return store;
+    if (stopped && stopped()) {
+      return absl::CancelledError(
+          absl::StrCat("stopped while waiting at ", address.ToString(), " for ranks to arrive"));
+    }
     if (absl::StatusOr<std::string> failed = Failure(*store); failed.ok()) {
       Acknowledge(*store);
       return absl::DeadlineExceededError(*failed);

@@ -38,7 +38,7 @@ void OnStopSignal(int) {
   if (LaunchPacer* pacer = g_pacer.load()) pacer->Stop();
 }
 
-void InstallSignalHandlers() {
+void InstallHandlers() {
   struct sigaction action {};
   action.sa_handler = OnStopSignal;
   sigemptyset(&action.sa_mask);
@@ -312,6 +312,8 @@ absl::Status Worker::Run() {
 
 }  // namespace
 
+void InstallStopHandlers() { InstallHandlers(); }
+
 void KeepFreedMemoryForReuse() {
   // Blocks up to 256 MiB come from the heap and freed memory stays mapped up to 1 GiB: a step's
   // activations and gradients are allocated and freed in the same sizes every step.
@@ -320,8 +322,7 @@ void KeepFreedMemoryForReuse() {
 }
 
 WorkerExit RunWorker(const WorkerOptions& options, std::ostream& out, std::ostream& err) {
-  InstallSignalHandlers();
-  g_stop_requested.store(false);
+  InstallHandlers();
   absl::Status status;
   {
     Worker worker(options, out);

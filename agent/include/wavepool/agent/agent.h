@@ -76,6 +76,10 @@ struct TaskStatus {
   std::uint32_t recommended_batch_size = 0;  // background
   // The worker's last ReportIteration (step, seconds, samples); nullopt before its first.
   std::optional<ReportIteration> last_iteration;
+  // The launch gate's totals for the task's slot: time spent waiting for a launch credit
+  // (pacing), and the part of it spent waiting while the foreground held the pause.
+  Seconds launch_wait{0};
+  Seconds launch_paused{0};
 };
 
 struct GpuStatus {
@@ -113,6 +117,11 @@ class Agent final : public SessionHandler {
   void Stop();
 
   AgentStatus Status() const;
+  // The allocator samples (ReportMemory) of the task of process `pid` on `gpu` with time_ns >
+  // `after_ns`, oldest first, of the most recent the agent keeps (65536 per task): a caller that
+  // passes the newest time it read gets every sample once. Empty when no such task is registered.
+  std::vector<MemorySample> TaskMemorySamples(GpuIndex gpu, std::int32_t pid,
+                                              MonotonicNanos after_ns) const;
   const std::string& socket_path() const { return socket_path_; }
   std::uint16_t metrics_port() const { return metrics_->port(); }
   AgentMetrics& metrics() { return *metrics_; }

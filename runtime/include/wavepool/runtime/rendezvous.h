@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -42,8 +43,10 @@ StorePtr LocalStore();
 //    300 s"
 // (a rank that cannot reach rank 0's store at all names rank 0). InvalidArgument for a rank out of
 // [0, world_size).
+// `stopped`, when set, is asked while waiting: true ends the wait with Cancelled (a SIGTERM).
 absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int world_size,
-                                    std::chrono::milliseconds timeout);
+                                    std::chrono::milliseconds timeout,
+                                    const std::function<bool()>& stopped = {});
 
 }  // namespace wavepool::runtime
 

@@ -84,6 +84,10 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
 // step on the CPU). Process-wide; wavepool-worker calls it first.
 void KeepFreedMemoryForReuse();
 
+// Makes SIGTERM and SIGINT ask the worker to stop (instead of killing it): call it first thing,
+// so that a stop that comes while the worker starts is not lost. RunWorker installs them too.
+void InstallStopHandlers();
+
 // Trains; returns the exit status. Progress lines go to `out` ("step 10/100 loss 2.3012 ..."),
 // the one-line reason of a failure to `err`. Installs SIGTERM/SIGINT handlers that stop after
 // the current step and checkpoint.

@@ -1,0 +1,81 @@
+// What local mode shows while jobs train: the workers' progress lines parsed, one bar per job on
+// a terminal, timestamped lines otherwise, and warnings as they happen.
+#ifndef WAVEPOOL_LOCAL_SRC_PROGRESS_H_
+#define WAVEPOOL_LOCAL_SRC_PROGRESS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wavepool::local {
+
+// One progress line of wavepool-worker (docs/runtime.md, "The worker"):
+//   step 10/100 loss 2.34336019 samples/s 2314.2 iteration 0.0138 s (compute 0.0119, transfer
+//   0.0000, all-reduce 0.0003, data 0.0005)[ tick| tock]
+struct StepLine {
+  std::int64_t step = 0;  // 1-based, as printed
+  std::int64_t steps = 0;
+  double loss = 0;
+  double samples_per_second = 0;
+  double iteration_seconds = 0;
+  double compute_seconds = 0, transfer_seconds = 0, allreduce_seconds = 0, data_seconds = 0;
+  std::string wave;  // "tick", "tock" or empty
+};
+
+// nullopt for any other line.
+std::optional<StepLine> ParseStepLine(std::string_view line);
+
+// A job as the display shows it.
+struct JobView {
+  std::string name;
+  bool background = false;
+  std::int64_t steps = 0;
+  std::int64_t step = 0;
+  double loss = 0;
+  double samples_per_second = 0;
+  double eta_seconds = -1;         // unknown: -1
+  double slowdown = 0;             // foreground: the agent's measured slowdown; 0 unknown
+  double slowdown_limit = 0;       // foreground: the SLO
+  std::string state = "starting";  // starting, training, done, failed, stopped
+};
+
+// Not synchronised: one thread updates it.
+class ProgressDisplay {
+ public:
+  ProgressDisplay(std::ostream& out, bool tty);
+
+  // Redraws the bars (at most 10 times a second), or prints a line for a job whose state
+  // changed, that passed another tenth of its steps, or was last shown 10 s ago.
+  void Update(const std::vector<JobView>& jobs);
+  // A line of its own, above the bars.
+  void Note(const std::string& line);
+  // The final state of every job, drawn once more.
+  void Finish(const std::vector<JobView>& jobs);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void Redraw(const std::vector<JobView>& jobs);
+  std::string Bar(const JobView& job) const;
+  std::string Line(const JobView& job) const;
+  std::string Timestamp() const;
+
+  std::ostream& out_;
+  const bool tty_;
+  int drawn_lines_ = 0;
+  Clock::time_point last_redraw_{};
+  struct Shown {
+    std::string state;
+    std::int64_t step = 0;
+    Clock::time_point at{};
+  };
+  std::map<std::string, Shown> shown_;
+};
+
+}  // namespace wavepool::local
+
+#endif  // WAVEPOOL_LOCAL_SRC_PROGRESS_H_
