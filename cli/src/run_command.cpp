@@ -17,7 +17,7 @@ CLI::App* AddRunCommand(CLI::App* app, local::RunOptions* options) {
       ->capture_default_str();
   run->add_flag("--fresh", options->fresh, "Delete the jobs' checkpoints first");
   run->add_option("--devices", options->devices,
-                  "The agent's GPUs: simulated, nvml (this machine's) or auto")
+                  "The agent's GPUs: simulated[:N], nvml (this machine's) or auto")
       ->capture_default_str();
   run->add_option("--gpus", options->gpus,
                   "GPUs to use (default: simulated, as many as the foreground jobs need; NVML, "

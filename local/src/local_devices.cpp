@@ -1,14 +1,23 @@
 #include "local_devices.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace wavepool::local {
 
-absl::StatusOr<agent::GpuDevicesPtr> OpenMachineGpus(const std::string& spec, Clock& clock) {
-  if (spec == "simulated") return agent::GpuDevicesPtr();
+absl::StatusOr<MachineGpus> OpenMachineGpus(const std::string& spec, Clock& clock) {
+  MachineGpus machine;
+  if (spec == "simulated") return machine;
+  if (spec.rfind("simulated:", 0) == 0) {
+    if (!absl::SimpleAtoi(spec.substr(10), &machine.simulated) || machine.simulated < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--devices: simulated:N needs a GPU count >= 1, got '", spec, "'"));
+    }
+    return machine;
+  }
   if (spec != "nvml" && spec != "auto") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--devices: must be simulated, nvml or auto, got '", spec, "'"));
+        absl::StrCat("--devices: must be simulated, simulated:N, nvml or auto, got '", spec, "'"));
   }
   agent::NvmlOptions options;
   options.clock = &clock;
@@ -16,13 +25,14 @@ absl::StatusOr<agent::GpuDevicesPtr> OpenMachineGpus(const std::string& spec, Cl
   if (devices.ok() && (*devices)->gpus().empty()) {
     devices = absl::UnavailableError("NVML lists no usable GPU");
   }
-  if (devices.ok() || spec == "nvml") {
-    if (!devices.ok()) {
-      return absl::UnavailableError(absl::StrCat("--devices nvml: ", devices.status().message()));
-    }
-    return devices;
+  if (devices.ok()) {
+    machine.nvml = *std::move(devices);
+    return machine;
   }
-  return agent::GpuDevicesPtr();  // auto on a machine without GPUs: simulated ones
+  if (spec == "nvml") {
+    return absl::UnavailableError(absl::StrCat("--devices nvml: ", devices.status().message()));
+  }
+  return machine;  // auto on a machine without GPUs: simulated ones
 }
 
 }  // namespace wavepool::local

@@ -139,6 +139,7 @@ class LocalRun {
   SteadyClock::time_point last_sample_{};
   SteadyClock::time_point last_memory_{};
   std::map<std::uint32_t, SteadyClock::time_point> held_since_;  // GPUs the foreground pauses
+  std::map<std::string, std::uint32_t> recommended_;  // the last batch the agent advised, by job
   // Per worker (GPU, pid): its series in report_.memory and the newest sample time read (ns).
   std::map<std::pair<std::uint32_t, std::int32_t>, std::pair<std::size_t, std::int64_t>> memory_;
   bool stopping_ = false;
@@ -152,10 +153,17 @@ absl::Status LocalRun::Prepare() {
   if (!jobs.ok()) return jobs.status();
   jobs_ = *std::move(jobs);
   clock_ = MakeRealClock();
-  absl::StatusOr<agent::GpuDevicesPtr> machine = OpenMachineGpus(options_.devices, *clock_);
+  absl::StatusOr<MachineGpus> machine = OpenMachineGpus(options_.devices, *clock_);
   if (!machine.ok()) return machine.status();
-  machine_gpus_ = *std::move(machine);
+  machine_gpus_ = std::move(machine->nvml);
   std::uint32_t gpus = options_.gpus;
+  if (machine->simulated > 0) {
+    if (gpus > 0 && gpus != machine->simulated) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--gpus ", gpus, " and --devices ", options_.devices, " disagree"));
+    }
+    gpus = machine->simulated;
+  }
   if (machine_gpus_ != nullptr) {
     const auto present = static_cast<std::uint32_t>(machine_gpus_->gpus().size());
     if (gpus > present) {
@@ -258,6 +266,17 @@ void LocalRun::SampleAgent() {
       for (JobView& view : views_) {
         if (view.name == job && t.role == agent::Role::kForeground) {
           view.slowdown = t.foreground_slowdown;
+        }
+      }
+      // The agent's advice to a background job, said when it changes.
+      if (t.role == agent::Role::kBackground && t.recommended_batch_size > 0) {
+        std::uint32_t& said = recommended_[job];
+        if (said != t.recommended_batch_size) {
+          said = t.recommended_batch_size;
+          Note(
+              absl::StrFormat("agent: recommends a per-GPU batch of %u for background job %s "
+                              "on GPU %d, so that it fits the foreground's memory waves",
+                              said, job, gpu.info.index));
         }
       }
     }

@@ -26,8 +26,8 @@ struct RunOptions {
   // resumes every job from its last checkpoint. `fresh` deletes them first.
   std::string checkpoint_root = "wavepool-checkpoints";
   bool fresh = false;
-  // The agent's GPUs: "simulated", "nvml" (this machine's, through NVML) or "auto" (NVML when it
-  // finds a GPU, else simulated). The workers train on the CPU either way.
+  // The agent's GPUs: "simulated", "simulated:N", "nvml" (this machine's, through NVML) or "auto"
+  // (NVML when it finds a GPU, else simulated). The workers train on the CPU either way.
   std::string devices = "simulated";
   // GPUs to use; 0: simulated, as many as the foreground jobs need (>= 1); NVML, all of them.
   std::uint32_t gpus = 0;
