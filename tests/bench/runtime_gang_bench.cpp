@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -78,9 +79,27 @@ std::string PlanFile(const Config& c, const std::string& dir, std::int64_t steps
   return path;
 }
 
-// Runs the gang; returns each rank's steps.
-std::vector<std::vector<Step>> RunGang(const std::string& worker, const std::string& plan,
-                                       int ranks, int port, const std::string& dir) {
+// Waits for every rank; when one fails, kills the others (they would wait for it at the store or
+// in a collective until their timeouts). Whether every rank succeeded.
+bool WaitForGang(std::vector<pid_t> pids) {
+  bool ok = true;
+  while (!pids.empty()) {
+    int status = 0;
+    const pid_t done = waitpid(-1, &status, 0);
+    if (done < 0) return false;
+    pids.erase(std::remove(pids.begin(), pids.end(), done), pids.end());
+    if (ok && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      ok = false;
+      for (pid_t pid : pids) kill(pid, SIGKILL);
+    }
+  }
+  return ok;
+}
+
+// Runs the gang; returns each rank's steps, or nothing when a rank failed (its stderr names why).
+std::optional<std::vector<std::vector<Step>>> RunGang(const std::string& worker,
+                                                      const std::string& plan, int ranks, int port,
+                                                      const std::string& dir) {
   std::vector<pid_t> pids;
   for (int r = 0; r < ranks; ++r) {
     const std::string out = dir + "/rank" + std::to_string(r) + ".log";
@@ -96,7 +115,7 @@ std::vector<std::vector<Step>> RunGang(const std::string& worker, const std::str
     }
     pids.push_back(pid);
   }
-  for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+  if (!WaitForGang(pids)) return std::nullopt;
   std::vector<std::vector<Step>> steps(static_cast<std::size_t>(ranks));
   const std::regex line(
       R"(iteration (\S+) s \(compute \S+, transfer (\S+), all-reduce (\S+), data \S+\))");
@@ -145,11 +164,17 @@ int main(int argc, char** argv) {
       "| gang | ranks | step (median, slowest rank) ms | transfer wait ms | all-reduce wait ms "
       "|\n");
   std::printf("|---|---|---|---|---|\n");
-  std::fflush(stdout);                      // before the workers fork, or each prints it again
-  int port = runtime::testing::FreePort();  // each later gang takes the next port
+  std::fflush(stdout);  // before the workers fork, or each prints it again
+  int failed = 0;
   for (const Config& c : configs) {
     const std::string plan = runtime::PlanFile(c, dir, steps);
-    const auto ranks = runtime::RunGang(worker, plan, c.gpus, port++, dir);
+    const auto gang = runtime::RunGang(worker, plan, c.gpus, runtime::testing::FreePort(), dir);
+    if (!gang.has_value()) {
+      std::fprintf(stderr, "%s: a rank failed; the others were stopped\n", c.name.c_str());
+      ++failed;
+      continue;
+    }
+    const auto& ranks = *gang;
     std::vector<double> pace, transfer, allreduce;
     for (std::int64_t s = warmup; s < steps; ++s) {
       double slowest = 0;
@@ -168,5 +193,5 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::filesystem::remove_all(dir);
-  return 0;
+  return failed == 0 ? 0 : 1;
 }

@@ -16,7 +16,6 @@ import colloc_probe as probe  # noqa: E402
 
 FG = dict(model="resnet50", batch=16)
 BG = dict(model="resnet50", batch=64)
-SETUP_TIMEOUT_S = 300
 
 
 def wait_for(path, proc, timeout):
@@ -67,7 +66,7 @@ def run_ours(args, tag, fg_launch=None, bg_launch=None, agent_dir=None, bg_env=N
     if fg_launch:
         ff = files(d, tag, "fg")
         fg = spawn_bench(args, "fg", FG, ff, fg_launch, agent_dir, {})
-        err = wait_for(ff["ready"], fg, SETUP_TIMEOUT_S)
+        err = wait_for(ff["ready"], fg, args.setup_timeout)
         if err:
             res["error"] = "fg " + err
             res["fg_log"] = tail(ff["log"])
@@ -75,7 +74,7 @@ def run_ours(args, tag, fg_launch=None, bg_launch=None, agent_dir=None, bg_env=N
     if bg_launch:
         bf = files(d, tag, "bg")
         bg = spawn_bench(args, "bg", BG, bf, bg_launch, agent_dir, bg_env or {})
-        err = wait_for(bf["ready"], bg, SETUP_TIMEOUT_S)
+        err = wait_for(bf["ready"], bg, args.setup_timeout)
         if err:
             res["error"] = "bg " + err
             res["bg_log"] = tail(bf["log"])
@@ -86,7 +85,7 @@ def run_ours(args, tag, fg_launch=None, bg_launch=None, agent_dir=None, bg_env=N
     if fg:
         open(ff["go"], "w").close()
         try:
-            fg.wait(timeout=SETUP_TIMEOUT_S)
+            fg.wait(timeout=args.setup_timeout)
         except subprocess.TimeoutExpired:
             fg.kill()
         res["fg"] = json.load(open(ff["json"])) if os.path.exists(ff["json"]) else {"error": fg.returncode}
@@ -240,6 +239,8 @@ def main():
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--bg-seconds", type=float, default=8)
     parser.add_argument("--metrics-port", type=int, default=9402)
+    parser.add_argument("--setup-timeout", type=float, default=120,
+                        help="seconds a task may take to set up (capture and split included)")
     parser.add_argument("--skip-baselines", action="store_true")
     parser.add_argument("--smoke", action="store_true",
                         help="check the driver on a CPU: wavepool's modes only, mlp_tiny, eager")
