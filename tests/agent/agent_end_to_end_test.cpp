@@ -235,7 +235,8 @@ TEST_F(AgentEndToEnd, HandsOutEachWorkersMemorySamplesOnceAndItsGateTotals) {
   EXPECT_THAT(gate.Acquire(std::chrono::milliseconds(30)),
               StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("no launch credit")));
   const TaskStatus task = agent_->Status().gpus[1].tasks.at(0);
-  EXPECT_GE(task.launch_wait.count(), 0.030);
+  // Most of the 30 ms: the gate starts counting after its first try, not when Acquire is called.
+  EXPECT_GE(task.launch_wait.count(), 0.020);
   EXPECT_EQ(task.launch_paused.count(), 0);  // no foreground held it
   for (int i = 0; i < 4; ++i) gate.Release();
 }
