@@ -1,7 +1,8 @@
-// Graph pieces and the piece launcher on a real GPU, with graphs of memset and copy nodes (the
-// CUDA runtime only, no kernels of ours): cutting a graph anywhere keeps its result, durations
-// bound the pieces, the launcher never has more pieces in flight than the pacer grants, a pause
-// holds pieces back, and a stopped pacer launches nothing. Skipped where no GPU is visible.
+// Graph pieces and the piece launcher on a real GPU, with graphs of memset, copy and host nodes
+// (the CUDA runtime only, no kernels of ours): cutting a graph anywhere keeps its result, durations
+// bound the pieces, splitting only ever runs the whole step in order, the launcher never has more
+// pieces in flight than the pacer grants, a pause holds pieces back, and a stopped pacer launches
+// nothing. Skipped where no GPU is visible.
 #include <cuda_runtime_api.h>
 
 #include <atomic>
@@ -204,6 +205,79 @@ TEST(GraphPiecesTest, SplitByDurationBoundsPiecesAndKeepsTheResult) {
   chain.Clear();
   ASSERT_OK(pieces->LaunchAll(chain.stream()));
   EXPECT_THAT(chain.Result(), ElementsAreArray(chain.Expected()));
+}
+
+// Host nodes that append their index to a trace: the trace shows which nodes ran in what order.
+class TracedGraph {
+ public:
+  explicit TracedGraph(int steps) : steps_(steps), calls_(static_cast<std::size_t>(steps)) {
+    void* scratch = nullptr;
+    EXPECT_EQ(cudaMalloc(&scratch, kChunk), cudaSuccess);
+    scratch_ = scratch;
+    EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+    EXPECT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    for (int i = 0; i < steps; ++i) {
+      calls_[static_cast<std::size_t>(i)] = {this, i};
+      EXPECT_EQ(cudaMemsetAsync(scratch_, i, kChunk, stream_), cudaSuccess);
+      EXPECT_EQ(
+          cudaLaunchHostFunc(stream_, &TracedGraph::Record, &calls_[static_cast<std::size_t>(i)]),
+          cudaSuccess);
+    }
+    EXPECT_EQ(cudaStreamEndCapture(stream_, &graph_), cudaSuccess);
+  }
+  ~TracedGraph() {
+    cudaGraphDestroy(graph_);
+    cudaStreamDestroy(stream_);
+    cudaFree(scratch_);
+  }
+
+  cudaGraph_t graph() const { return graph_; }
+  cudaStream_t stream() const { return stream_; }
+  int steps() const { return steps_; }
+  std::vector<int> Trace() {
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    std::lock_guard<std::mutex> lock(mu_);
+    return trace_;
+  }
+
+ private:
+  struct Call {
+    TracedGraph* graph;
+    int index;
+  };
+  static void CUDART_CB Record(void* data) {
+    const Call* call = static_cast<const Call*>(data);
+    std::lock_guard<std::mutex> lock(call->graph->mu_);
+    call->graph->trace_.push_back(call->index);
+  }
+
+  int steps_;
+  std::vector<Call> calls_;
+  void* scratch_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  std::mutex mu_;
+  std::vector<int> trace_;
+};
+
+// Splitting times runs the way the step runs them: every launch it makes is part of a whole pass
+// over the graph in order, so no run starts from a state its predecessors would not leave.
+TEST(GraphPiecesTest, SplitByDurationOnlyRunsTheWholeStepInOrder) {
+  REQUIRE_GPU();
+  TracedGraph traced(32);
+  PieceTargets targets;
+  targets.min_duration = std::chrono::microseconds(20);
+  targets.max_duration = std::chrono::microseconds(40);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphPieces> pieces,
+                       GraphPieces::SplitByDuration(traced.graph(), traced.stream(), targets));
+  EXPECT_GT(pieces->size(), 1u);
+  const std::vector<int> trace = traced.Trace();
+  ASSERT_FALSE(trace.empty());
+  EXPECT_EQ(trace.size() % static_cast<std::size_t>(traced.steps()), 0u);
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    ASSERT_EQ(trace[i], static_cast<int>(i % static_cast<std::size_t>(traced.steps())))
+        << "launch " << i << " of the trace";
+  }
 }
 
 TEST(GraphPiecesTest, InconsistentTargetsAreRejected) {

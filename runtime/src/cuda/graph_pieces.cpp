@@ -55,57 +55,139 @@ absl::StatusOr<OwnedExec> InstantiateRange(cudaGraph_t graph,
   return OwnedExec(exec);
 }
 
-// The median of `repeats` solo launches of `exec` on `stream` (after one warm-up launch).
-absl::StatusOr<nanoseconds> TimeSolo(cudaGraphExec_t exec, cudaStream_t stream, int repeats) {
-  cudaEvent_t start = nullptr;
-  cudaEvent_t end = nullptr;
-  absl::Status s = CudaStatus(cudaEventCreate(&start), "cudaEventCreate");
-  if (s.ok()) s = CudaStatus(cudaEventCreate(&end), "cudaEventCreate");
-  std::vector<float> times_ms;
-  if (s.ok()) s = CudaStatus(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-  for (int r = 0; s.ok() && r < repeats; ++r) {
-    s = CudaStatus(cudaEventRecord(start, stream), "cudaEventRecord");
-    if (s.ok()) s = CudaStatus(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    if (s.ok()) s = CudaStatus(cudaEventRecord(end, stream), "cudaEventRecord");
-    if (s.ok()) s = CudaStatus(cudaEventSynchronize(end), "cudaEventSynchronize");
-    float ms = 0;
-    if (s.ok()) s = CudaStatus(cudaEventElapsedTime(&ms, start, end), "cudaEventElapsedTime");
-    times_ms.push_back(ms);
-  }
-  if (start != nullptr) cudaEventDestroy(start);
-  if (end != nullptr) cudaEventDestroy(end);
-  if (!s.ok()) return s;
-  std::nth_element(times_ms.begin(), times_ms.begin() + times_ms.size() / 2, times_ms.end());
-  return nanoseconds(static_cast<std::int64_t>(times_ms[times_ms.size() / 2] * 1e6));
-}
-
-// A run of consecutive nodes, instantiated and timed.
+// A run of consecutive nodes of the order, instantiated, with its median duration in sequence.
 struct Run {
   std::size_t first = 0;
   std::size_t last = 0;
   OwnedExec exec;
-  nanoseconds solo{0};
+  nanoseconds duration{0};
 };
 
-// Halves [first, last) until each run takes at most targets.max_duration alone (a single node
-// stays whole), appending the runs in order.
-absl::Status SplitToMax(cudaGraph_t graph, const std::vector<cudaGraphNode_t>& order,
-                        std::size_t first, std::size_t last, cudaStream_t stream,
-                        const PieceTargets& targets, std::vector<Run>& runs) {
+absl::StatusOr<Run> MakeRun(cudaGraph_t graph, const std::vector<cudaGraphNode_t>& order,
+                            std::size_t first, std::size_t last) {
   absl::StatusOr<OwnedExec> exec = InstantiateRange(graph, order, first, last);
   if (!exec.ok()) return exec.status();
-  absl::StatusOr<nanoseconds> solo = TimeSolo(exec->get(), stream, targets.timing_repeats);
-  if (!solo.ok()) return solo.status();
-  if (*solo <= targets.max_duration || last - first == 1) {
-    runs.push_back({first, last, *std::move(exec), *solo});
+  return Run{first, last, *std::move(exec), nanoseconds(0)};
+}
+
+// Events created on construction and destroyed with it.
+class EventSet {
+ public:
+  explicit EventSet(std::size_t count) : events_(count, nullptr) {}
+  ~EventSet() {
+    for (cudaEvent_t event : events_) {
+      if (event != nullptr) cudaEventDestroy(event);
+    }
+  }
+  EventSet(const EventSet&) = delete;
+  EventSet& operator=(const EventSet&) = delete;
+
+  absl::Status Create() {
+    for (cudaEvent_t& event : events_) {
+      if (absl::Status s = CudaStatus(cudaEventCreate(&event), "cudaEventCreate"); !s.ok()) {
+        return s;
+      }
+    }
     return absl::OkStatus();
   }
-  exec->reset();
-  const std::size_t middle = first + (last - first) / 2;
-  if (absl::Status s = SplitToMax(graph, order, first, middle, stream, targets, runs); !s.ok()) {
-    return s;
+  cudaEvent_t operator[](std::size_t i) const { return events_[i]; }
+
+ private:
+  std::vector<cudaEvent_t> events_;
+};
+
+// Launches every run in order on `stream` (a warm-up pass, then `repeats` timed passes) and sets
+// each run's median duration between the events around it. Runs are only ever timed in sequence,
+// as the step launches them: alone, a run can start from a state its predecessors would not leave
+// it in (a kernel whose semaphores a preceding memset zeroes waits forever), and it would be
+// timed with cold caches.
+absl::Status TimeInSequence(std::vector<Run>& runs, cudaStream_t stream, int repeats) {
+  EventSet events(runs.size() + 1);
+  if (absl::Status s = events.Create(); !s.ok()) return s;
+  std::vector<std::vector<float>> times_ms(runs.size());
+  for (int pass = 0; pass <= repeats; ++pass) {
+    absl::Status s = CudaStatus(cudaEventRecord(events[0], stream), "cudaEventRecord");
+    for (std::size_t i = 0; s.ok() && i < runs.size(); ++i) {
+      s = CudaStatus(
+          cudaGraphLaunch(runs[i].exec.get(), stream),
+          absl::StrCat("cudaGraphLaunch(nodes ", runs[i].first, "..", runs[i].last, ")"));
+      if (s.ok()) s = CudaStatus(cudaEventRecord(events[i + 1], stream), "cudaEventRecord");
+    }
+    if (s.ok()) s = CudaStatus(cudaEventSynchronize(events[runs.size()]), "cudaEventSynchronize");
+    for (std::size_t i = 0; s.ok() && pass > 0 && i < runs.size(); ++i) {
+      float ms = 0;
+      s = CudaStatus(cudaEventElapsedTime(&ms, events[i], events[i + 1]), "cudaEventElapsedTime");
+      times_ms[i].push_back(ms);
+    }
+    if (!s.ok()) return s;
   }
-  return SplitToMax(graph, order, middle, last, stream, targets, runs);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    std::vector<float>& t = times_ms[i];
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    runs[i].duration = nanoseconds(static_cast<std::int64_t>(t[t.size() / 2] * 1e6));
+  }
+  return absl::OkStatus();
+}
+
+// Halves every run longer than targets.max_duration (a single node stays whole) and times the
+// runs again, until none is longer.
+absl::StatusOr<std::vector<Run>> SplitToMax(cudaGraph_t graph,
+                                            const std::vector<cudaGraphNode_t>& order,
+                                            cudaStream_t stream, const PieceTargets& targets) {
+  std::vector<Run> runs;
+  absl::StatusOr<Run> whole = MakeRun(graph, order, 0, order.size());
+  if (!whole.ok()) return whole.status();
+  runs.push_back(*std::move(whole));
+  bool halved = true;
+  while (halved) {
+    if (absl::Status s = TimeInSequence(runs, stream, targets.timing_repeats); !s.ok()) return s;
+    halved = false;
+    std::vector<Run> next;
+    for (Run& run : runs) {
+      if (run.duration <= targets.max_duration || run.last - run.first == 1) {
+        next.push_back(std::move(run));
+        continue;
+      }
+      const std::size_t middle = run.first + (run.last - run.first) / 2;
+      run.exec.reset();
+      for (auto [first, last] : {std::pair{run.first, middle}, std::pair{middle, run.last}}) {
+        absl::StatusOr<Run> half = MakeRun(graph, order, first, last);
+        if (!half.ok()) return half.status();
+        next.push_back(*std::move(half));
+      }
+      halved = true;
+    }
+    runs = std::move(next);
+  }
+  return runs;
+}
+
+// Merges consecutive runs while a piece is below targets.min_duration and the next run keeps it
+// within targets.max_duration, then times the merged pieces in sequence.
+absl::StatusOr<std::vector<Run>> MergeToMin(cudaGraph_t graph,
+                                            const std::vector<cudaGraphNode_t>& order,
+                                            std::vector<Run> runs, cudaStream_t stream,
+                                            const PieceTargets& targets) {
+  std::vector<Run> merged;
+  for (std::size_t i = 0; i < runs.size();) {
+    std::size_t j = i + 1;
+    nanoseconds sum = runs[i].duration;
+    while (j < runs.size() && sum < targets.min_duration &&
+           sum + runs[j].duration <= targets.max_duration) {
+      sum += runs[j].duration;
+      ++j;
+    }
+    if (j == i + 1) {
+      merged.push_back(std::move(runs[i]));
+    } else {
+      absl::StatusOr<Run> piece = MakeRun(graph, order, runs[i].first, runs[j - 1].last);
+      if (!piece.ok()) return piece.status();
+      merged.push_back(*std::move(piece));
+    }
+    i = j;
+  }
+  if (absl::Status s = TimeInSequence(merged, stream, targets.timing_repeats); !s.ok()) return s;
+  return merged;
 }
 
 absl::Status CheckTargets(const PieceTargets& targets) {
@@ -220,35 +302,14 @@ absl::StatusOr<std::unique_ptr<GraphPieces>> GraphPieces::SplitByDuration(
   absl::StatusOr<std::vector<cudaGraphNode_t>> order = TopologicalOrder(graph);
   if (!order.ok()) return order.status();
   if (order->empty()) return absl::InvalidArgumentError("CUDA graph has no nodes");
-  std::vector<Run> runs;
-  if (absl::Status s = SplitToMax(graph, *order, 0, order->size(), stream, targets, runs);
-      !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<std::vector<Run>> runs = SplitToMax(graph, *order, stream, targets);
+  if (!runs.ok()) return runs.status();
+  absl::StatusOr<std::vector<Run>> merged =
+      MergeToMin(graph, *order, *std::move(runs), stream, targets);
+  if (!merged.ok()) return merged.status();
   std::unique_ptr<GraphPieces> pieces(new GraphPieces());
-  for (std::size_t i = 0; i < runs.size();) {
-    // Merge runs i..j-1 while the piece is short and the next run keeps it within the maximum.
-    std::size_t j = i + 1;
-    nanoseconds sum = runs[i].solo;
-    while (j < runs.size() && sum < targets.min_duration &&
-           sum + runs[j].solo <= targets.max_duration) {
-      sum += runs[j].solo;
-      ++j;
-    }
-    Piece piece{nullptr, runs[j - 1].last - runs[i].first, runs[i].solo};
-    if (j == i + 1) {
-      piece.exec = runs[i].exec.release();
-    } else {
-      absl::StatusOr<OwnedExec> merged =
-          InstantiateRange(graph, *order, runs[i].first, runs[j - 1].last);
-      if (!merged.ok()) return merged.status();
-      absl::StatusOr<nanoseconds> solo = TimeSolo(merged->get(), stream, targets.timing_repeats);
-      if (!solo.ok()) return solo.status();
-      piece.exec = merged->release();
-      piece.solo = *solo;
-    }
-    pieces->pieces_.push_back(piece);
-    i = j;
+  for (Run& run : *merged) {
+    pieces->pieces_.push_back({run.exec.release(), run.last - run.first, run.duration});
   }
   return pieces;
 }

@@ -17,11 +17,14 @@
 // Without LibTorch CUDA (a CPU build) only --launch eager runs, on the CPU: that checks the
 // driver's protocol, not the GPU.
 #include <cuda_runtime_api.h>
+#include <execinfo.h>
+#include <pthread.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -137,6 +140,30 @@ void Progress(const std::string& what) {
   static const auto start = std::chrono::steady_clock::now();
   std::fprintf(stderr, "colloc_bench: %s after %.2f s\n", what.c_str(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+// Where the main thread is, printed to stderr on SIGUSR1: colloc_run.py asks before it kills a
+// task whose setup is late, so that the log names what it was waiting for. The signal may land on
+// any thread; it is passed on to the main one.
+pthread_t main_thread;
+
+void PrintMainStack(int) {
+  if (!pthread_equal(pthread_self(), main_thread)) {
+    pthread_kill(main_thread, SIGUSR1);
+    return;
+  }
+  static constexpr char kHeader[] = "colloc_bench: the main thread's stack:\n";
+  void* frames[64];
+  const int depth = backtrace(frames, 64);
+  (void)!write(STDERR_FILENO, kHeader, sizeof(kHeader) - 1);
+  backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+}
+
+void InstallStackPrinter() {
+  main_thread = pthread_self();
+  void* warm[1];
+  backtrace(warm, 1);  // loads the unwinder now: the handler must not allocate
+  std::signal(SIGUSR1, PrintMainStack);
 }
 
 bool Exists(const std::string& path) { return !path.empty() && access(path.c_str(), F_OK) == 0; }
@@ -261,7 +288,9 @@ class PieceRunner final : public StepRunner {
       return absl::InternalError(absl::StrCat("capturing the step: ", e.what_without_backtrace()));
     }
     cudaGraph_t graph = runner->graph_->raw_cuda_graph();
-    Progress("captured the step");
+    std::size_t node_count = 0;
+    cudaGraphGetNodes(graph, nullptr, &node_count);
+    Progress(absl::StrCat("captured the step (", node_count, " graph nodes)"));
     std::vector<torch::Tensor> saved;
     for (const torch::Tensor& p : trainer.model->Parameters()) saved.push_back(p.detach().clone());
     absl::StatusOr<std::unique_ptr<GraphPieces>> pieces;
@@ -357,8 +386,14 @@ absl::Status Run(const Options& options) {
         absl::StrCat("--launch ", options.launch, " needs a CUDA GPU and LibTorch with CUDA"));
   }
   const torch::Device device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  absl::StatusOr<Trainer> trainer = MakeTrainer(options, device);
+  absl::StatusOr<Trainer> trainer;
+  try {
+    trainer = MakeTrainer(options, device);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("building the model: ", e.what_without_backtrace()));
+  }
   if (!trainer.ok()) return trainer.status();
+  Progress("model built");
   std::unique_ptr<StepRunner> runner;
 #ifdef WAVEPOOL_TORCH_CUDA
   OwnedStream stream;
@@ -377,6 +412,7 @@ absl::Status Run(const Options& options) {
     for (int i = 0; i < 3; ++i) {
       trainer->optimizer->zero_grad();
       trainer->Step();
+      Progress(absl::StrCat("eager step ", i + 1, " launched"));
     }
 #ifdef WAVEPOOL_TORCH_CUDA
     if (cuda) c10::cuda::getCurrentCUDAStream().synchronize();
@@ -391,6 +427,7 @@ absl::Status Run(const Options& options) {
     if (runner == nullptr) runner = std::make_unique<EagerRunner>(*trainer, *pacer);
     for (std::int64_t i = 0; i < options.warmup; ++i) {
       if (absl::Status s = runner->RunStep(); !s.ok()) return s;
+      if (i == 0) Progress("first warm-up step done");
     }
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("setting up: ", e.what_without_backtrace()));
@@ -448,6 +485,7 @@ absl::Status Run(const Options& options) {
 }  // namespace wavepool::runtime
 
 int main(int argc, char** argv) {
+  wavepool::runtime::InstallStackPrinter();
   absl::StatusOr<wavepool::runtime::Options> options = wavepool::runtime::ParseOptions(argc, argv);
   if (!options.ok()) {
     std::fprintf(stderr, "colloc_bench: %s\n", std::string(options.status().message()).c_str());

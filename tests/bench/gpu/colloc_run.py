@@ -9,7 +9,7 @@ OUTDIR/colloc.json, a table to OUTDIR/colloc.md and the agent's /metrics to OUTD
 
 Usage: colloc_run.py OUTDIR --bench BIN --agent "CMD" [--steps N] [--bg-seconds S] [--skip-baselines]
 """
-import argparse, json, os, shlex, subprocess, sys, time, urllib.request
+import argparse, json, os, shlex, signal, socket, subprocess, sys, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import colloc_probe as probe  # noqa: E402
@@ -24,13 +24,15 @@ def wait_for(path, proc, timeout):
         if proc.poll() is not None:
             return f"exited with {proc.returncode} before {os.path.basename(path)}"
         if time.time() > deadline:
+            proc.send_signal(signal.SIGUSR1)  # colloc_bench prints where it is stuck
+            time.sleep(1)
             proc.kill()
             return f"no {os.path.basename(path)} within {timeout} s"
         time.sleep(0.05)
     return None
 
 
-def tail(path, chars=2000):
+def tail(path, chars=6000):
     try:
         return open(path, errors="replace").read()[-chars:]
     except OSError:
@@ -58,9 +60,25 @@ def spawn_bench(args, role, cfg, f, launch, agent_dir, env_extra):
     return subprocess.Popen(cmd, env=dict(os.environ, **env_extra), stdout=log, stderr=log)
 
 
-def run_ours(args, tag, fg_launch=None, bg_launch=None, agent_dir=None, bg_env=None):
+def restart_mps(args):
+    """After a task was killed, the MPS server may refuse new clients ('busy or unavailable'):
+    the next mode gets a fresh one."""
+    if args.mps_dir:
+        probe.mps(args.mps_dir, False)
+        probe.mps(args.mps_dir, True)
+
+
+def run_ours(args, tag, fg_launch=None, bg_launch=None, agent=None, bg_env=None):
     """fg sets up and warms up first (the agent learns its solo piece times), then bg, then fg
     is timed while bg trains."""
+    res = run_ours_once(args, tag, fg_launch, bg_launch, agent, bg_env)
+    if "error" in res:
+        restart_mps(args)
+    return res
+
+
+def run_ours_once(args, tag, fg_launch, bg_launch, agent, bg_env):
+    agent_dir = agent.dir if agent else None
     d, res = args.outdir, {"mode": tag}
     fg = bg = None
     if fg_launch:
@@ -91,6 +109,8 @@ def run_ours(args, tag, fg_launch=None, bg_launch=None, agent_dir=None, bg_env=N
         res["fg"] = json.load(open(ff["json"])) if os.path.exists(ff["json"]) else {"error": fg.returncode}
     else:
         time.sleep(args.bg_seconds)
+    if agent:
+        agent.scrape("running")  # the tasks' series, what the feedback loop settled on
     if bg:
         open(bf["stop"], "w").close()
         try:
@@ -143,13 +163,13 @@ class Agent:
                 return self
         raise RuntimeError(f"the agent did not start; see {self.dir}/agent.log")
 
-    def scrape(self):
+    def scrape(self, when="end"):
         try:
             text = urllib.request.urlopen(
                 f"http://127.0.0.1:{self.args.metrics_port}/metrics", timeout=5).read().decode()
         except OSError as e:
             text = f"# scrape failed: {e}\n"
-        open(f"{self.args.outdir}/agent-metrics-{self.tag}.txt", "w").write(text)
+        open(f"{self.args.outdir}/agent-metrics-{self.tag}-{when}.txt", "w").write(text)
 
     def cpu_seconds(self):
         fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
@@ -173,13 +193,18 @@ def ours(args, out):
     out.append(run_ours(args, "wavepool_fg_alone_graph", fg_launch="graph"))
     with Agent(args, "fg_alone", out) as agent:
         out.append(run_ours(args, "wavepool_fg_alone_pieces", fg_launch="pieces",
-                            agent_dir=agent.dir))
+                            agent=agent))
     with Agent(args, "bg_alone", out) as agent:
-        out.append(run_ours(args, "wavepool_bg_alone_pieces", bg_launch="pieces", agent_dir=agent.dir))
+        bg_alone = run_ours(args, "wavepool_bg_alone_pieces", bg_launch="pieces", agent=agent)
+        out.append(bg_alone)
+    if "error" in bg_alone or "error" in bg_alone.get("bg", {}):
+        # A background that cannot set up alone will not beside the foreground either.
+        print("colloc_run: skipping the pairs: the background did not set up alone", flush=True)
+        return
     # The pair: what the controller sets on an MPS node (the background's client priority).
     with Agent(args, "pair", out) as agent:
         out.append(run_ours(args, "wavepool", fg_launch="pieces", bg_launch="pieces",
-                            agent_dir=agent.dir, bg_env={"CUDA_MPS_CLIENT_PRIORITY": "1"}))
+                            agent=agent, bg_env={"CUDA_MPS_CLIENT_PRIORITY": "1"}))
     # Priorities and pieces without the gate: what pacing, pause and feedback add.
     out.append(run_ours(args, "pieces_priorities_no_gate", fg_launch="pieces", bg_launch="pieces",
                         bg_env={"CUDA_MPS_CLIENT_PRIORITY": "1"}))
@@ -191,6 +216,7 @@ def baselines(args, out):
     out.append(probe.run_mode("graph_fg_alone", d, fg_env=G, with_bg=False))
     out.append(probe.run_mode("bg_alone", d, with_fg=False, bg_seconds=args.bg_seconds))
     probe.mps(d, True)
+    args.mps_dir = d
     try:
         out.append(probe.run_mode("graph_mps", d, fg_env=G))
         out.append(probe.run_mode("graph_mps_bg_sm25", d, fg_env=G,
@@ -238,24 +264,54 @@ def main():
     parser.add_argument("--agent", required=True, help="command line that starts wavepool-agent")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--bg-seconds", type=float, default=8)
-    parser.add_argument("--metrics-port", type=int, default=9402)
+    parser.add_argument("--metrics-port", type=int, default=9402, help="0: any free port")
     parser.add_argument("--setup-timeout", type=float, default=120,
                         help="seconds a task may take to set up (capture and split included)")
     parser.add_argument("--skip-baselines", action="store_true")
+    parser.add_argument("--mps", action="store_true",
+                        help="with --skip-baselines: run wavepool's modes under an MPS server, "
+                             "as they run after the baselines")
     parser.add_argument("--smoke", action="store_true",
                         help="check the driver on a CPU: wavepool's modes only, mlp_tiny, eager")
     args = parser.parse_args()
+    # A time limit's SIGTERM still writes the table of what was measured.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.outdir = os.path.abspath(args.outdir)
+    args.mps_dir = None  # set while the baselines' MPS server runs
+    if args.metrics_port == 0:
+        args.metrics_port = free_port()
     os.makedirs(args.outdir, exist_ok=True)
     out = Results(f"{args.outdir}/colloc.json")
     try:
-        if args.skip_baselines or args.smoke:
+        if (args.skip_baselines and args.mps) and not args.smoke:
+            probe.mps(args.outdir, True)
+            args.mps_dir = args.outdir
+            try:
+                ours(args, out)
+            finally:
+                probe.mps(args.outdir, False)
+        elif args.skip_baselines or args.smoke:
             ours(args, out)
         else:
             baselines(args, out)
     finally:
         open(f"{args.outdir}/colloc.md", "w").write(table(out))
         print(table(out))
+    failed = [r["mode"] for r in out if failure(r)]
+    if failed:
+        print(f"colloc_run: failed: {', '.join(failed)}", file=sys.stderr)
+        sys.exit(1)
+
+
+def failure(result):
+    return result.get("error") or any(
+        isinstance(result.get(role), dict) and "error" in result[role] for role in ("fg", "bg"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 if __name__ == "__main__":

@@ -5,12 +5,15 @@
 // does (stream order completes piece i before piece i+1 starts, so every edge the cut crosses is
 // honoured).
 //
-// Splitting by duration halves a run of nodes until it takes at most the maximum alone on the
-// GPU (a single node longer than that stays one piece), then merges consecutive runs while a
-// piece is below the minimum and the merge stays within the maximum. Splitting launches parts of
-// the graph: what the graph updates in place (weights, optimizer state) changes, so capture,
-// split, then restore the state if it matters. The pieces' solo durations are kept: the node
-// agent learns its own, but they tell a user what the split did.
+// Splitting by duration halves every run of nodes that takes longer than the maximum (a single
+// node longer than that stays one piece), then merges consecutive runs while a piece is below the
+// minimum and the merge stays within the maximum. Runs are timed as the step launches them: all
+// of them in order, with events between them, never one alone (alone, a run can start from a
+// state its predecessors would not leave, e.g. a kernel waiting on semaphores that a preceding
+// memset zeroes). Splitting therefore launches the whole step several times: what the graph
+// updates in place (weights, optimizer state) changes, so capture, split, then restore the state
+// if it matters. The pieces' durations are kept: the node agent learns its own, but they tell a
+// user what the split did.
 //
 // Thread safety: a GraphPieces is immutable once built; launching a piece from several threads
 // is the caller's to order. Ownership: owns its executable pieces, not the captured graph; the
@@ -61,7 +64,8 @@ class GraphPieces {
   std::size_t size() const { return pieces_.size(); }
   cudaGraphExec_t piece(std::size_t i) const { return pieces_[i].exec; }
   std::size_t node_count(std::size_t i) const { return pieces_[i].nodes; }
-  // The piece's median solo duration while splitting (0 from SplitByNodeCounts).
+  // The piece's median duration while splitting, the GPU otherwise idle (0 from
+  // SplitByNodeCounts).
   std::chrono::nanoseconds solo_duration(std::size_t i) const { return pieces_[i].solo; }
 
   // Launches every piece in order on `stream`; Internal naming the piece that failed.
