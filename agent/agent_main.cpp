@@ -14,8 +14,10 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/gpunode_publisher.h"
+#include "wavepool/agent/peer_identity.h"
 #include "wavepool/agent/simulated_gpu.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/kubeconfig.h"
@@ -37,21 +39,25 @@ struct Flags {
   std::string node_name;
   double publish_interval_s = 10;
   bool no_publish = false;
+  bool trust_register = false;
   std::string no_gpu_reason = kReasonNoGpus;  // filled in by OpenDevices
 };
 
 // --devices: auto (NVML, or no GPU with the reason), nvml, simulated:N.
 // `no_gpu_reason`: for a node left without GPUs, why (NoGpuReasonFor).
-absl::StatusOr<GpuDevicesPtr> OpenDevices(const std::string& spec, Clock& clock, bool* nvml,
-                                          std::string* no_gpu_reason) {
+// `node_name`: simulated devices derive their UUIDs from it (SimulatedGpuOptions::node_name).
+absl::StatusOr<GpuDevicesPtr> OpenDevices(const std::string& spec, const std::string& node_name,
+                                          Clock& clock, bool* nvml, std::string* no_gpu_reason) {
   *nvml = false;
   if (absl::StartsWith(spec, "simulated")) {
     SimulatedGpuOptions options;
+    options.node_name = node_name;
     if (spec != "simulated") {
       std::uint32_t n = 0;
-      if (!absl::StartsWith(spec, "simulated:") ||
-          !absl::SimpleAtoi(spec.substr(10), &n) || n < 1) {
-        return absl::InvalidArgumentError("--devices: simulated:N needs a GPU count >= 1, got " + spec);
+      if (!absl::StartsWith(spec, "simulated:") || !absl::SimpleAtoi(spec.substr(10), &n) ||
+          n < 1) {
+        return absl::InvalidArgumentError("--devices: simulated:N needs a GPU count >= 1, got " +
+                                          spec);
       }
       options.gpus = n;
     }
@@ -94,28 +100,46 @@ int Fail(const absl::Status& status) {
 // The GPUNode publisher, or nullptr when publishing is off or cannot start (no node name, no
 // Kubernetes configuration): the agent's work on the node goes on without it, and the reason is
 // logged. Failures after the start are retried by the publisher itself.
+// The Kubernetes API client (the GPUNode and the pods that workers belong to).
+absl::StatusOr<std::unique_ptr<wavepool::kube::Client>> ConnectKubernetes(const Flags& flags) {
+  absl::StatusOr<wavepool::kube::ClientConfig> config =
+      flags.kubeconfig.empty() ? wavepool::kube::InClusterConfig()
+                               : wavepool::kube::LoadKubeconfig(flags.kubeconfig);
+  if (!config.ok()) return config.status();
+  return wavepool::kube::Client::Connect(*config);
+}
+
+// Who workers are: their pods, as the API server lists them on this node (peer_identity.h).
+struct Identity {
+  PodSourcePtr pods;
+  PeerIdentityPtr peers;
+};
+
+absl::StatusOr<Identity> StartIdentity(const Flags& flags, wavepool::kube::Client* client,
+                                       Clock* clock) {
+  KubePodSourceOptions options;
+  options.node_name = flags.node_name;
+  absl::StatusOr<PodSourcePtr> pods = MakeKubePodSource(client, options, clock);
+  if (!pods.ok()) return pods.status();
+  Identity identity;
+  identity.pods = *std::move(pods);
+  identity.peers = std::make_unique<KubernetesPeerIdentity>(identity.pods.get());
+  return identity;
+}
+
 struct Publishing {
-  std::unique_ptr<wavepool::kube::Client> client;
   std::unique_ptr<GpuNodePublisher> publisher;
 };
 
-Publishing StartPublishing(const Flags& flags, Agent* agent, Clock* clock) {
+Publishing StartPublishing(const Flags& flags, Agent* agent, Clock* clock,
+                           const absl::StatusOr<std::unique_ptr<wavepool::kube::Client>>& client) {
   Publishing out;
   if (flags.no_publish) return out;
   auto off = [](const std::string& why) {
     std::cerr << "wavepool-agent: GPUNode publishing off: " << why << std::endl;
   };
-  absl::StatusOr<wavepool::kube::ClientConfig> config =
-      flags.kubeconfig.empty() ? wavepool::kube::InClusterConfig()
-                               : wavepool::kube::LoadKubeconfig(flags.kubeconfig);
-  if (!config.ok()) {
-    off(std::string(config.status().message()) + " (--kubeconfig, or --no-publish)");
-    return out;
-  }
-  absl::StatusOr<std::unique_ptr<wavepool::kube::Client>> client =
-      wavepool::kube::Client::Connect(*config);
   if (!client.ok()) {
-    off(std::string(client.status().message()));
+    off(std::string(client.status().message()) + " (--kubeconfig, or --no-publish)");
     return out;
   }
   GpuNodePublisherOptions options;
@@ -130,7 +154,6 @@ Publishing StartPublishing(const Flags& flags, Agent* agent, Clock* clock) {
     off(std::string(publisher.status().message()));
     return out;
   }
-  out.client = *std::move(client);
   out.publisher = *std::move(publisher);
   out.publisher->Start();
   return out;
@@ -152,7 +175,7 @@ int main(int argc, char** argv) {
   app.add_option("--hostname", o.hostname, "Node name for the metrics")->capture_default_str();
   app.add_option("--devices", flags.devices, "auto, nvml or simulated:N")->capture_default_str();
   app.add_option("--mps", flags.mps, "auto, on or off")->capture_default_str();
-  app.add_option("--socket-group", flags.socket_group, "Group allowed to use the socket and gates");
+  app.add_option("--socket-group", flags.socket_group, "Group allowed to use the socket");
   app.add_option("--metrics-address", o.metrics_address, "Address of /metrics ('' to disable)")
       ->capture_default_str();
   app.add_option("--metrics-port", o.metrics_port, "Port of /metrics")->capture_default_str();
@@ -179,6 +202,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_flag("--no-publish", flags.no_publish, "Do not publish the GPUNode");
+  app.add_flag("--trust-register", flags.trust_register,
+               "Believe the role, job and pod workers send in Register instead of reading them "
+               "from their pods (only where every process on the machine is trusted: "
+               "single-machine benchmarks)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -192,7 +219,8 @@ int main(int argc, char** argv) {
   o.telemetry_period = std::chrono::milliseconds(flags.telemetry_period_ms);
   if (!flags.socket_group.empty()) {
     const group* g = getgrnam(flags.socket_group.c_str());
-    if (g == nullptr) return Fail(absl::NotFoundError("--socket-group: no group " + flags.socket_group));
+    if (g == nullptr)
+      return Fail(absl::NotFoundError("--socket-group: no group " + flags.socket_group));
     o.group = g->gr_gid;
   }
   // Signals go to the thread that waits for them, not to the agent's threads.
@@ -204,20 +232,41 @@ int main(int argc, char** argv) {
 
   ClockPtr clock = MakeRealClock();
   absl::StatusOr<GpuDevicesPtr> devices =
-      OpenDevices(flags.devices, *clock, &o.nvml_devices, &flags.no_gpu_reason);
+      OpenDevices(flags.devices, flags.node_name.empty() ? HostName() : flags.node_name, *clock,
+                  &o.nvml_devices, &flags.no_gpu_reason);
   if (!devices.ok()) return Fail(devices.status());
   CommandRunnerPtr runner = MakeSystemCommandRunner();
+  absl::StatusOr<std::unique_ptr<wavepool::kube::Client>> kube =
+      flags.no_publish && flags.trust_register
+          ? absl::StatusOr<std::unique_ptr<wavepool::kube::Client>>(
+                absl::FailedPreconditionError("not needed"))
+          : ConnectKubernetes(flags);
+  Identity identity;
+  o.trust_register = flags.trust_register;
+  if (!flags.trust_register) {
+    if (!kube.ok()) {
+      return Fail(absl::FailedPreconditionError(absl::StrCat(
+          "worker identity needs the Kubernetes API (--kubeconfig, or the in-cluster service "
+          "account): ",
+          kube.status().message(),
+          "; on a machine whose every process is trusted, --trust-register")));
+    }
+    absl::StatusOr<Identity> started = StartIdentity(flags, kube->get(), clock.get());
+    if (!started.ok()) return Fail(started.status());
+    identity = *std::move(started);
+    o.identity = identity.peers.get();
+  }
   absl::StatusOr<std::unique_ptr<Agent>> agent =
       Agent::Start(o, *std::move(devices), clock.get(), runner.get());
   if (!agent.ok()) return Fail(agent.status());
   const AgentStatus status = (*agent)->Status();
   std::cout << "wavepool-agent " << o.version << " on " << o.hostname << ": " << status.devices
             << "; " << status.mps << "; socket " << (*agent)->socket_path() << "; metrics "
-            << (o.metrics_address.empty() ? std::string("off")
-                                          : o.metrics_address + ":" +
-                                                std::to_string((*agent)->metrics_port()))
+            << (o.metrics_address.empty()
+                    ? std::string("off")
+                    : o.metrics_address + ":" + std::to_string((*agent)->metrics_port()))
             << std::endl;
-  Publishing publishing = StartPublishing(flags, agent->get(), clock.get());
+  Publishing publishing = StartPublishing(flags, agent->get(), clock.get(), kube);
   int signal = 0;
   sigwait(&signals, &signal);
   std::cout << "wavepool-agent: stopping on signal " << signal << std::endl;

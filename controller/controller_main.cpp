@@ -16,7 +16,9 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "wavepool/controller/image_reference.h"
 #include "wavepool/controller/manager.h"
+#include "wavepool/controller/template_policy.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/kubeconfig.h"
@@ -78,6 +80,18 @@ int Fail(const absl::Status& status, int code) {
   return code;
 }
 
+// The flags that shape what a job's pods may be: an image that would never pull, or an allowed
+// field, account or host path that means nothing, is refused at start-up, naming the flag.
+absl::Status CheckTemplateFlags(const ManagerOptions& options) {
+  const std::string& image = options.reconciler.objects.default_image;
+  if (!image.empty()) {
+    if (absl::Status s = wavepool::controller::ParseImageReference(image).status(); !s.ok()) {
+      return absl::InvalidArgumentError("--default-image: " + std::string(s.message()));
+    }
+  }
+  return wavepool::controller::ValidateTemplatePolicyOptions(options.reconciler.template_policy);
+}
+
 void AddFlags(CLI::App& app, Flags& flags) {
   ManagerOptions& o = flags.options;
   auto& objects = o.reconciler.objects;
@@ -119,6 +133,19 @@ void AddFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
   app.add_option("--default-image", objects.default_image,
                  "Worker image for templates that name none");
+  // What a job's pod template may contain beyond the built-in list (template_policy.h).
+  auto& policy = o.reconciler.template_policy;
+  app.add_option("--allow-template-field", policy.allowed_fields,
+                 "Also allow this pod template field and all under it, e.g. "
+                 "spec.template.spec.hostIPC ([*]: any index or key); repeatable")
+      ->allow_extra_args(false);
+  app.add_option("--allow-service-account", policy.allowed_service_accounts,
+                 "Also allow serviceAccountName NAME (any namespace) or NAMESPACE/NAME; "
+                 "repeatable")
+      ->allow_extra_args(false);
+  app.add_option("--allow-host-path", policy.allowed_host_path_prefixes,
+                 "Also allow hostPath volumes under this absolute directory; repeatable")
+      ->allow_extra_args(false);
   app.add_option("--checkpoint-host-root", objects.checkpoint_host_root,
                  "Host directory for checkpoints when a template mounts none")
       ->capture_default_str();
@@ -138,6 +165,7 @@ int main(int argc, char** argv) {
   }
   ManagerOptions& options = flags.options;
   options.reconciler.heartbeat_timeout = std::chrono::seconds(flags.heartbeat_timeout_s);
+  if (absl::Status status = CheckTemplateFlags(options); !status.ok()) return Fail(status, 2);
 
   absl::StatusOr<wavepool::kube::ClientConfig> config = LoadConfig(flags.kubeconfig);
   if (!config.ok()) return Fail(config.status(), 1);

@@ -12,6 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "no_follow_fs.h"
+#include "registration_check.h"
 
 namespace wavepool::agent {
 
@@ -47,10 +49,9 @@ struct Agent::Gpu {
 namespace {
 
 constexpr std::size_t kMaxTaskMemorySamples = 1 << 16;
-
-absl::Status ErrnoError(const std::string& what) {
-  return absl::Status(absl::ErrnoToStatusCode(errno), absl::StrCat(what, ": ", std::strerror(errno)));
-}
+// Connections one pod may hold (a worker per GPU, and room for reconnections); unlimited with
+// trust_register, where every worker may be a thread of one process.
+constexpr std::size_t kMaxConnectionsPerPod = 16;
 
 }  // namespace
 
@@ -67,7 +68,12 @@ absl::Status Validate(const AgentOptions& o) {
         "sample_period: must be > 0 and no longer than control_period and telemetry_period");
   }
   if (absl::Status s = Validate(o.pacing); !s.ok()) return s;
-  return Validate(o.feedback);
+  if (absl::Status s = Validate(o.feedback); !s.ok()) return s;
+  if (o.identity == nullptr && !o.trust_register) {
+    return absl::InvalidArgumentError(
+        "identity: must be set (who a worker is, from its process), unless trust_register");
+  }
+  return absl::OkStatus();
 }
 
 Agent::Agent(AgentOptions options, GpuDevicesPtr devices, Clock* clock, CommandRunner* runner)
@@ -76,9 +82,9 @@ Agent::Agent(AgentOptions options, GpuDevicesPtr devices, Clock* clock, CommandR
       clock_(clock),
       socket_path_(options_.directory + "/agent.sock"),
       // A fresh epoch per agent start: workers of a previous agent find their gate replaced.
-      epoch_(static_cast<std::uint64_t>(
-                 std::chrono::system_clock::now().time_since_epoch().count()) ^
-             static_cast<std::uint64_t>(getpid())),
+      epoch_(
+          static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) ^
+          static_cast<std::uint64_t>(getpid())),
       mps_(
           [&] {
             MpsControl::Options mps = options_.mps;
@@ -88,7 +94,7 @@ Agent::Agent(AgentOptions options, GpuDevicesPtr devices, Clock* clock, CommandR
           runner) {}
 
 absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options, GpuDevicesPtr devices,
-                                                     Clock* clock, CommandRunner* runner) {
+                                                    Clock* clock, CommandRunner* runner) {
   if (absl::Status s = Validate(options); !s.ok()) return s;
   if (devices == nullptr || clock == nullptr || runner == nullptr) {
     return absl::InvalidArgumentError("agent: devices, clock and runner are required");
@@ -99,8 +105,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options, GpuDev
 }
 
 absl::Status Agent::Init() {
-  if (mkdir(options_.directory.c_str(), 0755) != 0 && errno != EEXIST) {
-    return ErrnoError(absl::StrCat("mkdir ", options_.directory));
+  if (absl::Status made = internal::MakeDirectoryNoFollow(options_.directory, 0755); !made.ok()) {
+    return made;
   }
   std::vector<MpsGpu> mps_gpus;
   std::vector<GpuIdentity> identities;
@@ -110,9 +116,8 @@ absl::Status Agent::Init() {
     for (const GpuInfo& info : devices_->gpus()) {
       auto gpu = std::make_unique<Gpu>();
       gpu->info = info;
-      absl::StatusOr<std::unique_ptr<GateSegment>> gate = GateSegment::Create(
-          options_.directory, info.index, options_.slots_per_gpu, epoch_, options_.mode,
-          options_.group);
+      absl::StatusOr<std::unique_ptr<GateSegment>> gate =
+          GateSegment::Create(options_.directory, info.index, options_.slots_per_gpu, epoch_);
       if (!gate.ok()) return gate.status();
       gpu->gate = *std::move(gate);
       mps_gpus.push_back({info.index, info.uuid});
@@ -140,6 +145,12 @@ absl::Status Agent::Init() {
   server.path = socket_path_;
   server.mode = options_.mode;
   server.group = options_.group;
+  if (PeerIdentity* identity = options_.trust_register ? nullptr : options_.identity) {
+    server.connection_group = [identity](const PeerCredentials& peer) {
+      return identity->ConnectionGroup(peer.pid);
+    };
+    server.max_connections_per_group = kMaxConnectionsPerPod;
+  }
   absl::StatusOr<std::unique_ptr<SocketServer>> started = SocketServer::Start(server, this);
   if (!started.ok()) return started.status();
   server_ = *std::move(started);
@@ -269,7 +280,8 @@ void Agent::AnalyzeWaves(Gpu& gpu) {
       }
       auto points = [](const Task* t) {
         return PointsFromAllocatorSamples(
-            std::vector<MemorySample>(t->memory.begin(), t->memory.end()), AllocatorField::kAllocated);
+            std::vector<MemorySample>(t->memory.begin(), t->memory.end()),
+            AllocatorField::kAllocated);
       };
       absl::StatusOr<PhaseOffset> offset = MeasurePhaseOffset(points(waves[a]), points(waves[b]));
       if (offset.ok()) summary.phase_offset = offset->offset;
@@ -304,6 +316,20 @@ void Agent::AdviseBackground(Gpu& gpu) {
   }
 }
 
+absl::Status Agent::CheckPodSlots(const WorkerIdentity& identity, const GpuInfo& gpu) const {
+  std::size_t held = 0;
+  bool holds_gpu = false;
+  for (const auto& [session, task] : tasks_) {
+    if (task->labels.namespace_name != identity.namespace_name ||
+        task->labels.pod != identity.pod) {
+      continue;
+    }
+    ++held;
+    holds_gpu = holds_gpu || task->labels.gpu == gpu.index;
+  }
+  return internal::CheckPodSlots(identity, gpu, held, holds_gpu);
+}
+
 bool Agent::HasRole(const Gpu& gpu, Role role) const {
   return std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& entry) {
     return entry.second->labels.gpu == gpu.info.index && entry.second->labels.role == role;
@@ -312,8 +338,11 @@ bool Agent::HasRole(const Gpu& gpu, Role role) const {
 
 void Agent::RepaceBackground(Gpu& gpu) {
   const bool foreground = HasRole(gpu, Role::kForeground);
+  const Foregrounds foregrounds{gpu.gate->Foregrounds()};
   for (const auto& [session, task] : tasks_) {
     if (task->labels.gpu != gpu.info.index || task->labels.role != Role::kBackground) continue;
+    // The foregrounds' hold words to obey; until it maps a new one, the background pauses.
+    (void)server_->Send(task->session, foregrounds);
     const std::uint32_t limit =
         CreditLimit(options_.pacing, Role::kBackground, task->requested_credits, foreground);
     if (limit == task->credit_limit) continue;
@@ -328,15 +357,17 @@ void Agent::SendPolicy(const Task& task) {
   policy.credit_limit = task.credit_limit;
   policy.stream_priority = StreamPriorityFor(task.labels.role);
   policy.recommended_batch_size = task.recommended_batch_size;
-  policy.reason = task.recommended_batch_size != 0
-                      ? "the foreground stays over its slowdown limit"
-                      : "a foreground task came or went";
+  policy.reason = task.recommended_batch_size != 0 ? "the foreground stays over its slowdown limit"
+                                                   : "a foreground task came or went";
   // A session that just closed drops the policy: nothing to do.
   (void)server_->Send(task.session, policy);
 }
 
 absl::StatusOr<Registered> Agent::OnRegister(SessionId session, const PeerCredentials& peer,
                                              const RegisterRequest& request) {
+  // Who the peer is, before the lock: the identity source may wait for the API server.
+  const absl::StatusOr<std::optional<WorkerIdentity>> identity =
+      internal::CheckRegister(options_.trust_register ? nullptr : options_.identity, peer, request);
   absl::MutexLock lock(&mu_);
   auto reject = [&](absl::Status status) {
     metrics_->CountRegistration(request.role, status.code() == absl::StatusCode::kResourceExhausted
@@ -344,18 +375,23 @@ absl::StatusOr<Registered> Agent::OnRegister(SessionId session, const PeerCreden
                                                   : RegistrationResult::kRejected);
     return status;
   };
+  if (!identity.ok()) return reject(identity.status());
   if (request.gpu_index >= gpus_.size()) {
-    return reject(absl::InvalidArgumentError(
-        absl::StrCat("Register.gpu_index: ", request.gpu_index, " is not a GPU of this node (it has ",
-                     gpus_.size(), ")")));
+    return reject(absl::InvalidArgumentError(absl::StrCat("Register.gpu_index: ", request.gpu_index,
+                                                          " is not a GPU of this node (it has ",
+                                                          gpus_.size(), ")")));
   }
-  for (const auto& [field, value] : {std::pair{"namespace", &request.namespace_name},
-                                     std::pair{"job", &request.job}, std::pair{"pod", &request.pod}}) {
+  for (const auto& [field, value] :
+       {std::pair{"namespace", &request.namespace_name}, std::pair{"job", &request.job},
+        std::pair{"pod", &request.pod}}) {
     if (value->empty()) {
       return reject(absl::InvalidArgumentError(absl::StrCat("Register.", field, ": empty")));
     }
   }
   Gpu& gpu = *gpus_[request.gpu_index];
+  if (identity->has_value()) {
+    if (absl::Status s = CheckPodSlots(**identity, gpu.info); !s.ok()) return reject(s);
+  }
   const bool foreground = request.role == Role::kForeground || HasRole(gpu, Role::kForeground);
   auto task = std::make_unique<Task>();
   task->session = session;
@@ -366,7 +402,8 @@ absl::StatusOr<Registered> Agent::OnRegister(SessionId session, const PeerCreden
   task->credit_limit = CreditLimit(options_.pacing, request.role, request.credit_limit, foreground);
   task->batch_size = request.batch_size;
   absl::StatusOr<SlotGrant> grant =
-      gpu.gate->Allocate(request.role, peer.pid, static_cast<std::int32_t>(task->credit_limit));
+      gpu.gate->Allocate(request.role, peer.pid, static_cast<std::int32_t>(task->credit_limit),
+                         request.worker_segment);
   if (!grant.ok()) return reject(grant.status());
   task->slot = *grant;
   absl::StatusOr<TaskMetrics*> metrics = metrics_->AddTask(task->labels);
@@ -376,8 +413,8 @@ absl::StatusOr<Registered> Agent::OnRegister(SessionId session, const PeerCreden
   }
   task->metrics = *metrics;
   if (request.role == Role::kForeground) {
-    task->feedback = std::make_unique<SlowdownFeedback>(request.max_foreground_slowdown,
-                                                        options_.feedback);
+    task->feedback =
+        std::make_unique<SlowdownFeedback>(request.max_foreground_slowdown, options_.feedback);
   } else {
     task->advisor = std::make_unique<BackgroundAdvisor>(options_.advisor_patience);
   }
@@ -390,6 +427,8 @@ absl::StatusOr<Registered> Agent::OnRegister(SessionId session, const PeerCreden
   reply.credit_limit = task->credit_limit;
   reply.mps_pipe_directory = mps_.PipeDirectory(request.gpu_index);
   reply.mps_client_priority = MpsClientPriority(request.role);
+  reply.gate = gpu.gate->descriptor();  // sealed: workers map it read-only
+  if (request.role == Role::kBackground) reply.foregrounds = gpu.gate->Foregrounds();
   tasks_[session] = std::move(task);
   metrics_->CountRegistration(request.role, RegistrationResult::kAccepted);
   if (request.role == Role::kForeground) RepaceBackground(gpu);
@@ -407,7 +446,8 @@ absl::Status Agent::OnReport(SessionId session, const Message& report) {
     if (task.feedback == nullptr) return absl::OkStatus();  // background groups: not judged
     const bool background = HasRole(gpu, Role::kBackground);
     std::vector<SensitivityChange> changes;
-    for (const OpGroupReport& group : ops->groups) task.feedback->Observe(group, background, &changes);
+    for (const OpGroupReport& group : ops->groups)
+      task.feedback->Observe(group, background, &changes);
     for (const SensitivityChange& c : changes) {
       gpu.gate->SetSensitive(task.slot.slot, c.op_group, c.sensitive);
     }
@@ -497,7 +537,7 @@ AgentStatus Agent::Status() const {
 }
 
 std::vector<MemorySample> Agent::TaskMemorySamples(GpuIndex gpu, std::int32_t pid,
-                                                  MonotonicNanos after_ns) const {
+                                                   MonotonicNanos after_ns) const {
   absl::MutexLock lock(&mu_);
   for (const auto& [session, task] : tasks_) {
     if (task->labels.gpu != gpu || task->pid != pid) continue;

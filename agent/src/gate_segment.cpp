@@ -1,11 +1,10 @@
 #include "wavepool/agent/gate_segment.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <new>
 #include <utility>
 
@@ -19,48 +18,16 @@ namespace {
 constexpr auto kFree = static_cast<std::uint32_t>(SlotState::kFree);
 constexpr auto kActive = static_cast<std::uint32_t>(SlotState::kActive);
 constexpr auto kReclaiming = static_cast<std::uint32_t>(SlotState::kReclaiming);
-
-// The temporary file of Create: unlinked, unmapped and closed unless Create succeeds.
-class PendingFile {
- public:
-  explicit PendingFile(std::string path) : path_(std::move(path)) {}
-  ~PendingFile() {
-    if (address_ != nullptr) munmap(address_, sizeof(GateFile));
-    if (fd_ >= 0) {
-      close(fd_);
-      unlink(path_.c_str());
-    }
-  }
-  PendingFile(const PendingFile&) = delete;
-  PendingFile& operator=(const PendingFile&) = delete;
-
-  std::string& path() { return path_; }
-  int fd() const { return fd_; }
-  void set_fd(int fd) { fd_ = fd; }
-  void set_address(void* address) { address_ = address; }
-  // After the rename: the file is the gate now; keep the mapping, close the descriptor.
-  GateFile* Commit() {
-    close(std::exchange(fd_, -1));
-    return static_cast<GateFile*>(std::exchange(address_, nullptr));
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  void* address_ = nullptr;
-};
-
-void ClearCounters(GateSlot& slot) {
-  slot.in_flight.store(0, std::memory_order_relaxed);
-  slot.pause.store(0, std::memory_order_relaxed);
-  slot.heartbeat_ns.store(0, std::memory_order_relaxed);
-  slot.acquired_total.store(0, std::memory_order_relaxed);
-  slot.wait_ns_total.store(0, std::memory_order_relaxed);
-  slot.paused_ns_total.store(0, std::memory_order_relaxed);
-}
+// The most credits a worker segment is believed to have in flight (read back for metrics only).
+constexpr std::int32_t kMaxReportedInFlight = 1 << 20;
 
 void ClearSensitive(GateSlot& slot) {
   for (auto& word : slot.sensitive) word.store(0, std::memory_order_relaxed);
+}
+
+// A worker's statistic as the agent reports it: a u64 that fits the metrics' signed types.
+std::uint64_t Clamped(std::uint64_t value) {
+  return std::min<std::uint64_t>(value, std::numeric_limits<std::int64_t>::max());
 }
 
 }  // namespace
@@ -68,8 +35,7 @@ void ClearSensitive(GateSlot& slot) {
 absl::StatusOr<std::unique_ptr<GateSegment>> GateSegment::Create(const std::string& directory,
                                                                  std::uint32_t gpu_index,
                                                                  std::uint32_t slots,
-                                                                 std::uint64_t epoch, mode_t mode,
-                                                                 gid_t group) {
+                                                                 std::uint64_t epoch) {
   if (directory.empty()) {
     return absl::InvalidArgumentError("gate directory: must not be empty");
   }
@@ -78,68 +44,83 @@ absl::StatusOr<std::unique_ptr<GateSegment>> GateSegment::Create(const std::stri
     return absl::InvalidArgumentError(absl::StrFormat(
         "create gate %s: slots must be in 1..%u, got %u", path, kMaxSlotsPerGpu, slots));
   }
-  const std::string context = absl::StrCat("create gate ", path, ": ");
-  // Call right after the failed syscall: errno is read before anything can allocate.
-  auto failed = [&context](const char* syscall, const std::string& object) {
-    const int err = errno;
-    return absl::ErrnoToStatus(err, absl::StrCat(context, syscall, " ", object));
-  };
-  PendingFile pending(absl::StrCat(directory, "/.gpu-", gpu_index, ".gate.XXXXXX"));
-  pending.set_fd(mkostemp(pending.path().data(), O_CLOEXEC));
-  if (pending.fd() < 0) return failed("mkostemp", pending.path());
-  if (ftruncate(pending.fd(), sizeof(GateFile)) != 0) return failed("ftruncate", pending.path());
-  void* address =
-      mmap(nullptr, sizeof(GateFile), PROT_READ | PROT_WRITE, MAP_SHARED, pending.fd(), 0);
-  if (address == MAP_FAILED) return failed("mmap", pending.path());
-  pending.set_address(address);
-  // ftruncate zero-filled the file: every slot is kFree with generation 0, every counter 0.
-  // Placement new begins the objects' lifetime without writing (the atomics' default
-  // constructors are trivial).
-  GateFile* file = new (address) GateFile;
+  const std::string what = absl::StrCat("create gate ", path);
+  absl::StatusOr<UniqueFd> fd =
+      CreateSealableSegment(absl::StrCat("wavepool-gpu-", gpu_index, ".gate"), sizeof(GateFile));
+  if (!fd.ok())
+    return absl::Status(fd.status().code(), absl::StrCat(what, ": ", fd.status().message()));
+  absl::StatusOr<std::unique_ptr<Mapping>> control =
+      Mapping::Map(fd->get(), sizeof(GateFile), /*writable=*/true, what);
+  if (!control.ok()) return control.status();
+  // ftruncate zero-filled the segment: every slot is kFree with generation 0. Placement new
+  // begins the objects' lifetime without writing (the atomics' default constructors are trivial).
+  GateFile* file = new ((*control)->data()) GateFile;
   file->header.magic = kGateMagic;
   file->header.layout_version = kGateLayoutVersion;
   file->header.slot_count = slots;
   file->header.epoch = epoch;
   file->header.gpu_index = gpu_index;
-  if (fchmod(pending.fd(), mode) != 0) return failed("fchmod", pending.path());
-  if (group != static_cast<gid_t>(-1) && fchown(pending.fd(), static_cast<uid_t>(-1), group) != 0) {
-    return failed("fchown", pending.path());
-  }
-  if (fsync(pending.fd()) != 0) return failed("fsync", pending.path());
-  struct stat st;
-  if (fstat(pending.fd(), &st) != 0) return failed("fstat", pending.path());
-  // The rename publishes the complete file atomically (it replaces a stale gate, whose mappings
-  // keep the old inode).
-  const std::string renaming = absl::StrCat(pending.path(), " to ", path);
-  if (rename(pending.path().c_str(), path.c_str()) != 0) return failed("rename", renaming);
-  pending.Commit();
-  return std::unique_ptr<GateSegment>(new GateSegment(path, file, st.st_dev, st.st_ino));
+  // Before any worker can receive it: from now on this mapping is the only writable one.
+  if (absl::Status sealed = SealAgainstNewWriters(fd->get(), what); !sealed.ok()) return sealed;
+  return std::unique_ptr<GateSegment>(
+      new GateSegment(path, *std::move(control), ShareFd(*std::move(fd))));
 }
 
-GateSegment::GateSegment(std::string path, GateFile* file, dev_t device, ino_t inode)
+GateSegment::GateSegment(std::string path, std::unique_ptr<Mapping> control, SharedFd descriptor)
     : path_(std::move(path)),
-      file_(file),
-      device_(device),
-      inode_(inode),
-      gpu_index_(file->header.gpu_index),
-      slot_count_(file->header.slot_count),
-      epoch_(file->header.epoch) {}
+      control_(std::move(control)),
+      descriptor_(std::move(descriptor)),
+      file_(static_cast<GateFile*>(control_->data())),
+      gpu_index_(file_->header.gpu_index),
+      slot_count_(file_->header.slot_count),
+      epoch_(file_->header.epoch) {}
 
-GateSegment::~GateSegment() {
-  munmap(file_, sizeof(GateFile));
-  if (!remove_file_.load()) return;
-  struct stat st;
-  if (stat(path_.c_str(), &st) == 0 && st.st_dev == device_ && st.st_ino == inode_) {
-    unlink(path_.c_str());
-  }
-}
+GateSegment::~GateSegment() = default;
 
 GateSlot* GateSegment::SlotOrNull(std::uint32_t slot) const {
   return slot < slot_count_ ? &file_->slots[slot] : nullptr;
 }
 
+absl::StatusOr<GateSegment::Worker> GateSegment::MapWorker(const SharedFd& fd) const {
+  auto refuse = [this](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gate ", path_, ": allocate: Register.worker_segment: ", why));
+  };
+  if (fd == nullptr || !fd->valid()) return refuse("no descriptor");
+  // Sealed against shrinking (no SIGBUS for the agent or anyone reading it) and against new
+  // writers (only the worker that created it can write it).
+  if (absl::Status sealed = CheckSealed(fd->get(), sizeof(WorkerSegment), "segment");
+      !sealed.ok()) {
+    return refuse(std::string(sealed.message()));
+  }
+  struct stat st;
+  if (fstat(fd->get(), &st) != 0) return refuse(absl::StrCat("fstat: errno ", errno));
+  struct stat control;
+  if (fstat(descriptor_->get(), &control) == 0 && control.st_dev == st.st_dev &&
+      control.st_ino == st.st_ino) {
+    return refuse("is the gate's control segment");
+  }
+  // Another worker's segment (a background was given the foregrounds') is not this worker's.
+  for (std::uint32_t i = 0; i < slot_count_; ++i) {
+    const Worker& other = workers_[i];
+    if (other.mapping != nullptr && other.device == st.st_dev && other.inode == st.st_ino) {
+      return refuse(absl::StrCat("is the segment of slot ", i));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Mapping>> mapping =
+      Mapping::Map(fd->get(), sizeof(WorkerSegment), /*writable=*/false, "worker segment");
+  if (!mapping.ok()) return refuse(std::string(mapping.status().message()));
+  Worker worker;
+  worker.fd = fd;
+  worker.mapping = *std::move(mapping);
+  worker.device = st.st_dev;
+  worker.inode = st.st_ino;
+  return worker;
+}
+
 absl::StatusOr<SlotGrant> GateSegment::Allocate(Role role, std::int32_t pid,
-                                                std::int32_t credit_limit) {
+                                                std::int32_t credit_limit,
+                                                const SharedFd& worker_segment) {
   if (role != Role::kForeground && role != Role::kBackground) {
     return absl::InvalidArgumentError(
         absl::StrFormat("gate %s: allocate: unknown role %d", path_, static_cast<int>(role)));
@@ -148,22 +129,28 @@ absl::StatusOr<SlotGrant> GateSegment::Allocate(Role role, std::int32_t pid,
     return absl::InvalidArgumentError(absl::StrFormat(
         "gate %s: allocate: credit limit must be >= 0, got %d", path_, credit_limit));
   }
-  std::lock_guard<std::mutex> lock(allocate_mu_);
+  absl::MutexLock lock(&mu_);
   for (std::uint32_t i = 0; i < slot_count_; ++i) {
     GateSlot& slot = file_->slots[i];
     if (slot.state.load(std::memory_order_acquire) != kFree) continue;
+    absl::StatusOr<Worker> worker = MapWorker(worker_segment);
+    if (!worker.ok()) return worker.status();
+    workers_[i] = *std::move(worker);
     // The generation first: a stale gate still mapping this slot is revoked before anything else
     // changes (seq_cst, like Reclaim's bump).
     const std::uint32_t generation = slot.generation.fetch_add(1, std::memory_order_seq_cst) + 1;
-    // A revoked foreground that raced Reclaim may have set its bit again after it: clear it.
-    file_->header.foreground_hold.fetch_and(~(1u << i), std::memory_order_seq_cst);
     slot.role.store(static_cast<std::uint32_t>(role), std::memory_order_relaxed);
     slot.pid.store(pid, std::memory_order_relaxed);
     slot.credit_limit.store(credit_limit, std::memory_order_relaxed);
-    ClearCounters(slot);
+    slot.pause.store(0, std::memory_order_relaxed);
     ClearSensitive(slot);
     // Release: a worker's Attach that sees kActive (acquire) sees every field written above.
     slot.state.store(kActive, std::memory_order_release);
+    if (role == Role::kForeground) {
+      // seq_cst: from here on every background either sees this foreground's hold or, until it
+      // has mapped the segment, pauses (LaunchGate's fail-safe).
+      file_->header.foreground_slots.fetch_or(1u << i, std::memory_order_seq_cst);
+    }
     return SlotGrant{i, generation};
   }
   return absl::ResourceExhaustedError(
@@ -173,17 +160,19 @@ absl::StatusOr<SlotGrant> GateSegment::Allocate(Role role, std::int32_t pid,
 void GateSegment::Reclaim(std::uint32_t slot_index) {
   GateSlot* slot = SlotOrNull(slot_index);
   if (slot == nullptr) return;
-  std::lock_guard<std::mutex> lock(allocate_mu_);
+  absl::MutexLock lock(&mu_);
   if (slot->state.load(std::memory_order_acquire) != kActive) return;
   slot->state.store(kReclaiming, std::memory_order_seq_cst);
-  // Revoke the old owner first: from here on a live but abandoned gate writes nothing here.
+  // Its hold stops counting first, then the old owner is revoked.
+  file_->header.foreground_slots.fetch_and(~(1u << slot_index), std::memory_order_seq_cst);
   slot->generation.fetch_add(1, std::memory_order_seq_cst);
-  file_->header.foreground_hold.fetch_and(~(1u << slot_index), std::memory_order_seq_cst);
-  slot->in_flight.store(0, std::memory_order_seq_cst);
   slot->pause.store(0, std::memory_order_seq_cst);
   ClearSensitive(*slot);
   slot->pid.store(0, std::memory_order_relaxed);
   slot->state.store(kFree, std::memory_order_release);
+  // The worker's mapping stays until the slot is allocated again: its statistics stay readable.
+  // The descriptor goes now (it is never handed out again).
+  workers_[slot_index].fd.reset();
 }
 
 void GateSegment::SetCreditLimit(std::uint32_t slot, std::int32_t limit) {
@@ -232,30 +221,58 @@ SlotSnapshot GateSegment::Read(std::uint32_t slot) const {
   SlotSnapshot snapshot;
   const GateSlot* s = SlotOrNull(slot);
   if (s == nullptr) return snapshot;
-  // Each field is read on its own; a snapshot is not atomic as a whole.
+  // The agent's own fields. Each is read on its own; a snapshot is not atomic as a whole.
   snapshot.state = static_cast<SlotState>(s->state.load(std::memory_order_acquire));
   snapshot.generation = s->generation.load(std::memory_order_relaxed);
   snapshot.role = static_cast<Role>(s->role.load(std::memory_order_relaxed));
   snapshot.pid = s->pid.load(std::memory_order_relaxed);
   snapshot.credit_limit = s->credit_limit.load(std::memory_order_relaxed);
-  // seq_cst: an agent (or a foreground) that raised a pause with a seq_cst write and then reads
-  // a background's in_flight here completes the handshake of LaunchGate::TryAcquire: a zero
-  // means no launch group of that worker runs, and none starts until the pause is lowered.
-  snapshot.in_flight = s->in_flight.load(std::memory_order_seq_cst);
-  const std::uint32_t hold = file_->header.foreground_hold.load(std::memory_order_seq_cst);
+  absl::MutexLock lock(&mu_);
+  const WorkerSegment* w = workers_[slot].segment();
+  if (w == nullptr) return snapshot;
+  // The worker's, untrusted: clamped, for metrics, status and detection only. seq_cst: an agent
+  // (or a foreground) that raised a pause with a seq_cst write and then reads a background's
+  // in_flight here completes the handshake of LaunchGate::TryAcquire: a zero means no launch
+  // group of that (cooperating) worker runs, and none starts until the pause is lowered.
+  // A reclaimed slot's credits and hold count no more, whatever its old worker still writes.
+  const bool active = snapshot.state == SlotState::kActive;
+  snapshot.in_flight =
+      active ? std::clamp(w->in_flight.load(std::memory_order_seq_cst), 0, kMaxReportedInFlight)
+             : 0;
   snapshot.pause = snapshot.role == Role::kForeground
-                       ? ((hold >> slot) & 1) != 0
+                       ? active && w->hold.load(std::memory_order_seq_cst) != 0
                        : s->pause.load(std::memory_order_seq_cst) != 0;
-  snapshot.heartbeat_ns = s->heartbeat_ns.load(std::memory_order_relaxed);
-  snapshot.acquired_total = s->acquired_total.load(std::memory_order_relaxed);
-  snapshot.wait_ns_total = s->wait_ns_total.load(std::memory_order_relaxed);
-  snapshot.paused_ns_total = s->paused_ns_total.load(std::memory_order_relaxed);
+  snapshot.heartbeat_ns =
+      std::max<std::int64_t>(0, w->heartbeat_ns.load(std::memory_order_relaxed));
+  snapshot.acquired_total = Clamped(w->acquired_total.load(std::memory_order_relaxed));
+  snapshot.wait_ns_total = Clamped(w->wait_ns_total.load(std::memory_order_relaxed));
+  snapshot.paused_ns_total = Clamped(w->paused_ns_total.load(std::memory_order_relaxed));
   return snapshot;
 }
 
 std::uint32_t GateSegment::ForegroundHold() const {
-  return static_cast<std::uint32_t>(
-      __builtin_popcount(file_->header.foreground_hold.load(std::memory_order_acquire)));
+  std::uint32_t held = 0;
+  std::uint32_t foreground = file_->header.foreground_slots.load(std::memory_order_acquire);
+  absl::MutexLock lock(&mu_);
+  while (foreground != 0) {
+    const int slot = __builtin_ctz(foreground);
+    foreground &= foreground - 1;
+    const WorkerSegment* w = workers_[slot].segment();
+    if (w != nullptr && w->hold.load(std::memory_order_acquire) != 0) ++held;
+  }
+  return held;
+}
+
+std::vector<ForegroundSegment> GateSegment::Foregrounds() const {
+  std::vector<ForegroundSegment> segments;
+  const std::uint32_t foreground = file_->header.foreground_slots.load(std::memory_order_acquire);
+  absl::MutexLock lock(&mu_);
+  for (std::uint32_t i = 0; i < slot_count_; ++i) {
+    if (((foreground >> i) & 1) == 0 || workers_[i].fd == nullptr) continue;
+    segments.push_back(
+        {i, file_->slots[i].generation.load(std::memory_order_relaxed), workers_[i].fd});
+  }
+  return segments;
 }
 
 }  // namespace wavepool::agent

@@ -12,9 +12,12 @@
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/core_types.h"
 #include "wavepool/kube/typed_client.h"
+#include "worker_strings.h"
 
 namespace wavepool::agent {
 namespace {
+
+double Finite(double value) { return std::isfinite(value) ? value : 0; }
 
 std::int64_t ClampBytes(std::uint64_t bytes) {
   return static_cast<std::int64_t>(
@@ -35,12 +38,13 @@ std::optional<api::TrainingProgress> ToApiProgress(const TaskStatus& task) {
   api::TrainingProgress progress;
   progress.step = static_cast<std::int64_t>(std::min<std::uint64_t>(
       task.last_iteration->iteration, std::numeric_limits<std::int64_t>::max()));
-  progress.iteration_seconds = task.last_iteration->seconds;
+  progress.iteration_seconds = Finite(task.last_iteration->seconds);
   // A 0 s iteration has no meaningful throughput (and JSON has no infinity).
   const double rate =
       static_cast<double>(task.last_iteration->samples) / task.last_iteration->seconds;
   if (task.last_iteration->seconds > 0 && std::isfinite(rate)) progress.samples_per_second = rate;
-  progress.foreground_slowdown = task.role == Role::kForeground ? task.foreground_slowdown : 0;
+  progress.foreground_slowdown =
+      task.role == Role::kForeground ? Finite(task.foreground_slowdown) : 0;
   return progress;
 }
 
@@ -50,14 +54,14 @@ api::GpuStatus ToApiGpu(const GpuStatus& gpu) {
   out.uuid = gpu.info.uuid;
   out.model = gpu.info.name;
   out.memory_bytes = ClampBytes(gpu.info.memory_total_bytes);
-  out.occupancy.foreground = gpu.foreground_sm_occupancy.value_or(0);
-  out.occupancy.background = gpu.background_sm_occupancy.value_or(0);
+  out.occupancy.foreground = Finite(gpu.foreground_sm_occupancy.value_or(0));
+  out.occupancy.background = Finite(gpu.background_sm_occupancy.value_or(0));
   if (gpu.memory_wave) {
     api::MemoryWave wave;
     wave.peak_bytes = ClampBytes(gpu.memory_wave->peak_bytes);
     wave.trough_bytes = ClampBytes(gpu.memory_wave->trough_bytes);
-    wave.period_seconds = gpu.memory_wave->period.count();
-    wave.phase_offset_seconds = gpu.phase_offset.value_or(Seconds(0)).count();
+    wave.period_seconds = Finite(gpu.memory_wave->period.count());
+    wave.phase_offset_seconds = Finite(gpu.phase_offset.value_or(Seconds(0)).count());
     // Without a capacity the analysis has no headroom; the GPU's memory minus the peak is it.
     wave.headroom_bytes = gpu.memory_wave->headroom_bytes.value_or(
         ClampBytes(gpu.info.memory_total_bytes) - wave.peak_bytes);
@@ -71,6 +75,22 @@ api::GpuStatus ToApiGpu(const GpuStatus& gpu) {
 }
 
 }  // namespace
+
+std::vector<std::string> DropUnpublishableTasks(AgentStatus* snapshot) {
+  std::vector<std::string> dropped;
+  for (GpuStatus& gpu : snapshot->gpus) {
+    auto bad = [&](const TaskStatus& task) {
+      absl::Status valid = internal::ValidateTaskNames(task.namespace_name, task.job, task.pod);
+      if (!valid.ok()) {
+        dropped.push_back(absl::StrCat("GPU ", gpu.info.index, " task of pid ", task.pid,
+                                       " left out: ", valid.message()));
+      }
+      return !valid.ok();
+    };
+    gpu.tasks.erase(std::remove_if(gpu.tasks.begin(), gpu.tasks.end(), bad), gpu.tasks.end());
+  }
+  return dropped;
+}
 
 std::string NoGpuReasonFor(const absl::Status& nvml_error) {
   // OpenNvmlDevices: "dlopen <lib>: ...", "<lib>: missing symbol ...", "nvmlInit_v2: ..." mean
@@ -175,8 +195,31 @@ absl::StatusOr<api::GpuNode> GpuNodePublisher::ReadOrCreate() {
 }
 
 absl::StatusOr<api::GpuNode> GpuNodePublisher::Publish() {
+  try {
+    return PublishOnce();
+  } catch (const std::exception& e) {
+    // The JSON library throws on what it cannot encode (invalid UTF-8 in a string): a failed
+    // publish like any other, never the end of the publishing thread.
+    const absl::Status error = absl::InternalError(
+        absl::StrCat("GPUNode ", options_.node_name, ": publish failed: ", e.what()));
+    RecordFailure(error);
+    return error;
+  }
+}
+
+void GpuNodePublisher::RecordFailure(const absl::Status& error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++state_.failures;
+  ++state_.consecutive_failures;
+  state_.last_error = error;
+}
+
+absl::StatusOr<api::GpuNode> GpuNodePublisher::PublishOnce() {
   std::lock_guard<std::mutex> publish_lock(publish_mu_);
-  const AgentStatus snapshot = snapshot_();
+  AgentStatus snapshot = snapshot_();
+  for (const std::string& dropped : DropUnpublishableTasks(&snapshot)) {
+    Log(absl::StrCat("GPUNode ", options_.node_name, ": ", dropped));
+  }
   const auto now = options_.wall_clock ? options_.wall_clock() : std::chrono::system_clock::now();
   kube::TypedClient<api::GpuNode> gpunodes(client_);
   absl::Status error;
@@ -215,10 +258,7 @@ absl::StatusOr<api::GpuNode> GpuNodePublisher::Publish() {
                                           error.message(), " after ", attempt + 1, " attempts"));
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  ++state_.failures;
-  ++state_.consecutive_failures;
-  state_.last_error = error;
+  RecordFailure(error);
   return error;
 }
 

@@ -1,6 +1,8 @@
 #include "wavepool/agent/mps_control.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "no_follow_fs.h"
 
 namespace wavepool::agent {
 namespace {
@@ -17,12 +20,22 @@ std::string Trimmed(std::string text) {
   return std::string(absl::StripTrailingAsciiWhitespace(text));
 }
 
-bool MakeDirectories(const std::string& path) {
-  size_t pos = 0;
-  while ((pos = path.find('/', pos + 1)) != std::string::npos) {
-    mkdir(path.substr(0, pos).c_str(), 0755);
-  }
-  return mkdir(path.c_str(), 0755) == 0 || errno == EEXIST;
+// The files a control daemon keeps in its pipe directory.
+constexpr const char* kControlFiles[] = {"control", "control_lock", "control_privileged"};
+
+// Whether `pipe_directory` holds a daemon's control pipe (a FIFO, not followed if a link).
+bool HasControlPipe(const std::string& pipe_directory) {
+  struct stat st;
+  const std::string control = pipe_directory + "/control";
+  return lstat(control.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+// Removes a dead daemon's control files so that a new one can start; never through a link.
+void RemoveStaleControlFiles(const std::string& pipe_directory) {
+  const int fd = open(pipe_directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  for (const char* name : kControlFiles) unlinkat(fd, name, 0);
+  close(fd);
 }
 
 }  // namespace
@@ -53,11 +66,17 @@ void MpsControl::Start(const std::vector<MpsGpu>& gpus) {
     return;
   }
   for (const MpsGpu& gpu : gpus) {
-    const std::string base = absl::StrCat(options_.directory, "/mps/", gpu.index);
-    if (!MakeDirectories(base + "/pipe") || !MakeDirectories(base + "/log")) {
-      errors_[gpu.index] = absl::StrCat("mkdir ", base, ": ", std::strerror(errno));
+    const std::string relative = absl::StrCat("mps/", gpu.index);
+    const std::string base = absl::StrCat(options_.directory, "/", relative);
+    absl::Status made =
+        internal::MakeDirectoriesUnder(options_.directory, relative + "/pipe", 0755);
+    if (made.ok())
+      made = internal::MakeDirectoriesUnder(options_.directory, relative + "/log", 0755);
+    if (!made.ok()) {
+      errors_[gpu.index] = std::string(made.message());
       continue;
     }
+    if (Adopt(gpu, base + "/pipe")) continue;
     absl::StatusOr<CommandResult> result =
         runner_->Run({options_.control_program, "-d"}, Environment(gpu), "");
     if (!result.ok()) {
@@ -80,6 +99,21 @@ void MpsControl::Stop() {
   pipes_.clear();
 }
 
+// A daemon left by a previous agent (it crashed or was restarted) still serves its clients:
+// adopting it keeps them running and MPS reported on. One that does not answer is stale.
+bool MpsControl::Adopt(const MpsGpu& gpu, const std::string& pipe_directory) {
+  if (!HasControlPipe(pipe_directory)) return false;
+  absl::StatusOr<CommandResult> probe =
+      runner_->Run({options_.control_program}, Environment(gpu), "get_server_list\n");
+  if (probe.ok() && probe->exit_status == 0) {
+    pipes_[gpu.index] = pipe_directory;
+    ++adopted_;
+    return true;
+  }
+  RemoveStaleControlFiles(pipe_directory);
+  return false;
+}
+
 std::string MpsControl::PipeDirectory(std::uint32_t gpu_index) const {
   auto it = pipes_.find(gpu_index);
   return it == pipes_.end() ? std::string() : it->second;
@@ -88,6 +122,7 @@ std::string MpsControl::PipeDirectory(std::uint32_t gpu_index) const {
 std::string MpsControl::Status() const {
   if (!off_reason_.empty() && errors_.empty()) return absl::StrCat("MPS off: ", off_reason_);
   std::string status = absl::StrCat("MPS on ", pipes_.size(), " of ", gpus_.size(), " GPUs");
+  if (adopted_ > 0) absl::StrAppend(&status, " (", adopted_, " adopted from a previous agent)");
   for (const auto& [gpu, error] : errors_) absl::StrAppend(&status, "; GPU ", gpu, ": ", error);
   return status;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -71,8 +72,20 @@ absl::Status ValidateGroup(const OpGroupSpec& g) {
   return absl::OkStatus();
 }
 
-std::string SimulatedUuid(std::uint64_t seed, std::uint32_t index) {
-  std::uint64_t state = seed ^ (0xA24BAED4963EE407ull * (index + 1));
+// 64-bit FNV-1a: stable across platforms and releases (std::hash is neither), so a node's UUIDs
+// survive an agent upgrade.
+std::uint64_t Fnv1a64(std::string_view text) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+std::string SimulatedUuid(std::uint64_t seed, std::string_view node_name, std::uint32_t index) {
+  std::uint64_t node = Fnv1a64(node_name);
+  std::uint64_t state = SplitMix64(node) ^ seed ^ (0xA24BAED4963EE407ull * (index + 1));
   const std::uint64_t h = SplitMix64(state);
   return absl::StrFormat("GPU-sim-%04x-%04x-%04x-%012x", index, (h >> 48) & 0xFFFF,
                          (h >> 32) & 0xFFFF, h & 0xFFFFFFFFFFFFull);
@@ -89,7 +102,8 @@ absl::StatusOr<std::unique_ptr<SimulatedGpus>> SimulatedGpus::Create(
 SimulatedGpus::SimulatedGpus(Clock& clock, const SimulatedGpuOptions& options)
     : clock_(clock), options_(options), created_ns_(clock.Now()), rng_state_(options.seed) {
   for (std::uint32_t i = 0; i < options.gpus; ++i) {
-    gpus_.push_back({i, SimulatedUuid(options.seed, i), options.name, options.memory_bytes, {}});
+    const std::string uuid = SimulatedUuid(options.seed, options.node_name, i);
+    gpus_.push_back({i, uuid, options.name, options.memory_bytes, {}});
     engines_.push_back(std::make_unique<SimulatedGpuEngine>(
         options.interference, options.memory_bytes, options.history.count(), created_ns_));
   }

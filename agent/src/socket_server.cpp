@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -55,6 +56,7 @@ class SocketServer::Loop {
     SessionId id = 0;
     int fd = -1;
     PeerCredentials peer;
+    std::string group;  // Options::connection_group
     FrameReader reader;
     std::uint32_t expected_in = 1;
     std::uint32_t next_out = 1;
@@ -62,6 +64,9 @@ class SocketServer::Loop {
     bool writing = false;  // EPOLLOUT is armed
     std::string output;
     std::size_t written = 0;
+    std::uint64_t stream_position = 0;  // bytes sent over the connection's life
+    OutgoingDescriptors outgoing_fds;   // travel with Registered and Foregrounds
+    std::deque<UniqueFd> received_fds;  // arrived, not yet adopted by Register
   };
 
   // Each of these returns false once it closed `c` (which is then destroyed).
@@ -69,7 +74,7 @@ class SocketServer::Loop {
   bool ProcessFrames(Connection& c);
   bool HandleFrame(Connection& c, Frame& frame);
   bool Register(Connection& c, const RegisterRequest& request);
-  bool Queue(Connection& c, std::string frame);
+  bool Queue(Connection& c, std::string frame, std::vector<SharedFd> fds = {});
   bool Flush(Connection& c);
   bool Fail(Connection& c, const absl::Status& error, bool protocol_error = false);
   void Close(Connection& c, bool said_goodbye);
@@ -86,6 +91,8 @@ class SocketServer::Loop {
   const internal::UnixListener listener_;
   const int epoll_fd_;
   std::unordered_map<SessionId, std::unique_ptr<Connection>> connections_;
+  std::unordered_map<std::string, std::size_t> group_connections_;
+  std::size_t unregistered_ = 0;
   std::deque<std::pair<SteadyClock::time_point, SessionId>> register_deadlines_;
   SessionId next_id_ = kWakeToken + 1;
   bool accept_paused_ = false;
@@ -187,14 +194,22 @@ void SocketServer::Loop::Admit(int fd) {
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0) {
     c->peer = {credentials.pid, credentials.uid, credentials.gid};
   }
-  if (connections_.size() >= server_->options_.max_connections) {
+  const Options& o = server_->options_;
+  c->group = o.connection_group ? o.connection_group(c->peer) : absl::StrCat("pid:", c->peer.pid);
+  std::string refused;
+  if (connections_.size() >= o.max_connections) {
+    refused = absl::StrCat("the agent serves at most ", o.max_connections, " connections");
+  } else if (auto group = group_connections_.find(c->group);
+             group != group_connections_.end() && group->second >= o.max_connections_per_group) {
+    refused = absl::StrCat("at most ", o.max_connections_per_group, " connections from ", c->group);
+  } else if (unregistered_ >= o.max_unregistered) {
+    refused = absl::StrCat(o.max_unregistered, " connections have not registered yet");
+  }
+  if (!refused.empty()) {
     // Not admitted: answer (best-effort) and close without a session.
-    Log(*c, absl::StrCat("refused: ", server_->options_.max_connections,
-                         " connections are open already"));
-    absl::StatusOr<std::string> error = EncodeFrame(
-        ToErrorReply(absl::ResourceExhaustedError(absl::StrCat(
-            "the agent serves at most ", server_->options_.max_connections, " connections"))),
-        1);
+    Log(*c, absl::StrCat("refused: ", refused));
+    absl::StatusOr<std::string> error =
+        EncodeFrame(ToErrorReply(absl::ResourceExhaustedError(refused)), 1);
     if (error.ok()) (void)send(fd, error->data(), error->size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     close(fd);
     return;
@@ -208,6 +223,8 @@ void SocketServer::Loop::Admit(int fd) {
     return;
   }
   register_deadlines_.emplace_back(SteadyClock::now() + server_->options_.register_timeout, c->id);
+  ++group_connections_[c->group];
+  ++unregistered_;
   connections_.emplace(c->id, std::move(c));
   server_->connection_count_.store(connections_.size(), std::memory_order_relaxed);
 }
@@ -215,6 +232,11 @@ void SocketServer::Loop::Admit(int fd) {
 void SocketServer::Loop::Close(Connection& c, bool said_goodbye) {
   const SessionId id = c.id;
   const bool registered = c.registered;
+  if (!registered) --unregistered_;
+  if (auto group = group_connections_.find(c.group);
+      group != group_connections_.end() && --group->second == 0) {
+    group_connections_.erase(group);
+  }
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
   close(c.fd);
   connections_.erase(id);  // destroys c
@@ -231,7 +253,8 @@ void SocketServer::Loop::Close(Connection& c, bool said_goodbye) {
 bool SocketServer::Loop::OnReadable(Connection& c) {
   char buffer[kReadChunkBytes];
   for (int reads = 0; reads < kReadsPerEvent; ++reads) {
-    const ssize_t n = recv(c.fd, buffer, sizeof buffer, 0);
+    bool truncated = false;
+    const long n = ReceiveWithDescriptors(c.fd, buffer, sizeof buffer, &c.received_fds, &truncated);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
@@ -244,8 +267,26 @@ bool SocketServer::Loop::OnReadable(Connection& c) {
       Close(c, false);
       return false;
     }
+    // Only Register carries a descriptor: more than one waiting is a worker stuffing the agent's
+    // descriptor table.
+    if (truncated || c.received_fds.size() > 1) {
+      return Fail(c,
+                  absl::InvalidArgumentError(
+                      absl::StrCat("descriptors: ", c.received_fds.size(), truncated ? "+" : "",
+                                   " received; only Register carries one (its worker segment)")),
+                  /*protocol_error=*/true);
+    }
     c.reader.Append(std::string_view(buffer, static_cast<std::size_t>(n)));
     if (!ProcessFrames(c)) return false;
+    // What is left is a partial frame: before Register it must stay small.
+    if (!c.registered && c.reader.buffered_bytes() > server_->options_.max_unregistered_bytes) {
+      return Fail(
+          c,
+          absl::InvalidArgumentError(absl::StrCat(
+              c.reader.buffered_bytes(), " bytes before Register (a Register takes at most ",
+              server_->options_.max_unregistered_bytes, ")")),
+          /*protocol_error=*/true);
+    }
     if (static_cast<std::size_t>(n) < sizeof buffer) return true;
   }
   return true;
@@ -276,6 +317,9 @@ bool SocketServer::Loop::HandleFrame(Connection& c, Frame& frame) {
         return Fail(c, absl::FailedPreconditionError("Register: the session is registered already"),
                     /*protocol_error=*/true);
       }
+      if (absl::Status adopted = AdoptDescriptors(&frame.message, &c.received_fds); !adopted.ok()) {
+        return Fail(c, adopted, /*protocol_error=*/true);
+      }
       return Register(c, std::get<RegisterRequest>(frame.message));
     case MessageType::kReportOps:
     case MessageType::kReportMemory:
@@ -285,9 +329,16 @@ bool SocketServer::Loop::HandleFrame(Connection& c, Frame& frame) {
     case MessageType::kRegistered:
     case MessageType::kError:
     case MessageType::kPolicy:
+    case MessageType::kForegrounds:
       return Fail(
           c, absl::InvalidArgumentError(absl::StrCat(name, ": only the agent sends this message")),
           /*protocol_error=*/true);
+  }
+  if (!c.received_fds.empty()) {
+    return Fail(c,
+                absl::InvalidArgumentError(
+                    absl::StrCat(name, ": sent with a descriptor; only Register carries one")),
+                /*protocol_error=*/true);
   }
   if (!c.registered) {
     return Fail(c,
@@ -319,19 +370,24 @@ bool SocketServer::Loop::Register(Connection& c, const RegisterRequest& request)
     return Fail(c, registered.status());
   }
   c.registered = true;  // from here on OnClosed is owed
+  --unregistered_;
   absl::StatusOr<std::string> frame = EncodeFrame(*registered, c.next_out);
-  if (!frame.ok()) {
-    return Fail(c, absl::InternalError(absl::StrCat("the agent's Registered does not encode: ",
-                                                    frame.status().message())));
+  absl::StatusOr<std::vector<SharedFd>> fds = DescriptorsOf(*registered);
+  if (!frame.ok() || !fds.ok()) {
+    return Fail(c, absl::InternalError(
+                       absl::StrCat("the agent's Registered does not encode: ",
+                                    (frame.ok() ? fds.status() : frame.status()).message())));
   }
-  return Queue(c, std::move(*frame)) && Flush(c);
+  return Queue(c, std::move(*frame), *std::move(fds)) && Flush(c);
 }
 
 // --- Output ------------------------------------------------------------------------------------
 
-bool SocketServer::Loop::Queue(Connection& c, std::string frame) {
+bool SocketServer::Loop::Queue(Connection& c, std::string frame, std::vector<SharedFd> fds) {
   PatchSequence(frame, c.next_out);
   c.next_out = NextSequence(c.next_out);
+  // The descriptors travel with the frame's first byte.
+  c.outgoing_fds.Add(c.stream_position + (c.output.size() - c.written), std::move(fds));
   c.output += frame;
   const std::size_t unsent = c.output.size() - c.written;
   if (unsent <= server_->options_.max_output_bytes) return true;
@@ -343,10 +399,11 @@ bool SocketServer::Loop::Queue(Connection& c, std::string frame) {
 
 bool SocketServer::Loop::Flush(Connection& c) {
   while (c.written < c.output.size()) {
-    const ssize_t n = send(c.fd, c.output.data() + c.written, c.output.size() - c.written,
-                           MSG_NOSIGNAL | MSG_DONTWAIT);
+    const long n = c.outgoing_fds.Send(c.fd, c.stream_position, c.output.data() + c.written,
+                                       c.output.size() - c.written);
     if (n >= 0) {
       c.written += static_cast<std::size_t>(n);
+      c.stream_position += static_cast<std::uint64_t>(n);
       continue;
     }
     if (errno == EINTR) continue;
@@ -383,17 +440,17 @@ bool SocketServer::Loop::Fail(Connection& c, const absl::Status& error, bool pro
 }
 
 void SocketServer::Loop::DeliverOutbox() {
-  std::vector<std::pair<SessionId, std::string>> outbox;
+  std::vector<Outgoing> outbox;
   {
     std::lock_guard<std::mutex> lock(server_->mu_);
     outbox.swap(server_->outbox_);
     server_->outbox_bytes_ = 0;
   }
-  for (auto& [id, frame] : outbox) {
-    auto it = connections_.find(id);
+  for (Outgoing& out : outbox) {
+    auto it = connections_.find(out.session);
     if (it == connections_.end() || !it->second->registered) continue;  // closed meanwhile
     Connection& c = *it->second;
-    if (Queue(c, std::move(frame))) Flush(c);
+    if (Queue(c, std::move(out.frame), std::move(out.fds))) Flush(c);
   }
 }
 
@@ -418,8 +475,16 @@ SocketServer::SocketServer(Options options, SessionHandler* handler)
 absl::StatusOr<std::unique_ptr<SocketServer>> SocketServer::Start(Options options,
                                                                   SessionHandler* handler) {
   if (handler == nullptr) return absl::InvalidArgumentError("SocketServer: handler is null");
-  if (options.max_connections == 0) {
-    return absl::InvalidArgumentError("SocketServer::Options.max_connections: must be >= 1");
+  if (options.max_connections == 0 || options.max_connections_per_group == 0 ||
+      options.max_unregistered == 0) {
+    return absl::InvalidArgumentError(
+        "SocketServer::Options.max_connections, max_connections_per_group and max_unregistered: "
+        "must be >= 1");
+  }
+  if (options.max_unregistered_bytes < 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SocketServer::Options.max_unregistered_bytes: must be >= 1024, got ",
+                     options.max_unregistered_bytes));
   }
   if (options.register_timeout.count() <= 0) {
     return absl::InvalidArgumentError("SocketServer::Options.register_timeout: must be > 0");
@@ -454,8 +519,18 @@ absl::StatusOr<std::unique_ptr<SocketServer>> SocketServer::Start(Options option
 SocketServer::~SocketServer() { Stop(); }
 
 absl::Status SocketServer::Send(SessionId session, const Policy& policy) {
-  absl::StatusOr<std::string> frame = EncodeFrame(policy, 1);  // the loop sets the sequence
+  return Enqueue(session, policy);
+}
+
+absl::Status SocketServer::Send(SessionId session, const Foregrounds& foregrounds) {
+  return Enqueue(session, foregrounds);
+}
+
+absl::Status SocketServer::Enqueue(SessionId session, const Message& message) {
+  absl::StatusOr<std::string> frame = EncodeFrame(message, 1);  // the loop sets the sequence
   if (!frame.ok()) return frame.status();
+  absl::StatusOr<std::vector<SharedFd>> fds = DescriptorsOf(message);
+  if (!fds.ok()) return fds.status();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (open_sessions_.count(session) == 0) {
@@ -465,7 +540,7 @@ absl::Status SocketServer::Send(SessionId session, const Policy& policy) {
       return absl::ResourceExhaustedError("agent socket: the send queue is full");
     }
     outbox_bytes_ += frame->size();
-    outbox_.emplace_back(session, std::move(*frame));
+    outbox_.push_back({session, std::move(*frame), *std::move(fds)});
     eventfd_write(wake_fd_, 1);  // under mu_: Stop closes it under mu_
   }
   return absl::OkStatus();

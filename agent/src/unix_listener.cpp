@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "no_follow_fs.h"
 
 namespace wavepool::agent::internal {
 namespace {
@@ -84,9 +85,10 @@ absl::StatusOr<UnixListener> UnixListener::Listen(const std::string& path, mode_
   }
   listener.device_ = st.st_dev;
   listener.inode_ = st.st_ino;
-  if (chmod(path.c_str(), mode) != 0) return SyscallError(path, "chmod", errno);
-  if (group != static_cast<gid_t>(-1) && chown(path.c_str(), static_cast<uid_t>(-1), group) != 0) {
-    return SyscallError(path, "chown", errno);
+  // Never through a link: the directory is writable by pods (no_follow_fs.h).
+  if (absl::Status changed = ChmodChownNoFollow(path, mode, group, FileId{st.st_dev, st.st_ino});
+      !changed.ok()) {
+    return absl::Status(changed.code(), absl::StrCat("agent socket: ", changed.message()));
   }
   if (listen(fd, SOMAXCONN) != 0) return SyscallError(path, "listen", errno);
   return listener;

@@ -3,6 +3,7 @@
 #include <exception>
 #include <new>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "wavepool/api/field_path.h"
 #include "wavepool/api/yaml.h"
 #include "yaml-cpp/depthguard.h"
+#include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/parser.h"
 #include "yaml-cpp/yaml.h"
 #include "yaml_scalar.h"
 
@@ -122,23 +125,103 @@ class Converter {
   SourceLines* lines_;
 };
 
-// The number of values in `node` with aliases expanded, counting no further than past `limit`:
-// an alias bomb is refused before anything is built. yaml-cpp's own depth guard bounds the
-// recursion.
-int CountValues(const YAML::Node& node, int limit) {
-  int count = 1;
-  if (node.IsSequence()) {
-    for (const YAML::Node& item : node) {
-      if (count > limit) break;
-      count += CountValues(item, limit - count);
+// One collection on the walk of CheckExpansion: the node, its path and the next child to visit.
+struct WalkFrame {
+  YAML::Node node;
+  FieldPath path;
+  YAML::const_iterator next;
+  YAML::const_iterator end;
+  std::size_t index = 0;
+};
+
+// Refuses, before anything is built, a document whose aliases would expand forever or too far:
+// an alias to a collection around itself (`a: &a [*a]`, a cycle), nesting deeper than
+// kMaxYamlDepth (an alias chain nests deeper than the text does), and more than kMaxYamlNodes
+// values (a "billion laughs" bomb). yaml-cpp's depth guard covers only the parse, not the walk of
+// the node graph, and an alias cycle makes that graph infinite; so the walk keeps its own stack.
+absl::Status CheckExpansion(const YAML::Node& root) {
+  std::vector<WalkFrame> stack;
+  std::size_t values = 1;
+  if (root.IsSequence() || root.IsMap())
+    stack.push_back({root, FieldPath(), root.begin(), root.end()});
+  while (!stack.empty()) {
+    WalkFrame& top = stack.back();
+    if (top.next == top.end) {
+      stack.pop_back();
+      continue;
     }
-  } else if (node.IsMap()) {
-    for (const auto& entry : node) {
-      if (count > limit) break;
-      count += 1 + CountValues(entry.second, limit - count);
+    const bool is_map = top.node.IsMap();
+    const YAML::Node child = is_map ? top.next->second : YAML::Node(*top.next);
+    const FieldPath path =
+        is_map ? top.path.Child(top.next->first.IsScalar() ? top.next->first.Scalar()
+                                                           : std::string("?"))
+               : top.path.Index(top.index);
+    ++top.next;
+    ++top.index;
+    values += is_map ? 2 : 1;  // a key counts as a value: it costs as much to build
+    if (values > static_cast<std::size_t>(kMaxYamlNodes)) {
+      return ErrorAt(child.Mark(),
+                     absl::StrCat("at ", path.str(), ": document expands to more than ",
+                                  kMaxYamlNodes, " values"));
     }
+    if (!child.IsSequence() && !child.IsMap()) continue;
+    for (const WalkFrame& around : stack) {
+      if (around.node.is(child)) {
+        return ErrorAt(child.Mark(),
+                       absl::StrCat("at ", path.str(), ": an alias refers to ",
+                                    around.path.empty() ? "the document" : around.path.str(),
+                                    ", a collection that contains it; the expansion would never "
+                                    "end"));
+      }
+    }
+    if (stack.size() >= static_cast<std::size_t>(kMaxYamlDepth)) {
+      return ErrorAt(child.Mark(), absl::StrCat("at ", path.str(), ": nesting deeper than ",
+                                                kMaxYamlDepth, " levels"));
+    }
+    stack.push_back({child, path, child.begin(), child.end()});
   }
-  return count;
+  return absl::OkStatus();
+}
+
+// Records where each document starts, and nothing else.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  const YAML::Mark& last_start() const { return last_start_; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override { last_start_ = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  YAML::Mark last_start_;
+};
+
+// yaml-cpp 0.7's LoadAll never returns on some malformed flow text (`{a: 1},`): its parser stops
+// consuming at the stray ',' and reports an empty document there again and again, which LoadAll
+// collects until memory runs out. A first pass that only notes where documents start finds that
+// spot, since two documents cannot start at the same place.
+absl::Status CheckDocumentsAdvance(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  int previous = -1;
+  while (parser.HandleNextDocument(starts)) {
+    if (starts.last_start().pos == previous) {
+      return ErrorAt(starts.last_start(),
+                     "cannot read past this point (a stray ',', ']' or '}' outside a collection?)");
+    }
+    previous = starts.last_start().pos;
+  }
+  return absl::OkStatus();
 }
 
 // Turns whatever yaml-cpp or the standard library throws into a Status.
@@ -159,12 +242,11 @@ absl::Status CatchParseErrors(F&& parse) {
 
 absl::Status ParseYaml(std::string_view text, std::vector<YamlDocument>* documents) {
   return CatchParseErrors([&]() -> absl::Status {
-    const std::vector<YAML::Node> nodes = YAML::LoadAll(std::string(text));
+    const std::string copy(text);
+    if (absl::Status status = CheckDocumentsAdvance(copy); !status.ok()) return status;
+    const std::vector<YAML::Node> nodes = YAML::LoadAll(copy);
     for (const YAML::Node& node : nodes) {
-      if (CountValues(node, kMaxYamlNodes) > kMaxYamlNodes) {
-        return ErrorAt(node.Mark(),
-                       absl::StrCat("document expands to more than ", kMaxYamlNodes, " values"));
-      }
+      if (absl::Status status = CheckExpansion(node); !status.ok()) return status;
       YamlDocument document;
       document.line = node.Mark().is_null() ? 0 : node.Mark().line + 1;
       Converter converter(&document.lines);

@@ -1,14 +1,14 @@
 #include "http_endpoints.h"
 
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -20,6 +20,7 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
+#include "boost/beast/core/tcp_stream.hpp"
 #include "boost/beast/http.hpp"
 
 namespace wavepool::controller::internal {
@@ -32,16 +33,95 @@ using tcp = asio::ip::tcp;
 // Probes and scrapes send no body; anything larger is not one of them.
 constexpr std::uint64_t kMaxBodyBytes = 64 * 1024;
 
-void SetIoTimeout(int fd) {
-  timeval timeout{};
-  timeout.tv_sec = HttpEndpoints::kIoTimeout.count();
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+HttpAnswer Answer(const HttpEndpoints::Handler& handler,
+                  const http::request<http::string_body>& request) {
+  if (request.method() != http::verb::get && request.method() != http::verb::head) {
+    return HttpAnswer{405, "text/plain; charset=utf-8", "method not allowed\n"};
+  }
+  const std::string_view target(request.target().data(), request.target().size());
+  return handler(target.substr(0, target.find('?')));
 }
 
+// The connections being served, counted so that their number stays bounded. Safe for concurrent
+// use; outlives every Connection (the server owns it and destroys its io_context first).
+class ConnectionSlots {
+ public:
+  explicit ConnectionSlots(int limit) : limit_(limit) {}
+  bool TryAcquire() {
+    int now = used_.load(std::memory_order_relaxed);
+    do {
+      if (now >= limit_) return false;
+    } while (!used_.compare_exchange_weak(now, now + 1, std::memory_order_relaxed));
+    return true;
+  }
+  void Release() { used_.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  const int limit_;
+  std::atomic<int> used_{0};
+};
+
+// One connection: one request read and answered within the deadline, then closed. Kept alive by
+// the asynchronous operations in flight on it; runs on the server's thread only.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, const HttpEndpoints::Handler* handler, ConnectionSlots* slots)
+      : stream_(std::move(socket)), handler_(handler), slots_(slots) {
+    parser_.body_limit(kMaxBodyBytes);
+  }
+  ~Connection() { slots_->Release(); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // The deadline covers reading the request and writing the answer: a client that sends nothing,
+  // or a byte at a time, loses its connection when it passes.
+  void Start(std::chrono::milliseconds deadline) {
+    stream_.expires_after(deadline);
+    http::async_read(stream_, buffer_, parser_,
+                     [self = shared_from_this()](boost::beast::error_code error, std::size_t) {
+                       self->OnRead(error);
+                     });
+  }
+
+ private:
+  void OnRead(boost::beast::error_code error) {
+    if (error) return Close();
+    const auto& request = parser_.get();
+    const HttpAnswer answer = Answer(*handler_, request);
+    response_ = http::response<http::string_body>{static_cast<http::status>(answer.status),
+                                                  request.version()};
+    response_.set(http::field::content_type, answer.content_type);
+    response_.set(http::field::cache_control, "no-cache");
+    response_.keep_alive(false);
+    const bool head = request.method() == http::verb::head;
+    response_.body() = head ? std::string() : answer.body;
+    response_.prepare_payload();
+    if (head) response_.content_length(answer.body.size());
+    http::async_write(
+        stream_, response_,
+        [self = shared_from_this()](boost::beast::error_code, std::size_t) { self->Close(); });
+  }
+
+  void Close() {
+    boost::system::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+  http::request_parser<http::string_body> parser_;
+  http::response<http::string_body> response_;
+  const HttpEndpoints::Handler* handler_;
+  ConnectionSlots* slots_;
+};
+
+// Serves every connection on one thread with asynchronous I/O, so a slow or silent client holds
+// only its own connection (and one of limits.max_connections slots), never the probes behind it.
 class BeastEndpoints final : public HttpEndpoints {
  public:
-  explicit BeastEndpoints(Handler handler) : handler_(std::move(handler)), acceptor_(io_) {}
+  BeastEndpoints(Handler handler, HttpLimits limits)
+      : handler_(std::move(handler)), limits_(limits), slots_(limits.max_connections) {}
   ~BeastEndpoints() override { Stop(); }
 
   absl::Status Listen(const std::string& address, int port) {
@@ -61,7 +141,8 @@ class BeastEndpoints final : public HttpEndpoints {
           absl::StrCat("http: cannot listen on ", address, ":", port, ": ", error.message()));
     }
     port_ = acceptor_.local_endpoint().port();
-    thread_ = std::thread([this] { AcceptLoop(); });
+    Accept();
+    thread_ = std::thread([this] { io_.run(); });
     return absl::OkStatus();
   }
 
@@ -69,78 +150,44 @@ class BeastEndpoints final : public HttpEndpoints {
 
   void Stop() override {
     std::lock_guard<std::mutex> lock(stop_mu_);
-    if (stopping_.exchange(true)) return;
-    // shutdown() wakes a thread blocked in accept() or in a read on Linux; the thread closes
-    // the connection's descriptor itself.
-    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
-    {
-      std::lock_guard<std::mutex> serving(serving_mu_);
-      if (serving_fd_ >= 0) ::shutdown(serving_fd_, SHUT_RDWR);
-    }
+    if (stopped_) return;
+    stopped_ = true;
+    io_.stop();
     if (thread_.joinable()) thread_.join();
+    // The thread is gone: nothing else touches the acceptor. Connections still open are closed
+    // when io_ is destroyed.
     boost::system::error_code ignored;
     acceptor_.close(ignored);
   }
 
  private:
-  void AcceptLoop() {
-    while (!stopping_.load()) {
-      tcp::socket socket(io_);
-      boost::system::error_code error;
-      acceptor_.accept(socket, error);
-      if (stopping_.load()) break;
-      if (error) continue;
-      {
-        std::lock_guard<std::mutex> serving(serving_mu_);
-        serving_fd_ = socket.native_handle();
+  void Accept() {
+    acceptor_.async_accept([this](boost::system::error_code error, tcp::socket socket) {
+      if (error == asio::error::operation_aborted) return;
+      if (!error) {
+        if (slots_.TryAcquire()) {
+          std::make_shared<Connection>(std::move(socket), &handler_, &slots_)
+              ->Start(limits_.request_deadline);
+        } else {
+          // Every slot is held: refuse at once rather than queue behind the slow clients.
+          boost::system::error_code ignored;
+          socket.close(ignored);
+        }
       }
-      SetIoTimeout(socket.native_handle());
-      Serve(socket);
-      {
-        std::lock_guard<std::mutex> serving(serving_mu_);
-        serving_fd_ = -1;
-      }
-      socket.shutdown(tcp::socket::shutdown_both, error);
-      socket.close(error);
-    }
+      Accept();
+    });
   }
 
-  void Serve(tcp::socket& socket) {
-    boost::beast::flat_buffer buffer;
-    http::request_parser<http::string_body> parser;
-    parser.body_limit(kMaxBodyBytes);
-    boost::beast::error_code error;
-    http::read(socket, buffer, parser, error);
-    if (error) return;
-    const auto& request = parser.get();
-    HttpAnswer answer;
-    if (request.method() != http::verb::get && request.method() != http::verb::head) {
-      answer = HttpAnswer{405, "text/plain; charset=utf-8", "method not allowed\n"};
-    } else {
-      const std::string_view target(request.target().data(), request.target().size());
-      answer = handler_(target.substr(0, target.find('?')));
-    }
-    http::response<http::string_body> response{static_cast<http::status>(answer.status),
-                                               request.version()};
-    response.set(http::field::content_type, answer.content_type);
-    response.set(http::field::cache_control, "no-cache");
-    response.keep_alive(false);
-    response.body() = request.method() == http::verb::head ? std::string() : answer.body;
-    response.prepare_payload();
-    if (request.method() == http::verb::head) {
-      response.content_length(answer.body.size());
-    }
-    http::write(socket, response, error);
-  }
-
+  // Destroyed in reverse order: acceptor_, then io_ (and the Connections its pending handlers
+  // hold, which release their slots), then slots_ and handler_.
   const Handler handler_;
-  asio::io_context io_;
-  tcp::acceptor acceptor_;
-  int port_ = 0;
-  std::atomic<bool> stopping_{false};
+  const HttpLimits limits_;
+  ConnectionSlots slots_;
   std::mutex stop_mu_;
-  std::mutex serving_mu_;
-  int serving_fd_ = -1;  // guarded by serving_mu_: the connection being answered
+  bool stopped_ = false;  // guarded by stop_mu_
+  int port_ = 0;
+  asio::io_context io_;
+  tcp::acceptor acceptor_{io_};
   std::thread thread_;
 };
 
@@ -205,11 +252,17 @@ std::string ProcessMetricsText() {
 }
 
 absl::StatusOr<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(const std::string& address,
-                                                                    int port, Handler handler) {
+                                                                    int port, Handler handler,
+                                                                    HttpLimits limits) {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("http port: must be in [0, 65535], got ", port));
   }
-  auto server = std::make_unique<BeastEndpoints>(std::move(handler));
+  if (limits.request_deadline.count() <= 0 || limits.max_connections < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("http limits: request_deadline must be > 0 ms and max_connections >= 1, got ",
+                     limits.request_deadline.count(), " ms and ", limits.max_connections));
+  }
+  auto server = std::make_unique<BeastEndpoints>(std::move(handler), limits);
   if (absl::Status status = server->Listen(address, port); !status.ok()) return status;
   return std::unique_ptr<HttpEndpoints>(std::move(server));
 }

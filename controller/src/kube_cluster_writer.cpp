@@ -78,4 +78,20 @@ void KubeCluster::RecordEvent(const api::TrainingJob& job, bool warning, std::st
                           reason, message);
 }
 
+absl::Status KubeCluster::UpdateGpuNodeStatus(const api::GpuNode& node) {
+  return state_->client.UpdateStatus(kube::kGpuNodes, api::ToJson(node)).status();
+}
+
+void KubeCluster::RecordGpuNodeEvent(const api::GpuNode& node, bool warning,
+                                     std::string_view reason, std::string_view message) {
+  // Cluster-scoped: the recorder files the Event in namespace "default", as kubectl expects.
+  const nlohmann::json reference = {{"apiVersion", kube::kGpuNodes.ApiVersion()},
+                                    {"kind", kube::kGpuNodes.kind},
+                                    {"name", node.metadata.name},
+                                    {"uid", node.metadata.uid},
+                                    {"resourceVersion", node.metadata.resource_version}};
+  state_->recorder->Event(reference, warning ? kube::EventType::kWarning : kube::EventType::kNormal,
+                          reason, message);
+}
+
 }  // namespace wavepool::controller

@@ -131,6 +131,46 @@ api::OwnerReference ControllerOwnerReference(const api::TrainingJob& job) {
   return owner;
 }
 
+namespace {
+
+// The ownerReference with controller: true, or nullptr.
+const nlohmann::json* ControllerReference(const nlohmann::json& object) {
+  if (!object.is_object()) return nullptr;
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return nullptr;
+  const auto owners = meta->find("ownerReferences");
+  if (owners == meta->end() || !owners->is_array()) return nullptr;
+  for (const nlohmann::json& owner : *owners) {
+    if (!owner.is_object()) continue;
+    const auto controller = owner.find("controller");
+    if (controller != owner.end() && controller->is_boolean() && controller->get<bool>()) {
+      return &owner;
+    }
+  }
+  return nullptr;
+}
+
+std::string StringField(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+bool IsControlledBy(const nlohmann::json& object, std::string_view uid) {
+  const nlohmann::json* owner = ControllerReference(object);
+  return owner != nullptr && !uid.empty() && StringField(*owner, "uid") == uid;
+}
+
+std::string ControllingJobUid(const nlohmann::json& object) {
+  const nlohmann::json* owner = ControllerReference(object);
+  if (owner == nullptr || StringField(*owner, "kind") != api::kTrainingJobKind ||
+      StringField(*owner, "apiVersion") != api::kApiVersion) {
+    return "";
+  }
+  return StringField(*owner, "uid");
+}
+
 namespace internal {
 
 absl::Status CheckJobIdentity(const api::TrainingJob& job) {
@@ -296,6 +336,11 @@ absl::StatusOr<std::optional<GpuAssignment>> AssignmentFromPodOrThrow(const nloh
                   absl::StrCat("must be one of ", api::EnumNames<api::Role>()));
   }
   a.role = *parsed;
+  if (ControllingJobUid(pod).empty()) {
+    return BadPod(id, "metadata.ownerReferences",
+                  "no controller reference to a TrainingJob (not created by wavepool, or "
+                  "orphaned from its job): its GPUs are not counted");
+  }
   absl::StatusOr<std::string> job = RequiredAnnotation(pod, id, kAnnotationJobName);
   if (!job.ok()) return job.status();
   a.job = absl::StrCat(ns, "/", *job);

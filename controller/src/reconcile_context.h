@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "heartbeat_observations.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/api/training_job.h"
 #include "wavepool/controller/cluster.h"
@@ -32,6 +33,7 @@ inline constexpr std::string_view kReasonRestartBackoff = "RestartBackoff";
 inline constexpr std::string_view kReasonBackoffLimitExceeded = "BackoffLimitExceeded";
 inline constexpr std::string_view kReasonPreempting = "Preempting";
 inline constexpr std::string_view kReasonSlowdownAboveSlo = "SlowdownAboveSLO";
+inline constexpr std::string_view kReasonNameClash = "NameClash";
 
 struct PendingEvent {
   bool warning = false;
@@ -70,6 +72,7 @@ struct Reservation {
   // The job's versions known before the intent write (ReconcileContext::versions).
   std::vector<std::string> resource_versions;
   std::vector<api::PodPlacement> placement;  // status.placement as written.
+  std::int64_t gang_generation = 0;          // status.gangGeneration as written.
   std::vector<GpuAssignment> pods;           // The same, as the inventory counts them.
 };
 struct PreemptedPod {
@@ -85,6 +88,9 @@ struct PlacementLedger {
   std::map<std::string, Nomination> nominated;
   // "ns/pod" -> who preempted it; entries older than kPreemptedPodMemory are dropped.
   std::map<std::string, PreemptedPod> preempted;
+  // Not a claim on GPUs, but shared by every worker like the rest: when each GPUNode's
+  // heartbeat was last seen to change (NodeStatesWithHeartbeats). Its own lock, not mu.
+  HeartbeatObservations heartbeats;
 };
 
 // A nomination outlives the victims' grace period (time to checkpoint) by this much; a gang that
@@ -159,7 +165,9 @@ std::int64_t GangGenerationOf(const nlohmann::json& pod);
 absl::Status DeletePods(ReconcileContext& ctx, const std::vector<nlohmann::json>& pods,
                         bool keep_finished);
 
-// Node readiness with the heartbeat verdict decided from GPUNode heartbeats and ctx.now.
+// Node readiness with the heartbeat verdict: fresh while the controller has seen the GPUNode's
+// heartbeat value change within options.heartbeat_timeout of ctx.now, on its own clock
+// (heartbeat_observations.h); the node's clock never enters.
 std::map<std::string, NodeState> NodeStatesWithHeartbeats(const ReconcileContext& ctx,
                                                           const std::vector<api::GpuNode>& nodes);
 
@@ -171,11 +179,46 @@ absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx
                                                            const std::vector<nlohmann::json>& pods,
                                                            const std::vector<api::GpuNode>& nodes);
 
+// --- Ownership (reconcile_ownership.cpp) ---
+
+// The pods the job owns (IsControlledBy its uid) among those labelled as its, and the others:
+// a re-created job's predecessor's pods, orphans, or pods someone else labelled. Only owned
+// pods are observed, reported, created or deleted; the others only keep their names taken.
+struct JobPods {
+  std::vector<nlohmann::json> owned;
+  std::vector<nlohmann::json> foreign;
+};
+JobPods SplitJobPods(const ReconcileContext& ctx, std::vector<nlohmann::json> labelled);
+
+// Before a new gang is placed: moves status.gangGeneration on while one of the gang's pod or
+// Service names is held by an object the job does not own (labelled as the job's, see
+// JobPods), so that the gang's pods and Service never clash with them.
+void SkipForeignGenerations(ReconcileContext& ctx);
+
+// An object of the job's name that the job does not own: Placed=False (or Planned=False for the
+// Plan ConfigMap) with reason NameClash naming it, a Warning Event the first time. Returns the
+// wait; the object is never adopted, updated or deleted.
+ReconcileResult ReportNameClash(ReconcileContext& ctx, std::string_view condition,
+                                std::string_view object);
+
+// --- GPUNodes (reconcile_gpu_nodes.cpp) ---
+
+// The GPUNodes with what placement must not use withheld: a GPUNode without spec.nodeName is
+// left out whole; a GPU with an empty or duplicated UUID (within the node or across nodes: both
+// copies) or a negative memory figure is removed from its node. Every GPUNode with a problem
+// gets (once, on a change) a controller-owned condition `Invalid` naming the GPUs and the
+// other nodes involved, and a Warning Event; a GPUNode that is valid again gets Invalid=False.
+// Best effort: a failed write is retried by the next reconcile. Never fails the reconcile.
+std::vector<api::GpuNode> UsableGpuNodes(ReconcileContext& ctx,
+                                         const std::vector<api::GpuNode>& nodes);
+
 // --- The gang's rendezvous Service (reconcile_service.cpp) ---
 
 // Creates the headless Service of the current gang (BuildGangService) unless the cache shows it:
 // before the gang's first pod, and again should someone delete it while the gang runs. Fenced
 // on the job like every creation; AlreadyExists (the cache behind a create) counts as done.
+// A Service of that name the job does not own is never adopted: FailedPrecondition naming it
+// (the caller reports the clash, ReportNameClash).
 absl::Status EnsureGangService(ReconcileContext& ctx);
 
 // Deletes the job's Services of every gang generation but `keep` (all of them when nullopt):

@@ -235,12 +235,17 @@ absl::Status DeletePods(ReconcileContext& ctx, const std::vector<json>& pods, bo
 std::map<std::string, NodeState> NodeStatesWithHeartbeats(const ReconcileContext& ctx,
                                                           const std::vector<api::GpuNode>& nodes) {
   std::map<std::string, NodeState> states = ctx.reader.NodeStates();
+  std::set<std::string> seen;
   for (const api::GpuNode& node : nodes) {
+    seen.insert(node.metadata.name);
+    // The value is compared as an opaque token: when it changes on the controller's clock, not
+    // what time the node's clock wrote into it (heartbeat_observations.h).
+    const bool fresh = ctx.ledger.heartbeats.ObserveFresh(
+        node.metadata.name, node.status.heartbeat_time, ctx.now, ctx.options.heartbeat_timeout);
     const auto it = states.find(node.spec.node_name);
-    if (it == states.end()) continue;
-    const auto beat = api::ParseRfc3339(node.status.heartbeat_time);
-    it->second.heartbeat_fresh = beat.ok() && ctx.now - *beat <= ctx.options.heartbeat_timeout;
+    if (it != states.end()) it->second.heartbeat_fresh = fresh;
   }
+  ctx.ledger.heartbeats.RetainOnly(seen);
   return states;
 }
 

@@ -321,11 +321,14 @@ absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, c
     // it was then: the same placement again. Fenced on the same version, this write fails if the
     // first one was applied, and the cache brings that placement soon.
     reservation = earlier->second;
+    ctx.job.status.gang_generation = reservation.gang_generation;
   } else {
+    SkipForeignGenerations(ctx);
     absl::StatusOr<PlaceOutcome> outcome = DecideReservation(ctx, plan, nodes);
     if (!outcome.ok()) return outcome.status();
     if (outcome->wait.has_value()) return std::optional<ReconcileResult>(outcome->wait);
     reservation = std::move(outcome->reservation);
+    reservation.gang_generation = ctx.job.status.gang_generation;
   }
   reservation.resource_versions.insert(reservation.resource_versions.end(), ctx.versions.begin(),
                                        ctx.versions.end());
@@ -354,6 +357,17 @@ std::optional<std::string> RecordedPlacementConflict(ReconcileContext& ctx, cons
   bool missing = false;
   for (const api::PodPlacement& p : ctx.job.status.placement) missing |= existing.count(p.pod) == 0;
   if (!missing) return std::nullopt;
+  const std::string service = GangServiceName(ctx.name(), ctx.job.status.gang_generation);
+  for (const json& s : ctx.reader.ServicesOfJob(ctx.ns(), ctx.name())) {
+    if (PodNameOf(s) == service && !IsControlledBy(s, ctx.job.metadata.uid)) {
+      const std::string message =
+          absl::StrCat("Service ", ctx.ns(), "/", service,
+                       " exists but is not owned by this job: left alone, the gang moves to a "
+                       "new generation");
+      QueueEvent(ctx, /*warning=*/true, kReasonNameClash, message);
+      return message;
+    }
+  }
   std::lock_guard<std::mutex> lock(ctx.ledger.mu);
   absl::StatusOr<Inventory> inventory = BuildInventory(ctx, nodes);
   if (!inventory.ok()) return std::nullopt;  // Decided when placing; nothing to compare with.

@@ -131,6 +131,16 @@ absl::StatusOr<PlanOutcome> PlanAndStore(ReconcileContext& ctx, PlanCache& cache
     plan = std::move(*planned);
   }
   ctx.job.status.plan = plan->summary;
+  // The pods mount `<job>-plan`: one the job does not own (a predecessor's of the same name, or
+  // someone else's) would hand them another plan, and replacing it would destroy its data.
+  const std::string config_map = PlanConfigMapName(ctx.name());
+  const std::optional<nlohmann::json> existing = ctx.reader.GetConfigMap(ctx.ns(), config_map);
+  if (existing.has_value() && !IsControlledBy(*existing, ctx.job.metadata.uid)) {
+    ctx.job.status.phase = api::JobPhase::kPending;
+    return PlanOutcome{std::nullopt,
+                       ReportNameClash(ctx, api::kConditionPlanned,
+                                       absl::StrCat("ConfigMap ", ctx.ns(), "/", config_map))};
+  }
   SetCondition(ctx, api::kConditionPlanned, ConditionStatus::kTrue, "PlanFound", plan->description);
   if (absl::Status s = StorePlan(ctx, plan->plan); !s.ok()) return s;
   return PlanOutcome{std::move(plan), std::nullopt};

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "reconcile_context.h"
 #include "wavepool/controller/owned_objects.h"
 
@@ -15,30 +16,16 @@ json Meta(const json& object) {
   return object.is_object() ? object.value("metadata", json::object()) : json::object();
 }
 
-// Whether `object`'s controller ownerReference is the job `uid` (DESIGN.md "Trust": the
-// controller touches only what the job owns).
-bool OwnedBy(const json& object, const std::string& uid) {
-  const json owners = Meta(object).value("ownerReferences", json::array());
-  if (!owners.is_array()) return false;
-  for (const json& owner : owners) {
-    if (!owner.is_object()) continue;
-    const auto controller = owner.find("controller");
-    const auto owner_uid = owner.find("uid");
-    if (controller != owner.end() && controller->is_boolean() && controller->get<bool>() &&
-        owner_uid != owner.end() && owner_uid->is_string() && *owner_uid == uid) {
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 absl::Status EnsureGangService(ReconcileContext& ctx) {
   const std::int64_t generation = ctx.job.status.gang_generation;
   const std::string name = GangServiceName(ctx.name(), generation);
   for (const json& service : ctx.reader.ServicesOfJob(ctx.ns(), ctx.name())) {
-    if (Meta(service).value("name", "") == name) return absl::OkStatus();
+    if (Meta(service).value("name", "") != name) continue;
+    if (IsControlledBy(service, ctx.job.metadata.uid)) return absl::OkStatus();
+    // Never adopted (DESIGN.md "Trust": the controller touches only what the job owns).
+    return absl::FailedPreconditionError(absl::StrCat("Service ", ctx.ns(), "/", name));
   }
   absl::StatusOr<json> service = BuildGangService(ctx.job, generation);
   if (!service.ok()) return service.status();
@@ -53,7 +40,7 @@ absl::Status EnsureGangService(ReconcileContext& ctx) {
 absl::Status DeleteGangServices(ReconcileContext& ctx, std::optional<std::int64_t> keep) {
   for (const json& service : ctx.reader.ServicesOfJob(ctx.ns(), ctx.name())) {
     if (keep.has_value() && GangGenerationOf(service) == *keep) continue;
-    if (!OwnedBy(service, ctx.job.metadata.uid)) continue;
+    if (!IsControlledBy(service, ctx.job.metadata.uid)) continue;
     const json meta = Meta(service);
     const absl::Status s =
         ctx.writer.DeleteService(ctx.ns(), meta.value("name", ""), meta.value("uid", ""));

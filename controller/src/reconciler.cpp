@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "reconcile_context.h"
+#include "reconcile_validation.h"
 #include "wavepool/api/defaults.h"
-#include "wavepool/api/validation.h"
 #include "wavepool/controller/job_progress.h"
 
 namespace wavepool::controller {
@@ -36,10 +36,11 @@ bool Finished(const api::TrainingJob& job) {
          job.status.phase == api::JobPhase::kFailed;
 }
 
-// Step 2: a bad spec fails the job until a new generation fixes it.
-std::optional<std::string> CheckSpec(ReconcileContext& ctx) {
-  const absl::Status valid = api::Validate(ctx.job);
-  if (valid.ok()) {
+// Step 2: a bad spec (or template, image, model) fails the job until it is fixed
+// (reconcile_validation.h).
+std::optional<internal::SpecProblem> CheckSpec(ReconcileContext& ctx) {
+  std::optional<internal::SpecProblem> problem = internal::FindSpecProblem(ctx.job, ctx.options);
+  if (!problem.has_value()) {
     if (internal::ConditionIs(ctx, api::kConditionInvalid, ConditionStatus::kTrue)) {
       // Fixed by a new generation: start over from Pending.
       SetCondition(ctx, api::kConditionInvalid, ConditionStatus::kFalse, "ValidSpec",
@@ -50,16 +51,15 @@ std::optional<std::string> CheckSpec(ReconcileContext& ctx) {
     }
     return std::nullopt;
   }
-  const std::string message(valid.message());
+  const std::string& message = problem->message;
   const api::Condition* before =
       api::FindCondition(ctx.job.status.conditions, api::kConditionInvalid);
   const bool news =
       before == nullptr || before->status != ConditionStatus::kTrue || before->message != message;
   ctx.job.status.phase = api::JobPhase::kFailed;
-  SetCondition(ctx, api::kConditionInvalid, ConditionStatus::kTrue, internal::kReasonInvalidSpec,
-               message);
-  if (news) internal::QueueEvent(ctx, true, internal::kReasonInvalidSpec, message);
-  return message;
+  SetCondition(ctx, api::kConditionInvalid, ConditionStatus::kTrue, problem->reason, message);
+  if (news) internal::QueueEvent(ctx, true, problem->reason, message);
+  return problem;
 }
 
 // Step 3: a job that finished at an earlier generation is looked at afresh.
@@ -272,8 +272,8 @@ absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::
   ctx.job = std::move(*read);
   ctx.versions.push_back(ctx.job.metadata.resource_version);
   api::SetDefaults(&ctx.job);
-  if (CheckSpec(ctx).has_value()) {
-    if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
+  if (std::optional<internal::SpecProblem> problem = CheckSpec(ctx)) {
+    if (absl::Status st = internal::HoldNothing(ctx, problem->reason); !st.ok()) return st;
     return ReconcileResult{};
   }
   RestartFinishedAtOlderGeneration(ctx);
@@ -281,14 +281,16 @@ absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::
     if (absl::Status st = internal::WriteStatus(ctx); !st.ok()) return st;
     return ReconcileResult{};
   }
-  const std::vector<nlohmann::json> pods = s.reader.PodsOfJob(ns, name);
+  // Only the pods whose controller ownerReference is this job's uid (reconcile_ownership.cpp).
+  const std::vector<nlohmann::json> pods =
+      internal::SplitJobPods(ctx, s.reader.PodsOfJob(ns, name)).owned;
   if (ctx.job.spec.suspend.value_or(false)) return Suspend(ctx, pods);
   if (ctx.job.status.phase == api::JobPhase::kSuspended) {  // Resumed: a fresh gang.
     ctx.job.status.phase = api::JobPhase::kPending;
     ++ctx.job.status.gang_generation;
   }
   if (!ctx.job.status.phase.has_value()) ctx.job.status.phase = api::JobPhase::kPending;
-  const std::vector<api::GpuNode> nodes = s.reader.ListGpuNodes();
+  const std::vector<api::GpuNode> nodes = internal::UsableGpuNodes(ctx, s.reader.ListGpuNodes());
   absl::StatusOr<internal::PlanOutcome> planned = internal::PlanAndStore(ctx, s.plans, nodes);
   if (!planned.ok()) return planned.status();
   if (planned->wait.has_value()) {

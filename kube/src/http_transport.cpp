@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -279,10 +280,39 @@ class HttpTransport : public Transport {
       token = *std::move(from_file);
     }
     if (!token.empty()) headers.add(http::header_names::authorization, "Bearer " + token);
+    WarnOfExposedCredentials(!token.empty());
     if (!request.body.empty() || !request.content_type.empty()) {
       message.set_body(request.body, request.content_type);
     }
     return message;
+  }
+
+  // Says once per transport (a client has one) what an eavesdropper on the way to the API server
+  // could do, before the first request that lets it: a token in clear text over http, or any
+  // credentials to a server whose certificate is not checked.
+  void WarnOfExposedCredentials(bool sends_token) {
+    const std::string where =
+        absl::StrCat("kubernetes client for ", config_.server,
+                     config_.source.empty() ? "" : " (from " + config_.source + ")");
+    if (sends_token && !https_ && !warned_plain_http_.exchange(true)) {
+      Warn(absl::StrCat("WARNING: ", where,
+                        ": sends its bearer token over plain http; anyone on the network path can "
+                        "read it and act with its rights. Use an https:// server."));
+    }
+    if (https_ && config_.insecure_skip_tls_verify && !warned_insecure_tls_.exchange(true)) {
+      Warn(absl::StrCat("WARNING: ", where,
+                        ": insecure-skip-tls-verify is set, so the server's certificate is not "
+                        "checked; anyone on the network path can pose as the API server and "
+                        "collect this client's credentials. Give its CA instead."));
+    }
+  }
+
+  void Warn(const std::string& line) const {
+    if (config_.log) {
+      config_.log(line);
+    } else {
+      std::cerr << line << "\n";
+    }
   }
 
   // One client per timeout, each kept for the transport's lifetime so that its connections are
@@ -307,6 +337,9 @@ class HttpTransport : public Transport {
 
   const ClientConfig config_;
   const TlsMaterial tls_;
+  const bool https_ = absl::StartsWith(config_.server, "https://");
+  std::atomic<bool> warned_plain_http_{false};
+  std::atomic<bool> warned_insecure_tls_{false};
   std::unique_ptr<TokenFile> token_file_;
   std::mutex mu_;
   std::map<std::int64_t, std::shared_ptr<http_client::http_client>> clients_;  // guarded by mu_

@@ -1,10 +1,10 @@
 #include "wavepool/kube/kubeconfig.h"
 
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,13 +37,25 @@ struct Kubeconfig {
   std::string source;  // "kubeconfig a.yaml:b.yaml", for messages
 };
 
+// A kubeconfig, certificate, key or token is far smaller; a path to /dev/zero or a huge file must
+// give an error, not exhaust memory.
+constexpr std::size_t kMaxFileBytes = 16 << 20;
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream text;
-  text << file.rdbuf();
+  std::string text;
+  std::vector<char> chunk(64 << 10);
+  while (file.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || file.gcount() > 0) {
+    text.append(chunk.data(), static_cast<std::size_t>(file.gcount()));
+    if (text.size() > kMaxFileBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": larger than ", kMaxFileBytes,
+                       " bytes; not a kubeconfig, certificate, key or token"));
+    }
+  }
   if (file.bad()) return absl::DataLossError(absl::StrCat(path, ": read failed"));
-  return text.str();
+  return text;
 }
 
 std::string Resolve(const std::string& base_dir, const std::string& path) {
@@ -100,7 +112,9 @@ absl::Status MergeText(std::string_view text, const std::string& source,
   if (!document->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": must be a mapping (a Config)"));
   }
-  const std::string kind = document->value("kind", "Config");
+  absl::StatusOr<std::string> kind_field = StringField(*document, "kind", source + ": ");
+  if (!kind_field.ok()) return kind_field.status();
+  const std::string kind = kind_field->empty() ? "Config" : *kind_field;
   if (kind != "Config") {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": kind: must be Config, got \"", kind, "\""));

@@ -51,6 +51,7 @@ JobProcesses::~JobProcesses() {
     if (exits_.count(static_cast<int>(rank)) == 0 && pids_[rank] > 0) {
       kill(pids_[rank], SIGKILL);
       waitpid(pids_[rank], nullptr, 0);
+      if (on_reaped_) on_reaped_(pids_[rank]);
     }
   }
   if (output_fd_ >= 0) close(output_fd_);
@@ -82,6 +83,7 @@ std::map<std::string, std::string> JobProcesses::Environment(const WorkerSetting
 
 absl::Status JobProcesses::Start(const WorkerSettings& settings) {
   log_dir_ = settings.log_dir;
+  on_reaped_ = settings.on_reaped;
   const int port = FreeLoopbackPort();
   if (port == 0) return absl::UnavailableError("no free loopback port for the job's store");
   const int ranks = static_cast<int>(job_.plan.plan.gpus);
@@ -98,9 +100,18 @@ absl::Status JobProcesses::Start(const WorkerSettings& settings) {
       args.push_back("--threads");
       args.push_back(std::to_string(settings.threads));
     }
+    // The child waits for `go` to close: on_started has run by then.
+    int go[2] = {-1, -1};
+    if (pipe2(go, O_CLOEXEC) != 0) {
+      return absl::InternalError(absl::StrCat("pipe for ", job_.key, ": errno ", errno));
+    }
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError(absl::StrCat("fork for ", job_.key, ": errno ", errno));
     if (pid == 0) {
+      close(go[1]);
+      char byte;
+      while (read(go[0], &byte, 1) < 0 && errno == EINTR) {
+      }
       // The child: rank 0's stdout is the pipe, the others' a file; stderr a file.
       const int out =
           rank == 0 ? pipe_fds[1] : open(out_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -116,6 +127,9 @@ absl::Status JobProcesses::Start(const WorkerSettings& settings) {
       execv(argv[0], argv.data());
       _exit(127);
     }
+    close(go[0]);
+    if (settings.on_started) settings.on_started(pid, env);
+    close(go[1]);
     pids_.push_back(pid);
     if (rank == 0) {
       close(pipe_fds[1]);
@@ -156,6 +170,7 @@ bool JobProcesses::Reap() {
     if (exits_.count(static_cast<int>(rank)) > 0) continue;
     int status = 0;
     if (waitpid(pids_[rank], &status, WNOHANG) == pids_[rank]) {
+      if (on_reaped_) on_reaped_(pids_[rank]);
       exits_[static_cast<int>(rank)] =
           WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ struct WorkerSettings {
   std::string checkpoint_root;
   std::string log_dir;
   int threads = 0;
+  // Called with each worker's pid and environment after its fork and before it runs (so that the
+  // agent knows who it is before it can connect), and with its pid once it was reaped.
+  std::function<void(pid_t, const std::map<std::string, std::string>&)> on_started;
+  std::function<void(pid_t)> on_reaped;
 };
 
 // Thread-compatible: one thread starts, polls and signals.
@@ -62,6 +67,7 @@ class JobProcesses {
   std::map<int, int> exits_;
   int output_fd_ = -1;
   std::string pending_;  // a partial line of rank 0's output
+  std::function<void(pid_t)> on_reaped_;
 };
 
 }  // namespace wavepool::local

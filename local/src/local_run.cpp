@@ -12,6 +12,7 @@
 #include <memory>
 #include <regex>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "job_processes.h"
@@ -131,6 +132,8 @@ class LocalRun {
   ClockPtr clock_;
   agent::GpuDevicesPtr machine_gpus_;  // NVML's GPUs until the agent takes them; null: simulated
   agent::CommandRunnerPtr runner_;
+  // The workers this run started: the agent's only source of who a worker is.
+  agent::LocalPeerIdentity identity_;
   std::unique_ptr<agent::Agent> agent_;
   std::vector<std::unique_ptr<JobProcesses>> processes_;
   RunReport report_;
@@ -217,6 +220,7 @@ absl::Status LocalRun::StartAgent() {
   options.hostname = "local";
   options.version = "local";
   options.mps.mode = agent::MpsMode::kOff;
+  options.identity = &identity_;
   if (options_.metrics_port >= 0) {
     options.metrics_address = "127.0.0.1";
     options.metrics_port = static_cast<std::uint16_t>(options_.metrics_port);
@@ -405,6 +409,18 @@ int LocalRun::Run() {
   settings.checkpoint_root = fs::absolute(options_.checkpoint_root).string();
   settings.log_dir = fs::absolute(out_dir_ + "/logs").string();
   settings.threads = options_.threads;
+  settings.on_started = [this](pid_t pid, const std::map<std::string, std::string>& env) {
+    agent::WorkerIdentity identity;
+    identity.namespace_name = env.at("WAVEPOOL_NAMESPACE");
+    identity.job = env.at("WAVEPOOL_JOB");
+    identity.pod = env.at("WAVEPOOL_POD_NAME");
+    identity.role = env.at("WAVEPOOL_ROLE") == "Background" ? agent::Role::kBackground
+                                                            : agent::Role::kForeground;
+    std::uint32_t gpu = 0;
+    if (absl::SimpleAtoi(env.at("WAVEPOOL_GPU_INDEX"), &gpu)) identity.gpu_indices = {gpu};
+    identity_.Add(pid, std::move(identity));
+  };
+  settings.on_reaped = [this](pid_t pid) { identity_.Remove(pid); };
   out_ << absl::StrFormat(
       "wavepool run: %d job(s) on %d simulated GPU(s) of the local agent; "
       "logs and report in %s\n",

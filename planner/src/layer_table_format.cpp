@@ -1,5 +1,6 @@
 // FormatLayerTable: writes a graph in the format ParseLayerTable reads (layer_table.h), with
 // every column, so that the table rebuilds an equal graph.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -15,13 +16,25 @@ namespace {
 
 std::string ShapeText(const TensorShape& shape) { return absl::StrJoin(shape.dims, "x"); }
 
-// The shortest decimal whose value, passed through `read`, gives back `value` (%.17g when none).
+// The shortest decimal whose value, passed through `read`, gives back `value`. `shown` is the
+// value converted for display (seconds to microseconds), and that conversion rounds: when no
+// decimal of `shown` reads back, one of its nearest neighbours may (a large time, 1.8e21 us); %.17g
+// of `shown` when none does.
 template <typename Read>
 std::string ShortestNumber(double shown, Read read) {
   for (int digits = 1; digits <= 17; ++digits) {
     const std::string text = absl::StrFormat("%.*g", digits, shown);
     double parsed = 0;
     if (absl::SimpleAtod(text, &parsed) && read(parsed)) return text;
+  }
+  double below = shown;
+  double above = shown;
+  for (int step = 0; step < 8; ++step) {
+    below = std::nextafter(below, -HUGE_VAL);
+    above = std::nextafter(above, HUGE_VAL);
+    for (double candidate : {below, above}) {
+      if (read(candidate)) return absl::StrFormat("%.17g", candidate);
+    }
   }
   return absl::StrFormat("%.17g", shown);
 }

@@ -3,6 +3,8 @@
 #include "wavepool/planner/model_builder.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,7 +13,9 @@
 namespace wavepool::planner {
 namespace {
 
+using internal::CheckedItems;
 using internal::kGeluFlopsPerItem;
+using internal::kMaxItems;
 using internal::kNormFlopsPerItem;
 using internal::WindowOutput;
 
@@ -31,16 +35,14 @@ bool HasPositiveDims(const TensorShape& shape) {
          std::all_of(shape.dims.begin(), shape.dims.end(), [](std::int64_t d) { return d > 0; });
 }
 
-// Sum over the adaptive windows' lengths along one dim (PyTorch's start/end index rule).
-std::int64_t AdaptiveSpan(std::int64_t n, std::int64_t out) {
-  std::int64_t total = 0;
-  for (std::int64_t i = 0; i < out; ++i) {
-    const std::int64_t start = i * n / out;
-    const std::int64_t end = ((i + 1) * n + out - 1) / out;
-    total += end - start;
-  }
-  return total;
-}
+double D(std::int64_t value) { return static_cast<double>(value); }
+
+// Sum over the adaptive windows' lengths along one dim (PyTorch's start/end index rule: window i
+// spans [floor(i*n/out), ceil((i+1)*n/out))). Window i ends one past where window i+1 starts
+// unless out divides (i+1)*n, which happens for gcd(n, out) of the out windows, so the sum is
+// n + out - gcd(n, out): no loop over a user-chosen out, and no product that can overflow.
+// REQUIRES: n >= 1, out >= 1.
+std::int64_t AdaptiveSpan(std::int64_t n, std::int64_t out) { return n + out - std::gcd(n, out); }
 
 }  // namespace
 
@@ -50,6 +52,13 @@ ModelBuilder::ModelBuilder(std::string model_name, TensorShape input_shape)
     first_error_ = absl::InvalidArgumentError(
         absl::StrCat("model ", name_, ": input shape ", input_shape_.ToString(),
                      " must have at least one dim, all positive"));
+    return;
+  }
+  CheckedItems items;
+  items.Elements(input_shape_.dims, absl::StrCat("input shape ", input_shape_.ToString()));
+  if (items.overflowed()) {
+    first_error_ = absl::InvalidArgumentError(
+        absl::StrCat("model ", name_, ": ", items.Message("the model input")));
   }
 }
 
@@ -158,10 +167,18 @@ LayerId ModelBuilder::Conv2d(const std::string& name, LayerId in, const Conv& co
   layer.attrs.bias = conv.bias;
   layer.attrs.batch_norm = conv.batch_norm;
   layer.attrs.relu = conv.relu;
-  const std::int64_t taps = cin / conv.groups * conv.kernel_h * conv.kernel_w;
-  const double out_items = static_cast<double>(cout * ho * wo);
-  layer.params = cout * taps + (conv.bias ? cout : 0) + (conv.batch_norm ? 2 * cout : 0);
-  layer.forward_flops = 2.0 * static_cast<double>(taps) * out_items + (conv.bias ? out_items : 0) +
+  CheckedItems items;
+  const std::string attribute =
+      absl::StrCat("out_channels ", cout, " with a ", conv.kernel_h, "x", conv.kernel_w,
+                   " kernel on input ", layer.input.ToString());
+  const std::int64_t taps =
+      items.Mul(items.Mul(cin / conv.groups, conv.kernel_h, attribute), conv.kernel_w, attribute);
+  const std::int64_t per_channel = (conv.bias ? 1 : 0) + (conv.batch_norm ? 2 : 0);
+  layer.params = items.Add(items.Mul(cout, taps, attribute),
+                           items.Mul(cout, per_channel, attribute), attribute);
+  const double out_items = D(items.Elements(layer.output.dims, attribute));
+  if (items.overflowed()) return Fail(layer, items.Message("its parameters or output"));
+  layer.forward_flops = 2.0 * D(taps) * out_items + (conv.bias ? out_items : 0) +
                         (conv.batch_norm ? kNormFlopsPerItem * out_items : 0) +
                         (conv.relu ? out_items : 0);
   return Append(std::move(layer));
@@ -179,9 +196,14 @@ LayerId ModelBuilder::Linear(const std::string& name, LayerId in, std::int64_t o
   layer.output = layer.input;
   layer.output.dims.back() = out_features;
   layer.attrs.bias = bias;
-  layer.params = d * out_features + (bias ? out_features : 0);
-  layer.forward_flops =
-      rows * (2.0 * static_cast<double>(d * out_features) + (bias ? out_features : 0));
+  CheckedItems items;
+  const std::string attribute =
+      absl::StrCat("out_features ", out_features, " on input ", layer.input.ToString());
+  layer.params =
+      items.Add(items.Mul(d, out_features, attribute), bias ? out_features : 0, attribute);
+  items.Elements(layer.output.dims, attribute);
+  if (items.overflowed()) return Fail(layer, items.Message("its parameters or output"));
+  layer.forward_flops = rows * (2.0 * D(d) * D(out_features) + (bias ? D(out_features) : 0));
   return Append(std::move(layer));
 }
 
@@ -266,8 +288,8 @@ LayerId ModelBuilder::AdaptiveAvgPool2d(const std::string& name, LayerId in, int
   }
   const std::int64_t c = layer.input.dims[0];
   layer.output.dims = {c, out_h, out_w};
-  layer.forward_flops = static_cast<double>(c * AdaptiveSpan(layer.input.dims[1], out_h) *
-                                            AdaptiveSpan(layer.input.dims[2], out_w));
+  layer.forward_flops = D(c) * D(AdaptiveSpan(layer.input.dims[1], out_h)) *
+                        D(AdaptiveSpan(layer.input.dims[2], out_w));
   return Append(std::move(layer));
 }
 
@@ -290,6 +312,7 @@ LayerId ModelBuilder::Join(const std::string& name, LayerKind kind,
   if (!Start(name, kind, ins, layer)) return kInput;
   const TensorShape& first = layer.input;
   std::int64_t channels = 0;
+  CheckedItems items;
   for (LayerId in : ins) {
     const TensorShape& shape = OutputShape(in);
     const bool matches =
@@ -306,8 +329,11 @@ LayerId ModelBuilder::Join(const std::string& name, LayerKind kind,
                                    ? " (a sum needs equal shapes)"
                                    : " (a concatenation needs equal dims but the channels)"));
     }
-    channels += shape.dims[0];
+    channels =
+        items.Add(channels, shape.dims[0],
+                  absl::StrCat("the channels of input ", layers_[static_cast<size_t>(in)].name));
   }
+  if (items.overflowed()) return Fail(layer, items.Message("the concatenated output"));
   layer.output = first;
   if (kind == LayerKind::kConcat) layer.output.dims[0] = channels;
   const double per_item = kind == LayerKind::kAdd ? static_cast<double>(ins.size() - 1) : 1.0;
@@ -323,7 +349,36 @@ LayerId ModelBuilder::Add(const std::string& name, const std::vector<LayerId>& i
   return Join(name, LayerKind::kAdd, ins);
 }
 
+namespace {
+
+// A layer whose item counts would overflow their bytes, or whose FLOPs are not finite, cannot be
+// planned: the memory and cost models multiply these further.
+absl::Status CheckSizes(const Layer& layer) {
+  CheckedItems items;
+  items.Elements(layer.output.dims, absl::StrCat("output shape ", layer.output.ToString()));
+  if (items.overflowed()) return absl::InvalidArgumentError(items.Message("its output"));
+  for (const auto& [what, count] :
+       {std::pair<const char*, std::int64_t>{"params", layer.params},
+        {"internal activation items", layer.internal_activation_items}}) {
+    if (count > kMaxItems) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " ", count, " exceed ", kMaxItems, " items (their bytes would overflow 64 bits)"));
+    }
+  }
+  if (!std::isfinite(layer.forward_flops) || !std::isfinite(layer.backward_flops)) {
+    return absl::InvalidArgumentError(absl::StrCat("FLOPs (forward ", layer.forward_flops,
+                                                   ", backward ", layer.backward_flops,
+                                                   ") are not finite"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 LayerId ModelBuilder::Append(Layer layer) {
+  if (absl::Status sizes = CheckSizes(layer); !sizes.ok()) {
+    return Fail(layer, std::string(sizes.message()));
+  }
   layer.id = size();
   if (layer.in_channels == 0 && layer.out_channels == 0) {
     layer.in_channels = ChannelsOf(layer.input);

@@ -10,6 +10,7 @@
 namespace wavepool::planner {
 namespace {
 
+using internal::CheckedItems;
 using internal::kGeluFlopsPerItem;
 using internal::kNormFlopsPerItem;
 using internal::kSoftmaxFlopsPerItem;
@@ -29,13 +30,17 @@ LayerId ModelBuilder::ResNetBottleneck(const std::string& name, LayerId in, std:
                                     ") must be >= 1"));
   }
   if (!CheckWindow(layer, 3, 3, stride, 1, 1)) return kInput;
-  const std::int64_t width = planes * base_width / 64;
+  CheckedItems items;
+  const std::string attribute = absl::StrCat("planes ", planes, " with base_width ", base_width,
+                                             " on input ", layer.input.ToString());
+  const std::int64_t width = items.Mul(planes, base_width, attribute) / 64;
+  const std::int64_t out = items.Mul(planes, 4, attribute);  // Bottleneck.expansion
+  if (items.overflowed()) return Fail(layer, items.Message("its channels"));
   if (width < 1) {
     return Fail(layer, absl::StrCat("width planes*base_width/64 = ", planes, "*", base_width,
                                     "/64 rounds down to 0"));
   }
   const std::int64_t cin = layer.input.dims[0];
-  const std::int64_t out = planes * 4;  // Bottleneck.expansion
   const std::int64_t hw = layer.input.dims[1] * layer.input.dims[2];
   const std::int64_t ho = WindowOutput(layer.input.dims[1], 3, stride, 1);
   const std::int64_t wo = WindowOutput(layer.input.dims[2], 3, stride, 1);
@@ -45,18 +50,23 @@ LayerId ModelBuilder::ResNetBottleneck(const std::string& name, LayerId in, std:
   layer.window = {3, 3, stride, stride, 1, 1, 1};
   layer.attrs.planes = planes;
   layer.attrs.base_width = base_width;
-  layer.params = cin * width + 2 * width                    // conv1 1x1 + bn1
-                 + 9 * width * width + 2 * width            // conv2 3x3 + bn2
-                 + width * out + 2 * out                    // conv3 1x1 + bn3
-                 + (downsample ? cin * out + 2 * out : 0);  // downsample 1x1 + bn
-  const double bn_relu = kNormFlopsPerItem + 1;
-  layer.forward_flops = 2 * D(cin * width * hw) + bn_relu * D(width * hw) +
-                        2 * D(9 * width * width * ohw) + bn_relu * D(width * ohw) +
-                        2 * D(width * out * ohw) + kNormFlopsPerItem * D(out * ohw) +
-                        (downsample ? (2 * D(cin) + kNormFlopsPerItem) * D(out * ohw) : 0) +
-                        2 * D(out * ohw);  // residual add and the final ReLU
+  const auto mul = [&](std::int64_t a, std::int64_t b) { return items.Mul(a, b, attribute); };
+  const auto add = [&](std::int64_t a, std::int64_t b) { return items.Add(a, b, attribute); };
+  const std::int64_t conv1 = add(mul(cin, width), mul(2, width));            // conv1 1x1 + bn1
+  const std::int64_t conv2 = add(mul(9, mul(width, width)), mul(2, width));  // conv2 3x3 + bn2
+  const std::int64_t conv3 = add(mul(width, out), mul(2, out));              // conv3 1x1 + bn3
+  const std::int64_t shortcut = downsample ? add(mul(cin, out), mul(2, out)) : 0;  // 1x1 + bn
+  layer.params = add(add(conv1, conv2), add(conv3, shortcut));
   layer.internal_activation_items =
-      width * hw + width * ohw + out * ohw + (downsample ? out * ohw : 0);
+      add(add(mul(width, hw), mul(width, ohw)), mul(out, ohw) * (downsample ? 2 : 1));
+  if (items.overflowed()) return Fail(layer, items.Message("its parameters or activations"));
+  const double bn_relu = kNormFlopsPerItem + 1;
+  const double w = D(width);
+  layer.forward_flops = 2 * D(cin) * w * D(hw) + bn_relu * w * D(hw) + 2 * 9 * w * w * D(ohw) +
+                        bn_relu * w * D(ohw) + 2 * w * D(out) * D(ohw) +
+                        kNormFlopsPerItem * D(out) * D(ohw) +
+                        (downsample ? (2 * D(cin) + kNormFlopsPerItem) * D(out) * D(ohw) : 0) +
+                        2 * D(out) * D(ohw);  // residual add and the final ReLU
   return Append(std::move(layer));
 }
 
@@ -86,9 +96,16 @@ LayerId ModelBuilder::Embedding(const std::string& name, LayerId in, std::int64_
   layer.out_channels = hidden;
   layer.attrs.max_positions = max_positions;
   layer.attrs.type_vocab = type_vocab;
-  layer.params = (vocab + max_positions + type_vocab) * hidden + 2 * hidden;
-  layer.forward_flops = D((tables - 1) * tokens * hidden) + kNormFlopsPerItem * D(tokens * hidden);
-  layer.internal_activation_items = tokens * hidden;
+  CheckedItems items;
+  const std::string attribute = absl::StrCat("vocab ", vocab, ", max_positions ", max_positions,
+                                             ", type_vocab ", type_vocab, " and hidden ", hidden);
+  const std::int64_t rows =
+      items.Add(items.Add(vocab, max_positions, attribute), type_vocab, attribute);
+  layer.params = items.Mul(items.Add(rows, 2, attribute), hidden, attribute);
+  layer.internal_activation_items = items.Mul(tokens, hidden, attribute);
+  if (items.overflowed()) return Fail(layer, items.Message("its parameters or activations"));
+  layer.forward_flops =
+      D(tables - 1) * D(tokens) * D(hidden) + kNormFlopsPerItem * D(tokens) * D(hidden);
   return Append(std::move(layer));
 }
 
@@ -107,12 +124,17 @@ LayerId ModelBuilder::TransformerAttention(const std::string& name, LayerId in, 
   }
   layer.output = layer.input;
   layer.attrs.heads = heads;
-  layer.params = 4 * (d * d + d) + 2 * d;
-  layer.forward_flops = 4 * D(t) * (2 * D(d * d) + D(d))                 // Q, K, V, output dense
-                        + 2 * (2 * D(t * t * d))                         // QK^T and AV
-                        + (1 + kSoftmaxFlopsPerItem) * D(heads * t * t)  // scale, softmax
-                        + (1 + kNormFlopsPerItem) * D(t * d);            // residual, LayerNorm
-  layer.internal_activation_items = 5 * t * d + heads * t * t;
+  CheckedItems items;
+  const std::string attribute = absl::StrCat("heads ", heads, " on input ", layer.input.ToString());
+  const auto mul = [&](std::int64_t a, std::int64_t b) { return items.Mul(a, b, attribute); };
+  const auto add = [&](std::int64_t a, std::int64_t b) { return items.Add(a, b, attribute); };
+  layer.params = add(mul(4, add(mul(d, d), d)), mul(2, d));
+  layer.internal_activation_items = add(mul(5, mul(t, d)), mul(heads, mul(t, t)));
+  if (items.overflowed()) return Fail(layer, items.Message("its parameters or activations"));
+  layer.forward_flops = 4 * D(t) * (2 * D(d) * D(d) + D(d))                    // Q, K, V, output
+                        + 2 * (2 * D(t) * D(t) * D(d))                         // QK^T and AV
+                        + (1 + kSoftmaxFlopsPerItem) * D(heads) * D(t) * D(t)  // scale, softmax
+                        + (1 + kNormFlopsPerItem) * D(t) * D(d);               // residual, norm
   return Append(std::move(layer));
 }
 
@@ -132,12 +154,18 @@ LayerId ModelBuilder::TransformerFeedForward(const std::string& name, LayerId in
   const std::int64_t i = intermediate;
   layer.output = layer.input;
   layer.attrs.intermediate = intermediate;
-  layer.params = d * i + i + i * d + d + 2 * d;
-  layer.forward_flops = D(t) * (2 * D(d * i) + D(i))           // dense up
-                        + kGeluFlopsPerItem * D(t * i)         // GELU
-                        + D(t) * (2 * D(i * d) + D(d))         // dense down
-                        + (1 + kNormFlopsPerItem) * D(t * d);  // residual, LayerNorm
-  layer.internal_activation_items = 2 * t * i + t * d;
+  CheckedItems items;
+  const std::string attribute =
+      absl::StrCat("intermediate ", intermediate, " on input ", layer.input.ToString());
+  const auto mul = [&](std::int64_t a, std::int64_t b) { return items.Mul(a, b, attribute); };
+  const auto add = [&](std::int64_t a, std::int64_t b) { return items.Add(a, b, attribute); };
+  layer.params = add(add(mul(2, mul(d, i)), i), mul(3, d));
+  layer.internal_activation_items = add(mul(2, mul(t, i)), mul(t, d));
+  if (items.overflowed()) return Fail(layer, items.Message("its parameters or activations"));
+  layer.forward_flops = D(t) * (2 * D(d) * D(i) + D(i))           // dense up
+                        + kGeluFlopsPerItem * D(t) * D(i)         // GELU
+                        + D(t) * (2 * D(i) * D(d) + D(d))         // dense down
+                        + (1 + kNormFlopsPerItem) * D(t) * D(d);  // residual, LayerNorm
   return Append(std::move(layer));
 }
 
@@ -151,9 +179,12 @@ LayerId ModelBuilder::TransformerPooler(const std::string& name, LayerId in) {
   }
   const std::int64_t d = layer.input.dims[1];
   layer.output.dims = {d};
-  layer.params = d * d + d;
-  layer.forward_flops = 2 * D(d * d) + D(d)  // dense
-                        + D(d);              // tanh
+  CheckedItems items;
+  layer.params = items.Add(items.Mul(d, d, absl::StrCat("input ", layer.input.ToString())), d,
+                           absl::StrCat("input ", layer.input.ToString()));
+  if (items.overflowed()) return Fail(layer, items.Message("its parameters"));
+  layer.forward_flops = 2 * D(d) * D(d) + D(d)  // dense
+                        + D(d);                 // tanh
   return Append(std::move(layer));
 }
 

@@ -46,6 +46,7 @@ class AgentClientTest : public ::testing::Test {
         SocketServer::Start(options, &agent.handler);
     EXPECT_TRUE(server.ok()) << server.status();
     if (server.ok()) agent.server = std::move(*server);
+    agent.handler.server = agent.server.get();
     return agent;
   }
 
@@ -234,8 +235,10 @@ TEST_F(AgentClientTest, ReconnectsAndRegistersAgainAfterTheAgentRestarts) {
     std::lock_guard<std::mutex> lock(restarted.handler.mu);
     EXPECT_EQ(restarted.handler.op_groups[fg_session].front(), 100u);
   }
-  // The new gate paces: the background may take its credit again; the foreground's credit held
-  // from before the restart goes back to the old gate, not to the new one.
+  // The new gate paces: the background may take its credit again (once it has mapped the new
+  // foreground's segment); the foreground's credit held from before the restart goes back to the
+  // old gate, not to the new one.
+  ASSERT_TRUE(WaitUntil([&] { return !bg_gate->Paused(); }));
   EXPECT_TRUE(bg_gate->TryAcquire());
   bg_gate->Release();
   ASSERT_TRUE(fg_gate->TryAcquire());

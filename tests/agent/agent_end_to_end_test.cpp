@@ -44,6 +44,7 @@ class AgentEndToEnd : public ::testing::Test {
     options.hostname = "node-a";
     options.version = "test";
     options.mps.mode = MpsMode::kOff;
+    options.trust_register = true;  // workers are this test's own threads
     ASSERT_OK_AND_ASSIGN(agent_,
                          Agent::Start(options, std::move(devices), clock_.get(), runner_.get()));
   }
@@ -209,6 +210,11 @@ TEST(AgentOptions, RejectsBadOptionsNamingThem) {
   options.pacing.foreground_credits = 0;
   EXPECT_THAT(Validate(options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("foreground_credits")));
+  options.pacing.foreground_credits = 2;
+  EXPECT_THAT(Validate(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("identity: must be set")));
+  options.trust_register = true;
+  EXPECT_OK(Validate(options));
 }
 
 TEST_F(AgentEndToEnd, HandsOutEachWorkersMemorySamplesOnceAndItsGateTotals) {

@@ -11,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/gate_test_util.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/agent/client/launch_gate.h"
@@ -50,20 +51,16 @@ class FeedbackLoop : public ::testing::Test {
     dir_ = dir;
     ASSERT_OK_AND_ASSIGN(segment_, GateSegment::Create(dir_, 0, 4, 1));
     ASSERT_OK_AND_ASSIGN(gpus_, SimulatedGpus::Create(clock_, SimulatedGpuOptions{}));
-    ASSERT_OK_AND_ASSIGN(fg_task_, gpus_->AddTask(0, {Role::kForeground, 100, StreamPriority::kHigh}));
+    ASSERT_OK_AND_ASSIGN(fg_task_,
+                         gpus_->AddTask(0, {Role::kForeground, 100, StreamPriority::kHigh}));
     fg_gate_ = Attach(Role::kForeground, 2);
   }
   void TearDown() override { rmdir(dir_.c_str()); }
 
   std::unique_ptr<LaunchGate> Attach(Role role, int credits) {
-    auto grant = segment_->Allocate(role, 100, credits);
-    EXPECT_OK(grant.status());
-    Registered registered;
-    registered.slot = grant->slot;
-    registered.gate_path = segment_->path();
-    registered.gate_epoch = segment_->epoch();
-    registered.gate_generation = grant->generation;
-    auto gate = LaunchGate::Attach(registered, role);
+    absl::StatusOr<Registered> registered = Register(*segment_, role, credits, 100);
+    EXPECT_OK(registered.status());
+    auto gate = LaunchGate::Attach(*registered, role);
     EXPECT_OK(gate.status());
     return *std::move(gate);
   }
@@ -79,8 +76,9 @@ class FeedbackLoop : public ::testing::Test {
   void RunBackgroundUntil(MonotonicNanos until) {
     while (true) {
       if (bg_gate_ && !bg_group_ && bg_gate_->TryAcquire()) {
-        bg_group_ = gpus_->Submit(*bg_task_, {microseconds(kBackgroundGroupUs), 1.0,
-                                               microseconds(kBackgroundKernelUs)})
+        bg_group_ = gpus_
+                        ->Submit(*bg_task_, {microseconds(kBackgroundGroupUs), 1.0,
+                                             microseconds(kBackgroundKernelUs)})
                         .value();
       }
       MonotonicNanos next = until;
@@ -108,7 +106,8 @@ class FeedbackLoop : public ::testing::Test {
           gpus_->Submit(fg_task_, {microseconds(g.solo_us), 0.6, microseconds(kForegroundKernelUs)})
               .value();
       // Until it completes (a projection that changes as the background comes and goes).
-      while (!gpus_->Timing(group)->complete) RunBackgroundUntil(gpus_->Timing(group)->completion_ns);
+      while (!gpus_->Timing(group)->complete)
+        RunBackgroundUntil(gpus_->Timing(group)->completion_ns);
       const MonotonicNanos end = gpus_->Timing(group)->completion_ns;
       if (sensitive) fg_gate_->LowerPause();
       fg_gate_->Release();
@@ -116,7 +115,8 @@ class FeedbackLoop : public ::testing::Test {
       feedback_.Observe({g.id, g.kind, static_cast<std::uint64_t>(end - start)}, background_present,
                         &changes);
       if (loop_closed_) {
-        for (const SensitivityChange& c : changes) segment_->SetSensitive(0, c.op_group, c.sensitive);
+        for (const SensitivityChange& c : changes)
+          segment_->SetSensitive(0, c.op_group, c.sensitive);
       }
       observed += static_cast<double>(end - start);
       solo += static_cast<double>(g.solo_us) * 1000;

@@ -1,6 +1,6 @@
-// The agent's side of the launch gate (GateSegment): creating the file, allocating and reclaiming
-// slots; and LaunchGate::Attach's checks of the file it maps (epoch, generation, role, corrupt or
-// truncated files).
+// The agent's side of the launch gate (GateSegment): creating the sealed control segment,
+// allocating and reclaiming slots, checking workers' segments; and LaunchGate::Attach's checks of
+// the segment it maps (seals, size, epoch, generation, role, corrupt contents).
 #include "wavepool/agent/gate_segment.h"
 
 #include <sys/stat.h>
@@ -9,10 +9,8 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,17 +30,6 @@ using ::testing::HasSubstr;
 using ::wavepool::testing::IsOk;
 using ::wavepool::testing::StatusIs;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
 std::vector<std::string> Entries(const std::string& directory) {
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(directory)) {
@@ -51,33 +38,42 @@ std::vector<std::string> Entries(const std::string& directory) {
   return names;
 }
 
-TEST_F(GateSegmentTest, CreateWritesTheFileUnderItsFinalNameOnly) {
+// A sealed segment holding `bytes`, as a hostile or broken agent could hand out.
+SharedFd SealedCopy(const std::string& bytes, bool seal = true) {
+  absl::StatusOr<UniqueFd> fd = CreateSealableSegment("copy.gate", bytes.size());
+  EXPECT_TRUE(fd.ok()) << fd.status();
+  if (!fd.ok()) return nullptr;
+  EXPECT_EQ(pwrite(fd->get(), bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  if (seal) {
+    EXPECT_OK(SealAgainstNewWriters(fd->get(), "copy.gate"));
+  }
+  return ShareFd(*std::move(fd));
+}
+
+// The control segment's bytes, through a read-only mapping.
+std::string Contents(const GateSegment& segment) {
+  absl::StatusOr<std::unique_ptr<Mapping>> mapping =
+      Mapping::Map(segment.descriptor()->get(), sizeof(GateFile), false, "gate");
+  EXPECT_TRUE(mapping.ok()) << mapping.status();
+  if (!mapping.ok()) return "";
+  return std::string(static_cast<const char*>((*mapping)->data()), sizeof(GateFile));
+}
+
+TEST_F(GateSegmentTest, CreateSealsAControlSegmentAndWritesNoFile) {
   EXPECT_EQ(segment_->path(), directory_ + "/gpu-0.gate");
   EXPECT_EQ(segment_->epoch(), kTestEpoch);
   EXPECT_EQ(segment_->gpu_index(), 0u);
   EXPECT_EQ(segment_->slot_count(), kSlots);
-  // No temporary file is left behind.
-  EXPECT_THAT(Entries(directory_), ::testing::ElementsAre("gpu-0.gate"));
-  struct stat st;
-  ASSERT_EQ(stat(segment_->path().c_str(), &st), 0);
-  EXPECT_EQ(static_cast<std::size_t>(st.st_size), sizeof(GateFile));
-  EXPECT_EQ(st.st_mode & 07777, 0660u);
-  const std::string bytes = ReadFile(segment_->path());
+  // Nothing in the directory: there is no file a worker could open read-write.
+  EXPECT_THAT(Entries(directory_), ::testing::IsEmpty());
+  EXPECT_OK(CheckSealed(segment_->descriptor()->get(), sizeof(GateFile), "gate"));
+  const std::string bytes = Contents(*segment_);
   std::uint64_t magic = 0;
   std::memcpy(&magic, bytes.data(), sizeof(magic));
   EXPECT_EQ(magic, kGateMagic);
   for (std::uint32_t i = 0; i < kSlots; ++i) {
     EXPECT_EQ(segment_->Read(i).state, SlotState::kFree);
   }
-}
-
-TEST_F(GateSegmentTest, CreateAppliesModeAndGroup) {
-  ASSERT_OK_AND_ASSIGN(auto segment, GateSegment::Create(directory_, 3, 4, 7, 0640, getgid()));
-  struct stat st;
-  ASSERT_EQ(stat(segment->path().c_str(), &st), 0);
-  EXPECT_EQ(segment->path(), directory_ + "/gpu-3.gate");
-  EXPECT_EQ(st.st_mode & 07777, 0640u);
-  EXPECT_EQ(st.st_gid, getgid());
 }
 
 TEST_F(GateSegmentTest, CreateRejectsBadArguments) {
@@ -90,37 +86,38 @@ TEST_F(GateSegmentTest, CreateRejectsBadArguments) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("directory")));
 }
 
-TEST_F(GateSegmentTest, CreateNamesThePathAndTheSyscallOnFailure) {
-  const std::string missing = directory_ + "/no-such-directory";
-  EXPECT_THAT(GateSegment::Create(missing, 2, 4, 1),
-              StatusIs(absl::StatusCode::kNotFound,
-                       AllOf(HasSubstr("create gate " + missing + "/gpu-2.gate"),
-                             HasSubstr("mkostemp"), HasSubstr("No such file or directory"))));
-}
-
-TEST_F(GateSegmentTest, ANewAgentReplacesAStaleFileAndTheOldOneLeavesItAlone) {
+TEST_F(GateSegmentTest, ANewAgentsSegmentIsIndependentOfTheOldOne) {
   ASSERT_OK_AND_ASSIGN(auto successor, GateSegment::Create(directory_, 0, 4, kTestEpoch + 1));
   ASSERT_OK_AND_ASSIGN(Registered registered, Register(*successor, Role::kForeground, 2));
-  // The old segment's destructor must not unlink its successor's file.
   segment_.reset();
-  EXPECT_TRUE(std::filesystem::exists(successor->path()));
   EXPECT_THAT(LaunchGate::Attach(registered, Role::kForeground), IsOk());
-  const std::string path = successor->path();
-  successor.reset();
-  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
-TEST_F(GateSegmentTest, KeepFileOnDestructionKeepsIt) {
-  const std::string path = segment_->path();
-  segment_->KeepFileOnDestruction();
-  segment_.reset();
-  EXPECT_TRUE(std::filesystem::exists(path));
+TEST_F(GateSegmentTest, AllocateRefusesWorkerSegmentsThatAreNotSealedOrNotTheWorkers) {
+  EXPECT_THAT(segment_->Allocate(Role::kBackground, 1, 1, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no descriptor")));
+  // Not sealed against new writers: someone else could map it writable.
+  EXPECT_THAT(segment_->Allocate(Role::kBackground, 1, 1,
+                                 SealedCopy(std::string(sizeof(WorkerSegment), '\0'), false)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("seals")));
+  // Sealed, but the wrong size.
+  EXPECT_THAT(segment_->Allocate(Role::kBackground, 1, 1, SealedCopy(std::string(64, '\0'))),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("size 64")));
+  // The gate's own segment, or another worker's.
+  EXPECT_THAT(segment_->Allocate(Role::kBackground, 1, 1, segment_->descriptor()),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  const OwnSegment foreground = NewWorkerSegment();
+  ASSERT_OK(segment_->Allocate(Role::kForeground, 1, 2, foreground.fd).status());
+  EXPECT_THAT(segment_->Allocate(Role::kBackground, 1, 1, foreground.fd),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("segment of slot 0")));
+  EXPECT_EQ(segment_->Read(1).state, SlotState::kFree);
 }
 
 TEST_F(GateSegmentTest, AllocateHandsOutEverySlotOnceThenIsExhausted) {
   std::set<std::uint32_t> slots;
   for (std::uint32_t i = 0; i < kSlots; ++i) {
-    ASSERT_OK_AND_ASSIGN(SlotGrant grant, segment_->Allocate(Role::kBackground, 100 + i, 1));
+    ASSERT_OK_AND_ASSIGN(SlotGrant grant,
+                         segment_->Allocate(Role::kBackground, 100 + i, 1, NewWorkerSegment().fd));
     slots.insert(grant.slot);
     const SlotSnapshot slot = segment_->Read(grant.slot);
     EXPECT_EQ(slot.state, SlotState::kActive);
@@ -130,15 +127,15 @@ TEST_F(GateSegmentTest, AllocateHandsOutEverySlotOnceThenIsExhausted) {
     EXPECT_EQ(slot.credit_limit, 1);
   }
   EXPECT_EQ(slots.size(), kSlots);
-  EXPECT_THAT(segment_->Allocate(Role::kForeground, 1, 2),
+  EXPECT_THAT(segment_->Allocate(Role::kForeground, 1, 2, NewWorkerSegment().fd),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        AllOf(HasSubstr(segment_->path()), HasSubstr("all 8 slots"))));
 }
 
 TEST_F(GateSegmentTest, AllocateRejectsBadInput) {
-  EXPECT_THAT(segment_->Allocate(Role::kForeground, 1, -1),
+  EXPECT_THAT(segment_->Allocate(Role::kForeground, 1, -1, NewWorkerSegment().fd),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got -1")));
-  EXPECT_THAT(segment_->Allocate(static_cast<Role>(7), 1, 1),
+  EXPECT_THAT(segment_->Allocate(static_cast<Role>(7), 1, 1, NewWorkerSegment().fd),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown role 7")));
   EXPECT_EQ(segment_->Read(0).state, SlotState::kFree);
 }
@@ -172,7 +169,8 @@ TEST_F(GateSegmentTest, ReclaimDropsCreditsPauseAndSensitiveSetAndIsIdempotent) 
   EXPECT_EQ(segment_->Read(slot).generation, after.generation);
   EXPECT_EQ(segment_->Read(slot).state, SlotState::kFree);
 
-  ASSERT_OK_AND_ASSIGN(SlotGrant grant, segment_->Allocate(Role::kForeground, 9, 2));
+  ASSERT_OK_AND_ASSIGN(SlotGrant grant,
+                       segment_->Allocate(Role::kForeground, 9, 2, NewWorkerSegment().fd));
   EXPECT_EQ(grant.slot, slot);
   EXPECT_NE(grant.generation, generation);
   EXPECT_NE(grant.generation, after.generation);
@@ -184,7 +182,8 @@ TEST_F(GateSegmentTest, ReclaimOfABackgroundSlotClearsTheAgentsPause) {
   ASSERT_NE(background, nullptr);
   segment_->SetPaused(background->slot(), true);
   segment_->Reclaim(background->slot());
-  ASSERT_OK_AND_ASSIGN(SlotGrant grant, segment_->Allocate(Role::kBackground, 1, 1));
+  ASSERT_OK_AND_ASSIGN(SlotGrant grant,
+                       segment_->Allocate(Role::kBackground, 1, 1, NewWorkerSegment().fd));
   EXPECT_FALSE(segment_->Read(grant.slot).pause);
 }
 
@@ -253,47 +252,55 @@ TEST_F(GateSegmentTest, AttachRejectsTheWrongRoleAndUnknownSlots) {
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("slot 5 is not active")));
 }
 
-TEST_F(GateSegmentTest, AttachReportsAMissingFile) {
+TEST_F(GateSegmentTest, AttachNeedsTheGateAndTheWorkersOwnSegment) {
   ASSERT_OK_AND_ASSIGN(Registered registered, Register(*segment_, Role::kForeground, 2));
-  registered.gate_path = directory_ + "/gpu-9.gate";
-  EXPECT_THAT(LaunchGate::Attach(registered, Role::kForeground),
-              StatusIs(absl::StatusCode::kNotFound,
-                       AllOf(HasSubstr(registered.gate_path), HasSubstr("open"))));
-}
-
-// Attach to a copy of the gate file, changed by `edit`.
-class CorruptGateTest : public GateTest {
- protected:
-  absl::Status AttachToCopy(const std::string& bytes) {
-    absl::StatusOr<Registered> registered = Register(*segment_, Role::kForeground, 2);
-    if (!registered.ok()) return registered.status();
-    registered->gate_path = directory_ + "/copy.gate";
-    WriteFile(registered->gate_path, bytes);
-    return LaunchGate::Attach(*registered, Role::kForeground).status();
-  }
-  std::string Original() { return ReadFile(segment_->path()); }
-};
-
-TEST_F(CorruptGateTest, AnIntactCopyAttaches) {
-  ASSERT_OK_AND_ASSIGN(Registered registered, Register(*segment_, Role::kForeground, 2));
-  registered.gate_path = directory_ + "/copy.gate";
-  WriteFile(registered.gate_path, Original());
+  Registered no_gate = registered;
+  no_gate.gate = nullptr;
+  EXPECT_THAT(LaunchGate::Attach(no_gate, Role::kForeground),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(registered.gate_path), HasSubstr("no gate descriptor"))));
+  Registered no_segment = registered;
+  no_segment.own_segment = nullptr;
+  EXPECT_THAT(LaunchGate::Attach(no_segment, Role::kForeground),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no worker segment")));
   EXPECT_THAT(LaunchGate::Attach(registered, Role::kForeground), IsOk());
 }
 
-TEST_F(CorruptGateTest, TruncatedFilesAreRejected) {
+// Attach to a copy of the control segment (with a foreground slot registered), changed by the
+// test.
+class CorruptGateTest : public GateTest {
+ protected:
+  void SetUp() override {
+    GateTest::SetUp();
+    ASSERT_OK_AND_ASSIGN(registered_, Register(*segment_, Role::kForeground, 2));
+  }
+  absl::Status AttachToCopy(const std::string& bytes, bool seal = true) {
+    Registered copy = registered_;
+    copy.gate_path = "copy.gate";
+    copy.gate = SealedCopy(bytes, seal);
+    return LaunchGate::Attach(copy, Role::kForeground).status();
+  }
+  std::string Original() { return Contents(*segment_); }
+  Registered registered_;
+};
+
+TEST_F(CorruptGateTest, AnIntactSealedCopyAttaches) { EXPECT_OK(AttachToCopy(Original())); }
+
+TEST_F(CorruptGateTest, AnUnsealedSegmentIsRejected) {
+  // A segment someone else could still write or resize is not the agent's.
+  EXPECT_THAT(AttachToCopy(Original(), /*seal=*/false),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("copy.gate"), HasSubstr("seals"))));
+}
+
+TEST_F(CorruptGateTest, SegmentsOfTheWrongSizeAreRejected) {
   const std::string original = Original();
-  for (std::size_t size : {std::size_t{0}, std::size_t{10}, sizeof(GateHeader) - 1}) {
+  for (std::size_t size : {std::size_t{10}, sizeof(GateHeader) - 1, sizeof(GateHeader) + 100}) {
     EXPECT_THAT(AttachToCopy(original.substr(0, size)),
                 StatusIs(absl::StatusCode::kFailedPrecondition,
-                         AllOf(HasSubstr("copy.gate"), HasSubstr("truncated"))))
+                         AllOf(HasSubstr("copy.gate"), HasSubstr("size"))))
         << size;
   }
-  // The header is intact but the slots are cut off.
-  EXPECT_THAT(AttachToCopy(original.substr(0, sizeof(GateHeader) + 100)),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       AllOf(HasSubstr("copy.gate"), HasSubstr("size"))));
-  // A longer file is not a version 1 gate either.
   EXPECT_THAT(AttachToCopy(original + std::string(64, '\0')),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("size")));
 }
@@ -304,9 +311,9 @@ TEST_F(CorruptGateTest, GarbageAndOtherVersionsAreRejected) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(HasSubstr("copy.gate"), HasSubstr("magic"))));
   std::string other_version = original;
-  other_version[8] = 2;  // layout_version follows the 8-byte magic
+  other_version[8] = 1;  // layout_version follows the 8-byte magic
   EXPECT_THAT(AttachToCopy(other_version),
-              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("layout version 2")));
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("layout version 1")));
   std::string too_many_slots = original;
   too_many_slots[12] = 40;  // slot_count
   EXPECT_THAT(AttachToCopy(too_many_slots),

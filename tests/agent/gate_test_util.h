@@ -21,24 +21,37 @@ namespace wavepool::agent {
 
 inline constexpr std::uint64_t kTestEpoch = 0x5eed;
 
-// What the agent answers a Register with, for slot `grant` of `segment`.
+// A worker's own segment, as AgentConnection creates it before Register; fails the test (and
+// returns an empty one) when it cannot be created.
+inline OwnSegment NewWorkerSegment() {
+  absl::StatusOr<OwnSegment> own = LaunchGate::CreateWorkerSegment();
+  EXPECT_TRUE(own.ok()) << own.status();
+  return own.ok() ? *std::move(own) : OwnSegment{};
+}
+
+// What the agent answers a Register with, for slot `grant` of `segment`, with the worker's own
+// segment filled in as AgentConnection does.
 inline Registered RegisteredFor(const GateSegment& segment, SlotGrant grant,
-                                std::int32_t credit_limit) {
+                                std::int32_t credit_limit, Role role, const OwnSegment& own) {
   Registered registered;
   registered.slot = grant.slot;
   registered.gate_path = segment.path();
   registered.gate_epoch = segment.epoch();
   registered.gate_generation = grant.generation;
   registered.credit_limit = static_cast<std::uint32_t>(credit_limit);
+  registered.gate = segment.descriptor();
+  if (role == Role::kBackground) registered.foregrounds = segment.Foregrounds();
+  registered.own_segment = own.mapping;
   return registered;
 }
 
-// Allocates a slot the way the agent does on Register.
+// Allocates a slot the way the agent does on Register (the worker's pid is `pid`).
 inline absl::StatusOr<Registered> Register(GateSegment& segment, Role role,
-                                           std::int32_t credit_limit) {
-  absl::StatusOr<SlotGrant> grant = segment.Allocate(role, getpid(), credit_limit);
+                                           std::int32_t credit_limit, std::int32_t pid = getpid()) {
+  const OwnSegment own = NewWorkerSegment();
+  absl::StatusOr<SlotGrant> grant = segment.Allocate(role, pid, credit_limit, own.fd);
   if (!grant.ok()) return grant.status();
-  return RegisteredFor(segment, *grant, credit_limit);
+  return RegisteredFor(segment, *grant, credit_limit, role, own);
 }
 
 // A test with its own directory (removed afterwards) and one GPU's gate in it.

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -21,6 +22,8 @@
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/agent/agent.h"
+#include "wavepool/agent/client/launch_gate.h"
+#include "wavepool/agent/peer_identity.h"
 #include "wavepool/agent/simulated_gpu.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
@@ -29,6 +32,7 @@
 namespace wavepool::agent {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
@@ -105,6 +109,7 @@ class GpuNodePublisherTest : public ::testing::Test {
     options.hostname = kNode;
     options.version = "1.2.3";
     options.mps.mode = MpsMode::kOff;
+    options.trust_register = true;  // workers are this test's own threads
     ASSERT_OK_AND_ASSIGN(
         agent_, Agent::Start(options, std::move(devices), agent_clock_.get(), runner_.get()));
   }
@@ -145,6 +150,9 @@ class GpuNodePublisherTest : public ::testing::Test {
     request.pod = pod;
     request.role = role;
     request.gpu_index = gpu;
+    // The worker's own sealed gate segment, as AgentClient sends it with Register.
+    ASSERT_OK_AND_ASSIGN(OwnSegment own, LaunchGate::CreateWorkerSegment());
+    request.worker_segment = own.fd;
     PeerCredentials peer;
     peer.pid = getpid();
     ASSERT_OK(agent_->OnRegister(session, peer, request).status());
@@ -386,6 +394,132 @@ TEST_F(GpuNodePublisherTest, RecoversWhenTheApiServerComesBack) {
   EXPECT_EQ(publisher_->State().consecutive_failures, 0);
   std::lock_guard<std::mutex> lock(log_mu_);
   EXPECT_THAT(log_.back(), HasSubstr("published again after"));
+}
+
+// A task whose names the API server would refuse (invalid UTF-8, a namespace that breaks the
+// CRD's pattern) is left out and logged; the node's other tasks and its heartbeat go on.
+TEST_F(GpuNodePublisherTest, AdversarialTaskNamesNeverStopTheHeartbeat) {
+  StartSimulatedAgent(1);
+  Register(1, "train-0", Role::kForeground, 0);
+  Agent* agent = agent_.get();
+  auto snapshot = [agent] {
+    AgentStatus status = agent->Status();
+    TaskStatus bad_utf8 = status.gpus[0].tasks[0];
+    bad_utf8.pod = "sweep-\xff";
+    TaskStatus bad_namespace = status.gpus[0].tasks[0];
+    bad_namespace.namespace_name = "Team_B";
+    status.gpus[0].tasks.push_back(bad_utf8);
+    status.gpus[0].tasks.push_back(bad_namespace);
+    return status;
+  };
+  ASSERT_OK_AND_ASSIGN(publisher_,
+                       GpuNodePublisher::Create(Options(), client_.get(), snapshot, &clock_));
+  publisher_->Start();
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().publishes == 1; }, kCatchUp));
+  clock_.Advance(std::chrono::seconds(10));
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().publishes == 2; }, kCatchUp));
+  publisher_->Stop();
+  EXPECT_EQ(publisher_->State().failures, 0);
+  ASSERT_OK_AND_ASSIGN(api::GpuNode gpunode, Read());
+  ASSERT_THAT(gpunode.status.gpus[0].tasks, SizeIs(1));
+  EXPECT_EQ(gpunode.status.gpus[0].tasks[0].pod, "train-0");
+  std::lock_guard<std::mutex> lock(log_mu_);
+  EXPECT_THAT(log_, Contains(HasSubstr("left out: task.pod: not valid UTF-8: \"sweep-\\xff\"")));
+  EXPECT_THAT(log_, Contains(HasSubstr("left out: task.namespace")));
+}
+
+// An exception from the JSON library inside a publish is a failed publish, not the end of the
+// publishing thread (nor of the agent).
+TEST_F(GpuNodePublisherTest, AdversarialAThrowingPublishIsAFailureAndTheLoopGoesOn) {
+  StartSimulatedAgent(1);
+  Agent* agent = agent_.get();
+  std::atomic<int> calls{0};
+  auto snapshot = [agent, &calls] {
+    if (calls++ == 0) {
+      (void)nlohmann::json("bad \xff").dump();  // throws type_error 316: invalid UTF-8
+    }
+    return agent->Status();
+  };
+  ASSERT_OK_AND_ASSIGN(publisher_,
+                       GpuNodePublisher::Create(Options(), client_.get(), snapshot, &clock_));
+  publisher_->Start();
+  ASSERT_TRUE(Eventually([&] { return publisher_->State().failures == 1; }, kCatchUp));
+  EXPECT_THAT(publisher_->State().last_error,
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("invalid UTF-8")));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        clock_.Advance(std::chrono::seconds(1));  // past the 1 s backoff
+        return publisher_->State().publishes >= 1;
+      },
+      kCatchUp));
+  publisher_->Stop();
+  ASSERT_OK_AND_ASSIGN(api::GpuNode gpunode, Read());
+  EXPECT_THAT(gpunode.status.gpus, SizeIs(1));
+}
+
+TEST(GpuNodeStatus, UnpublishableTasksAreDroppedWithTheReason) {
+  AgentStatus snapshot;
+  GpuStatus gpu;
+  TaskStatus good;
+  good.namespace_name = "team-a";
+  good.job = "train";
+  good.pod = "train-0";
+  TaskStatus bad = good;
+  bad.job = std::string(254, 'a');
+  gpu.tasks = {good, bad};
+  snapshot.gpus.push_back(gpu);
+  const std::vector<std::string> dropped = DropUnpublishableTasks(&snapshot);
+  ASSERT_THAT(dropped, SizeIs(1));
+  EXPECT_THAT(dropped[0], HasSubstr("task.job: must be a Kubernetes name"));
+  ASSERT_THAT(snapshot.gpus[0].tasks, SizeIs(1));
+  EXPECT_EQ(snapshot.gpus[0].tasks[0].pod, "train-0");
+}
+
+// A pod of this node, as the controller creates it, for the pod source.
+nlohmann::json ManagedPod(const std::string& name, const std::string& node) {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", "default"},
+        {"labels",
+         {{"app.kubernetes.io/managed-by", "wavepool-controller"},
+          {"wavepool.dev/role", "Background"},
+          {"wavepool.dev/job", "sweep"}}},
+        {"annotations", {{"wavepool.dev/gpu-uuids", "GPU-x"}}}}},
+      {"spec", {{"nodeName", node}, {"containers", {{{"name", "worker"}, {"image", "busybox"}}}}}}};
+}
+
+TEST_F(GpuNodePublisherTest, ThePodSourceFindsThisNodesManagedPodsByUid) {
+  ASSERT_OK_AND_ASSIGN(nlohmann::json mine,
+                       client_->Create(kube::kPods, ManagedPod("sweep-0", kNode)));
+  ASSERT_OK_AND_ASSIGN(nlohmann::json other,
+                       client_->Create(kube::kPods, ManagedPod("sweep-1", "another-node")));
+  nlohmann::json unmanaged = ManagedPod("rogue", kNode);
+  unmanaged["metadata"]["labels"].erase("app.kubernetes.io/managed-by");
+  ASSERT_OK_AND_ASSIGN(unmanaged, client_->Create(kube::kPods, unmanaged));
+  KubePodSourceOptions options;
+  options.node_name = kNode;
+  ASSERT_OK_AND_ASSIGN(PodSourcePtr pods, MakeKubePodSource(client_.get(), options, &clock_));
+  ASSERT_OK_AND_ASSIGN(PodRecord found, pods->FindByUid(mine["metadata"]["uid"]));
+  EXPECT_EQ(found.name, "sweep-0");
+  EXPECT_EQ(found.namespace_name, "default");
+  ASSERT_OK_AND_ASSIGN(WorkerIdentity identity, IdentityOfPod(found));
+  EXPECT_EQ(identity.role, Role::kBackground);
+  EXPECT_EQ(identity.job, "sweep");
+  EXPECT_THAT(pods->FindByUid(other["metadata"]["uid"]).status(),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr(kNode)));
+  EXPECT_THAT(pods->FindByUid(unmanaged["metadata"]["uid"]).status(),
+              StatusIs(absl::StatusCode::kNotFound, ::testing::_));
+  // A pod created after the last listing is found once min_relist has passed.
+  ASSERT_OK_AND_ASSIGN(nlohmann::json later,
+                       client_->Create(kube::kPods, ManagedPod("sweep-2", kNode)));
+  clock_.Advance(std::chrono::seconds(1));
+  ASSERT_OK_AND_ASSIGN(found, pods->FindByUid(later["metadata"]["uid"]));
+  EXPECT_EQ(found.name, "sweep-2");
+  EXPECT_THAT(MakeKubePodSource(client_.get(), KubePodSourceOptions{}, &clock_).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node_name")));
 }
 
 TEST(GpuNodeStatus, MemoryWaveAndOccupancyAreCarriedOver) {

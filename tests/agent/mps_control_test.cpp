@@ -1,5 +1,9 @@
 #include "wavepool/agent/mps_control.h"
 
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -13,12 +17,15 @@ namespace {
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
-// Records commands; `-d` fails for the GPUs listed in `failing`.
+// Records commands; `-d` fails for the GPUs listed in `failing`; a daemon answers
+// get_server_list for the GPUs listed in `alive_uuids`.
 class FakeRunner final : public CommandRunner {
  public:
   bool exists = true;
   std::vector<std::string> failing_uuids;
+  std::vector<std::string> alive_uuids;
   std::vector<std::string> commands;  // "argv | env | input"
 
   bool Exists(const std::string&) const override { return exists; }
@@ -26,6 +33,12 @@ class FakeRunner final : public CommandRunner {
                                     const std::vector<std::string>& env,
                                     const std::string& input) override {
     commands.push_back(absl::StrJoin(argv, " ") + " | " + absl::StrJoin(env, " ") + " | " + input);
+    if (input == "get_server_list\n") {
+      for (const std::string& uuid : alive_uuids) {
+        if (env.front() == "CUDA_VISIBLE_DEVICES=" + uuid) return CommandResult{0, "\n"};
+      }
+      return CommandResult{1, "Cannot find MPS control daemon process\n"};
+    }
     for (const std::string& uuid : failing_uuids) {
       if (env.front() == "CUDA_VISIBLE_DEVICES=" + uuid) return CommandResult{1, "no GPU\n"};
     }
@@ -47,12 +60,13 @@ TEST(MpsControl, StartsOneDaemonPerGpuWithItsOwnPipes) {
   EXPECT_EQ(mps.Status(), "MPS on 2 of 2 GPUs");
   EXPECT_THAT(runner.commands,
               Contains("nvidia-cuda-mps-control -d | CUDA_VISIBLE_DEVICES=GPU-b "
-                       "CUDA_MPS_PIPE_DIRECTORY=" + dir + "/mps/1/pipe CUDA_MPS_LOG_DIRECTORY=" +
-                       dir + "/mps/1/log | "));
+                       "CUDA_MPS_PIPE_DIRECTORY=" +
+                       dir + "/mps/1/pipe CUDA_MPS_LOG_DIRECTORY=" + dir + "/mps/1/log | "));
   mps.Stop();
-  EXPECT_THAT(runner.commands, Contains(HasSubstr("CUDA_VISIBLE_DEVICES=GPU-a CUDA_MPS_PIPE_DIRECTORY=" +
-                                                  dir + "/mps/0/pipe CUDA_MPS_LOG_DIRECTORY=" +
-                                                  dir + "/mps/0/log | quit\n")));
+  EXPECT_THAT(
+      runner.commands,
+      Contains(HasSubstr("CUDA_VISIBLE_DEVICES=GPU-a CUDA_MPS_PIPE_DIRECTORY=" + dir +
+                         "/mps/0/pipe CUDA_MPS_LOG_DIRECTORY=" + dir + "/mps/0/log | quit\n")));
   EXPECT_THAT(mps.PipeDirectory(0), IsEmpty());
 }
 
@@ -77,6 +91,54 @@ TEST(MpsControl, AFailingDaemonLeavesThatGpuWithoutMps) {
             "MPS on 1 of 2 GPUs; GPU 1: nvidia-cuda-mps-control -d exited with 1: no GPU");
 }
 
+// What a control daemon leaves in its pipe directory.
+void PlantControlPipe(const std::string& pipe_directory) {
+  std::filesystem::create_directories(pipe_directory);
+  ASSERT_EQ(mkfifo((pipe_directory + "/control").c_str(), 0600), 0);
+  std::ofstream(pipe_directory + "/control_lock") << "";
+}
+
+TEST(MpsControl, AdoptsADaemonAPreviousAgentLeftRunning) {
+  FakeRunner runner;
+  runner.alive_uuids = {"GPU-a"};
+  const std::string dir = TempDir();
+  PlantControlPipe(dir + "/mps/0/pipe");
+  MpsControl mps({dir, "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
+  mps.Start({{0, "GPU-a"}, {1, "GPU-b"}});
+  EXPECT_EQ(mps.PipeDirectory(0), dir + "/mps/0/pipe");
+  EXPECT_EQ(mps.Status(), "MPS on 2 of 2 GPUs (1 adopted from a previous agent)");
+  // GPU 0's daemon answered: no second one is started there; GPU 1 gets its own.
+  EXPECT_THAT(runner.commands, Not(Contains(HasSubstr("-d | CUDA_VISIBLE_DEVICES=GPU-a"))));
+  EXPECT_THAT(runner.commands, Contains(HasSubstr("-d | CUDA_VISIBLE_DEVICES=GPU-b")));
+}
+
+TEST(MpsControl, RestartsADaemonWhosePipeIsLeftButWhichIsGone) {
+  FakeRunner runner;  // no daemon answers
+  const std::string dir = TempDir();
+  PlantControlPipe(dir + "/mps/0/pipe");
+  MpsControl mps({dir, "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
+  mps.Start({{0, "GPU-a"}});
+  EXPECT_EQ(mps.Status(), "MPS on 1 of 1 GPUs");
+  EXPECT_THAT(runner.commands, Contains(HasSubstr("| get_server_list")));
+  EXPECT_THAT(runner.commands, Contains(HasSubstr("-d | CUDA_VISIBLE_DEVICES=GPU-a")));
+  // The dead daemon's control files are gone, so that the new one can create its own.
+  EXPECT_FALSE(std::filesystem::exists(dir + "/mps/0/pipe/control"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/mps/0/pipe/control_lock"));
+}
+
+TEST(MpsControl, ASymlinkedPipeDirectoryIsRefusedNotFollowed) {
+  FakeRunner runner;
+  const std::string dir = TempDir(), elsewhere = TempDir();
+  std::filesystem::create_directories(dir + "/mps");
+  std::filesystem::create_symlink(elsewhere, dir + "/mps/0");
+  MpsControl mps({dir, "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
+  mps.Start({{0, "GPU-a"}});
+  EXPECT_THAT(mps.PipeDirectory(0), IsEmpty());
+  EXPECT_THAT(mps.Status(), HasSubstr("GPU 0: " + dir + "/mps/0: is a symbolic link"));
+  EXPECT_TRUE(std::filesystem::is_empty(elsewhere));
+  EXPECT_THAT(runner.commands, IsEmpty());
+}
+
 TEST(MpsControl, OffMeansOff) {
   FakeRunner runner;
   MpsControl mps({TempDir(), "nvidia-cuda-mps-control", MpsMode::kOff}, &runner);
@@ -86,7 +148,9 @@ TEST(MpsControl, OffMeansOff) {
 }
 
 TEST(SystemCommandRunner, RunsAProgramWithInputAndEnvironment) {
-  CommandRunnerPtr runner = MakeSystemCommandRunner();
+  SystemCommandRunnerOptions options;
+  options.programs = {"sh"};
+  CommandRunnerPtr runner = MakeSystemCommandRunner(options);
   EXPECT_TRUE(runner->Exists("sh"));
   EXPECT_FALSE(runner->Exists("wavepool-no-such-program"));
   auto result = runner->Run({"sh", "-c", "read line; echo \"$GREETING $line\"; exit 3"},

@@ -69,9 +69,9 @@ RegisterRequest LongestRegister() {
 }
 
 TEST(Protocol, GoodbyeFrameHasTheDocumentedBytes) {
-  // magic "WPAG" | version 1 | type 6 | sequence 0x01020304 | length 0.
+  // magic "WPAG" | version 2 | type 6 | sequence 0x01020304 | length 0.
   EXPECT_EQ(Encode(Goodbye{}, 0x01020304),
-            std::string("WPAG\x01\x00\x06\x00\x04\x03\x02\x01\x00\x00\x00\x00", 16));
+            std::string("WPAG\x02\x00\x06\x00\x04\x03\x02\x01\x00\x00\x00\x00", 16));
 }
 
 TEST(Protocol, ReportIterationFrameHasTheDocumentedBytes) {
@@ -204,10 +204,10 @@ TEST(Protocol, DecodeRejectsBadHeaders) {
                     "frame.magic: 0x12345678, expected 0x47415057");
   // Another protocol version is Unimplemented, an oversized body ResourceExhausted (the agent
   // counts them apart); everything else is InvalidArgument.
-  ExpectDecodeError(RawFrame(MessageType::kReportOps, body, 1, kFrameMagic, 2),
-                    "frame.version: 2, expected 1", absl::StatusCode::kUnimplemented);
+  ExpectDecodeError(RawFrame(MessageType::kReportOps, body, 1, kFrameMagic, 1),
+                    "frame.version: 1, expected 2", absl::StatusCode::kUnimplemented);
   ExpectDecodeError(RawFrame(static_cast<MessageType>(0), body), "frame.type: 0 is not");
-  ExpectDecodeError(RawFrame(static_cast<MessageType>(9), body), "frame.type: 9 is not");
+  ExpectDecodeError(RawFrame(static_cast<MessageType>(10), body), "frame.type: 10 is not");
   ExpectDecodeError(RawFrame(MessageType::kReportOps, body, 0), "frame.sequence: must be >= 1");
   std::string oversized = RawFrame(MessageType::kReportOps, body);
   oversized.replace(12, 4, Le(kMaxBodyBytes + 1, 4));
@@ -227,8 +227,9 @@ TEST(Protocol, DecodeRejectsBadRegisterFields) {
     return RawFrame(MessageType::kRegister, body);
   };
   // Layout: 3 strings of 2 + 253 bytes (0..764), role at 765, gpu 766, pid 770, SLO 774,
-  // credit_limit 782, batch_size 786; 790 bytes in all.
-  ASSERT_EQ(good.size(), 790u);
+  // credit_limit 782, batch_size 786, the worker segment's descriptor flag 790; 791 bytes in all.
+  ASSERT_EQ(good.size(), 791u);
+  ExpectDecodeError(with(790, Le(2, 1)), "Register.worker_segment: 2 is not a descriptor flag");
   ExpectDecodeError(with(0, Le(254, 2)), "Register.namespace_name: length 254 > 253");
   ExpectDecodeError(with(255, Le(254, 2)), "Register.job: length 254 > 253");
   ExpectDecodeError(with(765, Le(0, 1)), "Register.role: 0 is not a Role");

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -254,6 +256,26 @@ TEST_F(SimulatedGpuTest, DescribesItselfWithSimulatedUuidsFixedBySeed) {
   options.seed = 8;
   Make(options);
   EXPECT_NE(gpus_->gpus()[1].uuid, uuid);
+}
+
+TEST_F(SimulatedGpuTest, UuidsDependOnTheNodeNameAndStayTheSameAcrossRestarts) {
+  SimulatedGpuOptions options = ExampleOptions();
+  options.gpus = 8;  // Two agents of `--devices simulated:8`, both with the default seed.
+  options.node_name = "node-a";
+  Make(options);
+  std::vector<std::string> node_a;
+  for (const auto& gpu : gpus_->gpus()) node_a.push_back(gpu.uuid);
+  Make(options);  // The agent on node-a restarted.
+  for (std::size_t i = 0; i < node_a.size(); ++i) {
+    EXPECT_EQ(gpus_->gpus()[i].uuid, node_a[i]) << "node-a's GPU " << i << " after a restart";
+  }
+  options.node_name = "node-b";
+  Make(options);
+  for (const auto& gpu : gpus_->gpus()) {
+    EXPECT_THAT(gpu.uuid, MatchesRegex("GPU-sim-000[0-7]-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"));
+    for (const std::string& uuid : node_a)
+      EXPECT_NE(gpu.uuid, uuid) << "node-b clashes with node-a";
+  }
 }
 
 TEST_F(SimulatedGpuTest, DurationJitterIsDeterministicForASeed) {

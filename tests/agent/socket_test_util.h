@@ -4,15 +4,19 @@
 #ifndef WAVEPOOL_TESTS_AGENT_SOCKET_TEST_UTIL_H_
 #define WAVEPOOL_TESTS_AGENT_SOCKET_TEST_UTIL_H_
 
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -24,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
+#include "wavepool/agent/client/gate_memory.h"
 #include "wavepool/agent/client/protocol.h"
 #include "wavepool/agent/gate_segment.h"
 #include "wavepool/agent/socket_server.h"
@@ -84,15 +89,23 @@ class RecordingHandler : public SessionHandler {
       if (!created.ok()) return created.status();
       segment = std::move(*created);
     }
-    absl::StatusOr<SlotGrant> grant = segment->Allocate(request.role, peer.pid, credit_limit);
+    absl::StatusOr<SlotGrant> grant =
+        segment->Allocate(request.role, peer.pid, credit_limit, request.worker_segment);
     if (!grant.ok()) return grant.status();
     slots[session] = grant->slot;
+    if (request.role == Role::kForeground) {
+      TellBackgrounds();
+    } else {
+      background_sessions.push_back(session);
+    }
     Registered answer;
     answer.slot = grant->slot;
     answer.gate_path = segment->path();
     answer.gate_epoch = segment->epoch() + epoch_skew;
     answer.gate_generation = grant->generation;
     answer.credit_limit = static_cast<std::uint32_t>(credit_limit);
+    answer.gate = segment->descriptor();
+    if (request.role == Role::kBackground) answer.foregrounds = segment->Foregrounds();
     answer.stream_priority =
         request.role == Role::kForeground ? StreamPriority::kHigh : StreamPriority::kLow;
     return answer;
@@ -101,10 +114,22 @@ class RecordingHandler : public SessionHandler {
   absl::Status OnReport(SessionId session, const Message& report) override {
     std::lock_guard<std::mutex> lock(mu);
     reports.emplace_back(session, report);
+    if (tell_pending) TellBackgrounds();
     if (const auto* ops = std::get_if<ReportOps>(&report)) {
       for (const OpGroupReport& g : ops->groups) op_groups[session].push_back(g.op_group);
     }
     return report_error;
+  }
+
+  // As the agent does when a foreground arrives: the background sessions get the foregrounds'
+  // segments (Send works from inside a callback).
+  // A foreground that registers before `server` is set is told about on the next report.
+  void TellBackgrounds() {
+    SocketServer* to = server.load();
+    tell_pending = to == nullptr;
+    if (to == nullptr) return;
+    const Foregrounds foregrounds{segment->Foregrounds()};
+    for (SessionId session : background_sessions) (void)to->Send(session, foregrounds);
   }
 
   void OnClosed(SessionId session, bool said_goodbye) override {
@@ -147,6 +172,10 @@ class RecordingHandler : public SessionHandler {
   std::map<SessionId, bool> closed;
   std::unique_ptr<GateSegment> segment;
   std::map<SessionId, std::uint32_t> slots;
+  std::vector<SessionId> background_sessions;
+  bool tell_pending = false;
+  // Set after the server started, for TellBackgrounds.
+  std::atomic<SocketServer*> server{nullptr};
 };
 
 // Collects log lines.
@@ -197,23 +226,53 @@ class RawClient {
     absl::StatusOr<std::string> frame = EncodeFrame(message, sequence);
     return frame.ok() && SendBytes(*frame);
   }
-  // Register with a typical request.
-  bool Register(Role role = Role::kForeground) {
+  // Encodes `message` with the next sequence number and sends it with its descriptors
+  // (SCM_RIGHTS) and, after them, `extra` ones.
+  bool SendWithDescriptors(const Message& message, std::vector<SharedFd> extra = {}) {
+    absl::StatusOr<std::string> frame = EncodeFrame(message, next_++);
+    absl::StatusOr<std::vector<SharedFd>> fds = DescriptorsOf(message);
+    if (!frame.ok() || !fds.ok()) return false;
+    for (SharedFd& fd : extra) fds->push_back(std::move(fd));
+    OutgoingDescriptors outgoing;
+    outgoing.Add(0, *std::move(fds));
+    std::size_t sent = 0;
+    while (sent < frame->size()) {
+      const long n = outgoing.Send(fd_, sent, frame->data() + sent, frame->size() - sent);
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+  // Register with a typical request (and no worker segment).
+  bool Register(Role role = Role::kForeground) { return Send(TypicalRequest(role)); }
+  static RegisterRequest TypicalRequest(Role role) {
     RegisterRequest request;
     request.namespace_name = "default";
     request.job = "resnet";
     request.pod = "resnet-0";
     request.role = role;
-    return Send(request);
+    return request;
   }
   // The next frame; an error on EOF, timeout or a malformed stream.
   absl::StatusOr<Frame> Receive() {
     for (;;) {
       absl::StatusOr<std::optional<Frame>> next = reader_.Next();
       if (!next.ok()) return next.status();
-      if (next->has_value()) return std::move(**next);
+      if (next->has_value()) {
+        // The descriptors that came with it, when any did (placeholders stay otherwise).
+        Frame frame = std::move(**next);
+        if (!received_.empty()) (void)AdoptDescriptors(&frame.message, &received_);
+        return frame;
+      }
       char buffer[4096];
-      const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+      bool truncated = false;
+      const long n = ReceiveWithDescriptors(fd_, buffer, sizeof buffer, &received_, &truncated);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        // Non-blocking receive: wait for the socket (SO_RCVTIMEO does not apply to poll).
+        pollfd ready{fd_, POLLIN, 0};
+        if (poll(&ready, 1, 20'000) == 1) continue;
+        return absl::UnavailableError("Resource temporarily unavailable");
+      }
       if (n == 0) return absl::UnavailableError("EOF");
       if (n < 0) return absl::UnavailableError(std::strerror(errno));
       reader_.Append(std::string_view(buffer, static_cast<std::size_t>(n)));
@@ -234,6 +293,7 @@ class RawClient {
   bool connected_ = false;
   std::uint32_t next_ = 1;
   FrameReader reader_;
+  std::deque<UniqueFd> received_;
 };
 
 }  // namespace wavepool::agent::testing

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/agent/gate_test_util.h"
 #include "tests/agent/socket_test_util.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/agent/gate_segment.h"
@@ -33,16 +34,12 @@ class WorkerGateTest : public ::testing::Test {
   std::unique_ptr<LaunchGate> Attach(std::uint32_t gpu, Role role, std::int32_t limit,
                                      std::uint32_t* slot = nullptr) {
     GateSegment& segment = Segment(gpu);
-    absl::StatusOr<SlotGrant> grant = segment.Allocate(role, getpid(), limit);
-    EXPECT_TRUE(grant.ok()) << grant.status();
-    Registered registered;
-    registered.slot = grant->slot;
-    registered.gate_path = segment.path();
-    registered.gate_epoch = segment.epoch();
-    registered.gate_generation = grant->generation;
-    absl::StatusOr<std::unique_ptr<LaunchGate>> gate = LaunchGate::Attach(registered, role);
+    absl::StatusOr<Registered> registered = Register(segment, role, limit);
+    EXPECT_TRUE(registered.ok()) << registered.status();
+    if (!registered.ok()) return nullptr;
+    absl::StatusOr<std::unique_ptr<LaunchGate>> gate = LaunchGate::Attach(*registered, role);
     EXPECT_TRUE(gate.ok()) << gate.status();
-    if (slot != nullptr) *slot = grant->slot;
+    if (slot != nullptr) *slot = registered->slot;
     return gate.ok() ? std::move(*gate) : nullptr;
   }
 

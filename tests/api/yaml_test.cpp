@@ -11,6 +11,7 @@
 namespace wavepool::api {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::wavepool::testing::StatusIs;
 
@@ -168,6 +169,39 @@ TEST(Yaml, AliasesExpandButAnAliasBombIsRejected) {
   }
   EXPECT_THAT(YamlToJson(bomb),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("more than")));
+}
+
+TEST(Yaml, ARecursiveAliasIsRejectedNamingItsLineAndPath) {
+  EXPECT_THAT(YamlToJson("a: &a [*a]\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("line 1, column 4"), HasSubstr("at a[0]"),
+                             HasSubstr("refers to a, a collection that contains it"))));
+  EXPECT_THAT(YamlToJson("spec:\n  m: &m\n    k: [1, {deeper: *m}]\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at spec.m.k[1].deeper")));
+  EXPECT_THAT(YamlToJson("&root [1, *root]\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("refers to the document")));
+  EXPECT_THAT(ParseDocuments("ok: 1\n---\nb: &b {c: *b}\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 3")));
+}
+
+TEST(Yaml, AnAliasChainDeeperThanTheLimitIsRejectedWithoutRecursion) {
+  // Each anchor wraps the previous one: the text nests 2 levels, the expansion 20,000.
+  std::string chain = "l0: &l0 [x]\n";
+  for (int level = 1; level < 20000; ++level) {
+    chain += "l" + std::to_string(level) + ": &l" + std::to_string(level) + " [*l" +
+             std::to_string(level - 1) + "]\n";
+  }
+  EXPECT_THAT(YamlToJson(chain),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nesting deeper than")));
+}
+
+TEST(Yaml, AStrayFlowIndicatorIsAnErrorNotAnEndlessStreamOfDocuments) {
+  // The documents' reader would otherwise add empty documents at the ',' until memory ran out.
+  EXPECT_THAT(YamlToJson("{s: [{t}],: \"\"},"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("line 1, column 16"), HasSubstr("cannot read past"))));
+  EXPECT_THAT(ParseDocuments("a: 1\n---\n{b: 2},\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 3")));
 }
 
 TEST(Yaml, DocumentsAreSplitAndKeepTheirLines) {

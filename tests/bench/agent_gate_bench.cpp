@@ -48,12 +48,18 @@ class BenchGate {
   Registered Register(Role role, std::int32_t limit) {
     Registered registered;
     if (segment_ == nullptr) return registered;
-    auto grant = segment_->Allocate(role, getpid(), limit);
+    // The worker's own segment, as AgentConnection creates it before Register.
+    absl::StatusOr<OwnSegment> own = LaunchGate::CreateWorkerSegment();
+    if (!own.ok()) return registered;
+    auto grant = segment_->Allocate(role, getpid(), limit, own->fd);
     if (!grant.ok()) return registered;
     registered.slot = grant->slot;
     registered.gate_path = segment_->path();
     registered.gate_epoch = segment_->epoch();
     registered.gate_generation = grant->generation;
+    registered.gate = segment_->descriptor();
+    if (role == Role::kBackground) registered.foregrounds = segment_->Foregrounds();
+    registered.own_segment = own->mapping;
     return registered;
   }
 

@@ -36,13 +36,16 @@ class CountingHandler : public SessionHandler {
   explicit CountingHandler(GateSegment* segment) : segment_(segment) {}
   absl::StatusOr<Registered> OnRegister(SessionId, const PeerCredentials& peer,
                                         const RegisterRequest& request) override {
-    absl::StatusOr<SlotGrant> grant = segment_->Allocate(request.role, peer.pid, 2);
+    absl::StatusOr<SlotGrant> grant =
+        segment_->Allocate(request.role, peer.pid, 2, request.worker_segment);
     if (!grant.ok()) return grant.status();
     Registered registered;
     registered.slot = grant->slot;
     registered.gate_path = segment_->path();
     registered.gate_epoch = segment_->epoch();
     registered.gate_generation = grant->generation;
+    registered.gate = segment_->descriptor();
+    if (request.role == Role::kBackground) registered.foregrounds = segment_->Foregrounds();
     return registered;
   }
   absl::Status OnReport(SessionId, const Message& report) override {

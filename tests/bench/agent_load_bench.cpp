@@ -54,8 +54,10 @@ bool WaitForFile(const std::string& path) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s AGENT_BINARY [--gpus N] [--tasks-per-gpu N] [--rate-hz N] "
-                         "[--seconds N]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s AGENT_BINARY [--gpus N] [--tasks-per-gpu N] [--rate-hz N] "
+                 "[--seconds N]\n",
+                 argv[0]);
     return 2;
   }
   int gpus = 8, tasks_per_gpu = 4, rate_hz = 1000, seconds = 10;
@@ -69,17 +71,24 @@ int main(int argc, char** argv) {
     }
     if (i + 1 >= argc) return std::fprintf(stderr, "%s needs a value\n", flag.c_str()), 2;
     const int value = std::atoi(argv[i + 1]);
-    if (flag == "--gpus") gpus = value;
-    else if (flag == "--tasks-per-gpu") tasks_per_gpu = value;
-    else if (flag == "--rate-hz") rate_hz = value;
-    else if (flag == "--seconds") seconds = value;
-    else return std::fprintf(stderr, "unknown flag %s\n", flag.c_str()), 2;
+    if (flag == "--gpus")
+      gpus = value;
+    else if (flag == "--tasks-per-gpu")
+      tasks_per_gpu = value;
+    else if (flag == "--rate-hz")
+      rate_hz = value;
+    else if (flag == "--seconds")
+      seconds = value;
+    else
+      return std::fprintf(stderr, "unknown flag %s\n", flag.c_str()), 2;
   }
   char dir[] = "/tmp/wavepool-load-XXXXXX";
   if (mkdtemp(dir) == nullptr) return 1;
   const std::string devices = nvml ? "nvml" : "simulated:" + std::to_string(gpus);
-  std::vector<std::string> args = {argv[1], "--dir", dir, "--devices", devices, "--mps", "off",
-                                   "--metrics-port", "0"};
+  std::vector<std::string> args = {argv[1], "--dir",          dir, "--devices", devices, "--mps",
+                                   "off",   "--metrics-port", "0"};
+  // Every worker is a thread of this process, on one machine: trust what they send in Register.
+  args.push_back("--trust-register");
   std::vector<char*> argp;
   for (std::string& a : args) argp.push_back(a.data());
   argp.push_back(nullptr);
@@ -102,9 +111,14 @@ int main(int argc, char** argv) {
       workers.emplace_back([&, g, t] {
         AgentClient::Options options;
         options.socket_path = socket;
-        options.registration = {"load", t == 0 ? "fg" : "bg", "pod-" + std::to_string(g) + "-" +
-                                std::to_string(t), t == 0 ? Role::kForeground : Role::kBackground,
-                                static_cast<std::uint32_t>(g), 0, 1.1, 0, 32};
+        RegisterRequest& identity = options.registration;
+        identity.namespace_name = "load";
+        identity.job = t == 0 ? "fg" : "bg";
+        identity.pod = "pod-" + std::to_string(g) + "-" + std::to_string(t);
+        identity.role = t == 0 ? Role::kForeground : Role::kBackground;
+        identity.gpu_index = static_cast<std::uint32_t>(g);
+        identity.max_foreground_slowdown = 1.1;
+        identity.batch_size = 32;
         options.log = [](std::string_view) {};
         auto client = AgentClient::Connect(options);
         if (!client.ok()) {
@@ -137,9 +151,10 @@ int main(int argc, char** argv) {
   kill(agent, SIGTERM);
   waitpid(agent, nullptr, 0);
   rmdir(dir);
-  std::printf("%d %s GPUs x %d tasks at %d Hz: %.0f reports/s offered; agent CPU %.2f%% of one "
-              "core (%.3f s over %.1f s)\n",
-              gpus, nvml ? "NVML" : "simulated", tasks_per_gpu, rate_hz, static_cast<double>(sent) / wall, 100 * cpu / wall, cpu,
-              wall);
+  std::printf(
+      "%d %s GPUs x %d tasks at %d Hz: %.0f reports/s offered; agent CPU %.2f%% of one "
+      "core (%.3f s over %.1f s)\n",
+      gpus, nvml ? "NVML" : "simulated", tasks_per_gpu, rate_hz, static_cast<double>(sent) / wall,
+      100 * cpu / wall, cpu, wall);
   return 0;
 }

@@ -61,6 +61,21 @@ TEST(ControllerMain, BadFlagValueExitsTwoNamingTheFlag) {
   EXPECT_THAT(port.output, HasSubstr("--http-port"));
 }
 
+TEST(ControllerMain, BadTemplatePolicyFlagsExitTwoNamingTheFlag) {
+  const ProcessResult field = RunController("--allow-template-field spec.hostPID");
+  EXPECT_EQ(field.exit_code, 2);
+  EXPECT_THAT(field.output, HasSubstr("--allow-template-field"));
+  const ProcessResult host = RunController("--allow-host-path data");
+  EXPECT_EQ(host.exit_code, 2);
+  EXPECT_THAT(host.output, HasSubstr("--allow-host-path"));
+  const ProcessResult account = RunController("--allow-service-account Admin");
+  EXPECT_EQ(account.exit_code, 2);
+  EXPECT_THAT(account.output, HasSubstr("--allow-service-account"));
+  const ProcessResult image = RunController("--default-image Registry/Worker:1");
+  EXPECT_EQ(image.exit_code, 2);
+  EXPECT_THAT(image.output, HasSubstr("--default-image"));
+}
+
 TEST(ControllerMain, HelpExitsZero) {
   const ProcessResult run = RunController("--help");
   EXPECT_EQ(run.exit_code, 0);

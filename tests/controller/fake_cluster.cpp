@@ -130,9 +130,15 @@ void FakeCluster::PutConfigMap(json config_map) {
   config_maps_[key] = std::move(config_map);
 }
 
-void FakeCluster::PutGpuNode(const api::GpuNode& node) {
+void FakeCluster::RemoveConfigMap(std::string_view ns, std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  gpu_nodes_[node.metadata.name] = node;
+  config_maps_.erase(Key(ns, name));
+}
+
+void FakeCluster::PutGpuNode(api::GpuNode node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  node.metadata.resource_version = NextResourceVersion();
+  gpu_nodes_[node.metadata.name] = std::move(node);
 }
 
 void FakeCluster::SetNodeState(const std::string& node, NodeState state) {
@@ -478,6 +484,29 @@ void FakeCluster::RecordEvent(const api::TrainingJob& job, bool warning, std::st
   std::lock_guard<std::mutex> lock(mu_);
   events_.push_back(
       {api::NamespacedName(job.metadata), warning, std::string(reason), std::string(message)});
+}
+
+absl::Status FakeCluster::UpdateGpuNodeStatus(const api::GpuNode& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string request =
+      absl::StrCat("PUT /apis/wavepool.dev/v1alpha1/gpunodes/", node.metadata.name, "/status");
+  const auto it = gpu_nodes_.find(node.metadata.name);
+  if (it == gpu_nodes_.end()) return NotFound("gpunodes.wavepool.dev", node.metadata.name, request);
+  if (node.metadata.resource_version != it->second.metadata.resource_version) {
+    return Conflict("gpunodes.wavepool.dev", node.metadata.name, request);
+  }
+  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
+  it->second.status = node.status;  // The status subresource: only status changes.
+  it->second.metadata.resource_version = NextResourceVersion();
+  ++writes_;
+  return absl::OkStatus();
+}
+
+void FakeCluster::RecordGpuNodeEvent(const api::GpuNode& node, bool warning,
+                                     std::string_view reason, std::string_view message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back({absl::StrCat("GPUNode/", node.metadata.name), warning, std::string(reason),
+                     std::string(message)});
 }
 
 FakeScene::FakeScene()

@@ -30,7 +30,7 @@ namespace wavepool::controller {
 class FakeCluster : public ClusterReader, public ClusterWriter {
  public:
   struct RecordedEvent {
-    std::string object;  // "ns/name" of the job.
+    std::string object;  // "ns/name" of the job; "GPUNode/<name>" of a GPUNode.
     bool warning = false;
     std::string reason;
     std::string message;
@@ -47,7 +47,9 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
                        const std::function<void(api::TrainingJob&)>& edit);
   void RemoveJob(std::string_view ns, std::string_view name);
   void PutConfigMap(nlohmann::json config_map);
-  void PutGpuNode(const api::GpuNode& node);
+  void RemoveConfigMap(std::string_view ns, std::string_view name);
+  // Stores the GPUNode (as its agent publishes it) at a new resourceVersion.
+  void PutGpuNode(api::GpuNode node);
   void SetNodeState(const std::string& node, NodeState state);
 
   // --- Acting as the kubelet ---
@@ -112,6 +114,9 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   absl::StatusOr<api::TrainingJob> UpdateJobStatus(const api::TrainingJob& job) override;
   void RecordEvent(const api::TrainingJob& job, bool warning, std::string_view reason,
                    std::string_view message) override;
+  absl::Status UpdateGpuNodeStatus(const api::GpuNode& node) override;
+  void RecordGpuNodeEvent(const api::GpuNode& node, bool warning, std::string_view reason,
+                          std::string_view message) override;
 
  private:
   // An injected failure for this write, if any. REQUIRES: mu_ held.

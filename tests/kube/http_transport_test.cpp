@@ -16,7 +16,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -90,6 +92,28 @@ TEST(HttpTransport, SendsMethodTargetHeadersAndBody) {
   EXPECT_EQ(seen.headers.at("user-agent"), "wavepool-test/1");
   EXPECT_EQ(seen.headers.at("authorization"), "Bearer t0k3n");
   EXPECT_EQ(seen.body, R"({"data":{"k":"v"}})");
+}
+
+TEST(HttpTransport, ATokenSentOverPlainHttpIsWarnedOfOncePerClient) {
+  RawHttpServer server(
+      [](const RawRequest&, RawConnection& connection) { connection.Answer(200, "{}"); });
+  std::vector<std::string> warnings;
+  ClientConfig config = ConfigFor(server);
+  config.log = [&warnings](std::string_view line) { warnings.emplace_back(line); };
+  // No token, no warning.
+  std::unique_ptr<Transport> anonymous = TransportTo(config);
+  ASSERT_OK(anonymous->Send(HttpRequest{}));
+  EXPECT_TRUE(warnings.empty());
+  config.bearer_token = "t0k3n";
+  config.source = "kubeconfig /tmp/plain";
+  std::unique_ptr<Transport> transport = TransportTo(config);
+  ASSERT_OK(transport->Send(HttpRequest{}));
+  ASSERT_OK(transport->Send(HttpRequest{}));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("bearer token over plain http"));
+  EXPECT_THAT(warnings[0], HasSubstr(server.url()));
+  EXPECT_THAT(warnings[0], HasSubstr("kubeconfig /tmp/plain"));
+  EXPECT_THAT(warnings[0], ::testing::Not(HasSubstr("t0k3n")));
 }
 
 TEST(HttpTransport, AnyHttpStatusIsAnAnswer) {

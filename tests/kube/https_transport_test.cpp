@@ -9,6 +9,8 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,6 +21,9 @@
 namespace wavepool::kube {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using ::wavepool::kube::testing::RawConnection;
 using ::wavepool::kube::testing::RawHttpServer;
 using ::wavepool::kube::testing::RawRequest;
@@ -135,6 +140,34 @@ TEST_F(HttpsTransportTest, InsecureSkipTlsVerifyAcceptsAnyServer) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Transport> transport, NewHttpTransport(config));
   ASSERT_OK_AND_ASSIGN(HttpResponse response, transport->Send(HttpRequest{}));
   EXPECT_EQ(response.status, 200);
+}
+
+TEST_F(HttpsTransportTest, InsecureSkipTlsVerifyIsWarnedOfOncePerClient) {
+  const RawTlsOptions tls = ServerTls(/*require_client_certificate=*/false);
+  RawHttpServer server(Ok, &tls);
+  std::vector<std::string> warnings;
+  ClientConfig config;
+  config.server = server.url();
+  config.source = "kubeconfig /tmp/insecure";
+  config.bearer_token = "t0k3n";
+  config.insecure_skip_tls_verify = true;
+  config.log = [&warnings](std::string_view line) { warnings.emplace_back(line); };
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Transport> transport, NewHttpTransport(config));
+  ASSERT_OK(transport->Send(HttpRequest{}));
+  ASSERT_OK(transport->Send(HttpRequest{}));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], AllOf(HasSubstr("insecure-skip-tls-verify"), HasSubstr(server.url()),
+                                 HasSubstr("kubeconfig /tmp/insecure")));
+  EXPECT_THAT(warnings[0], Not(HasSubstr("t0k3n")));
+  // A second client warns again; a verifying one does not.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Transport> another, NewHttpTransport(config));
+  ASSERT_OK(another->Send(HttpRequest{}));
+  EXPECT_EQ(warnings.size(), 2u);
+  config.insecure_skip_tls_verify = false;
+  config.certificate_authority_pem = Pem("ca.pem");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Transport> verifying, NewHttpTransport(config));
+  ASSERT_OK(verifying->Send(HttpRequest{}));
+  EXPECT_EQ(warnings.size(), 2u);
 }
 
 }  // namespace

@@ -131,6 +131,8 @@ TEST_F(KubeconfigTest, BadFilesGetClearErrors) {
       {"clusters: [unclosed", "not YAML"},
       {"- a\n- b\n", "must be a mapping"},
       {"kind: Pod\n", "kind: must be Config"},
+      {"kind: [Config]\n", "kind: must be a string"},
+      {"kind:\ncontexts:\n- name: c\n  context: {cluster: c}\n", "no current-context"},
       {"clusters: {}\n", "clusters: must be a list"},
       {"clusters:\n- cluster: {server: x}\n", "clusters[0].name: required"},
       {"contexts:\n- name: c\n  context: {cluster: c}\n", "no current-context"},

@@ -136,10 +136,19 @@ TEST(LayerTable, OpaqueLayersAndTimesRoundTrip) {
   ASSERT_OK_AND_ASSIGN(ModelGraph model, std::move(builder).Build());
   const std::string text = FormatLayerTable(model);
   EXPECT_THAT(text, HasSubstr("stride=2 pad=1x0"));
-  EXPECT_THAT(text, HasSubstr(",0.1\n"));            // the shortest text that reads back exactly
+  EXPECT_THAT(text, HasSubstr(",0.1\n"));  // the shortest text that reads back exactly
   EXPECT_THAT(text, HasSubstr("odd,opaque:odd_op,conv,"));  // an opaque layer keeps its type
   ASSERT_OK_AND_ASSIGN(ModelGraph parsed, ParseLayerTable("timed", text));
   ExpectSameGraph(parsed, model);
+}
+
+TEST(LayerTable, AHugeMeasuredTimeRoundTrips) {
+  // 1.8446744073709549e+21 us: no decimal of the time in microseconds reads back to the same
+  // seconds, but a neighbour of it does.
+  const std::string text = std::string(kHeader) + "r,relu,,4,,4,,,1.8446744073709549e+21\n";
+  ASSERT_OK_AND_ASSIGN(ModelGraph model, ParseLayerTable("t", text));
+  ASSERT_OK_AND_ASSIGN(ModelGraph parsed, ParseLayerTable("t", FormatLayerTable(model)));
+  EXPECT_TRUE(parsed == model) << FormatLayerTable(model);
 }
 
 TEST(LayerTable, OpaqueLayersAreWrittenAsSuch) {
@@ -188,6 +197,43 @@ TEST(LayerTable, AnUnknownTypeIsAnErrorNamingTheClosestKnownTypes) {
 
 constexpr char kConv[] = "conv1,conv2d,,3x8x8,4x3x3x3,4x8x8,pad=1,,\n";  // line 2
 constexpr char kRelu[] = "relu1,relu,conv1,4x8x8,,4x8x8,,,\n";           // line 3
+
+TEST(LayerTable, AnAttributeWhoseSizesOverflowIsNamedWithItsLineAndLayer) {
+  const struct {
+    const char* row;
+    const char* attribute;
+  } cases[] = {
+      {"ff,transformer_feedforward,,128x768,,128x768,intermediate=4611686018427387904,,",
+       "intermediate 4611686018427387904"},
+      {"ff,transformer_feedforward,,128x768,,128x768,intermediate=3002399751580331,,",
+       "intermediate 3002399751580331"},  // d x i fits in 64 bits but passes 2^61 items
+      {"emb,embedding,,128,,128x768,vocab=9223372036854775000 positions=512,,",
+       "vocab 9223372036854775000"},
+      {"b,resnet_bottleneck,,64x56x56,,256x56x56,planes=4611686018427387904,,",
+       "planes 4611686018427387904"},
+      {"b,resnet_bottleneck,,64x56x56,,256x56x56,planes=1099511627776 base_width=1048576,,",
+       "planes 1099511627776 with base_width 1048576"},
+      {"c,conv2d,,3x65536x65536,1099511627776x3x1x1,4x4x4,,,",
+       "out_channels 1099511627776 with a 1x1 kernel"},
+      {"fc,linear,,2147483648,2147483648x2147483648,2147483648,,,", "out_features 2147483648"},
+      {"a,transformer_attention,,2147483648x2,,2147483648x2,heads=2,,", "heads 2"},
+      {"h,opaque,,16,,2305843009213693952,,,", "output shape [2305843009213693952]"},
+      {"h,opaque,,16,,4,,4611686018427387904,", "params 4611686018427387904"},
+  };
+  for (const auto& c : cases) {
+    const std::string name = std::string(c.row).substr(0, std::string(c.row).find(','));
+    EXPECT_THAT(ParseLayerTable("m", std::string(kHeader) + c.row + "\n"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("layer table line 2"), HasSubstr("layer " + name + " ("),
+                               HasSubstr(c.attribute), HasSubstr("exceed"))))
+        << c.row;
+  }
+  EXPECT_THAT(ParseLayerTable("m", std::string(kHeader) +
+                                       "x,relu,,4611686018427387904,,4611686018427387904,,,\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("layer table line 2"),
+                             HasSubstr("input shape [4611686018427387904]"))));
+}
 
 TEST(LayerTable, RejectsBadTablesNamingLineAndColumn) {
   const std::string h = kHeader;

@@ -63,7 +63,7 @@ class WorkerWithAgent : public ::testing::Test {
         std::vector<std::string>{WAVEPOOL_AGENT_BIN, "--dir", dir_ + "/agent", "--devices",
                                  "simulated:2", "--mps", "off", "--hostname", "node-a",
                                  "--metrics-address", "127.0.0.1", "--metrics-port",
-                                 std::to_string(metrics_port_), "--no-publish"},
+                                 std::to_string(metrics_port_), "--no-publish", "--trust-register"},
         std::map<std::string, std::string>{}, dir_, "agent");
     ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(dir_ + "/agent/agent.sock"); },
                            std::chrono::seconds(30)))

@@ -271,6 +271,11 @@ void AgentClient::Serve(SteadyClock::time_point& next_flush) {
       if (auto* policy = std::get_if<Policy>(&message)) {
         std::lock_guard<std::mutex> lock(mu_);
         policy_ = std::move(*policy);
+      } else if (auto* foregrounds = std::get_if<Foregrounds>(&message)) {
+        // A segment that does not map keeps its foreground's slot pausing this worker.
+        if (absl::Status watched = gate_->WatchForegrounds(foregrounds->segments); !watched.ok()) {
+          Log(absl::StrCat("agent client: ", watched.ToString()));
+        }
       } else if (auto* error = std::get_if<ErrorReply>(&message)) {
         Disconnect(ToStatus(*error));
         return;

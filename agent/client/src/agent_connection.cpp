@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/agent/client/launch_gate.h"
 
 namespace wavepool::agent::internal {
 namespace {
@@ -37,6 +39,10 @@ void DrainEventFd(int fd) {
 absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::Open(
     const std::string& path, const RegisterRequest& request, TimePoint deadline, int wake_fd,
     const std::function<bool()>& stop, Registered* registered) {
+  absl::StatusOr<OwnSegment> own = LaunchGate::CreateWorkerSegment();
+  if (!own.ok()) return own.status();
+  RegisterRequest with_segment = request;
+  with_segment.worker_segment = own->fd;
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(address.sun_path)) {
@@ -53,7 +59,7 @@ absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::Open(
     return absl::UnavailableError(
         absl::StrCat("connect to the agent at ", path, ": ", std::strerror(err)));
   }
-  if (absl::Status queued = connection->Queue(request); !queued.ok()) return queued;
+  if (absl::Status queued = connection->Queue(with_segment); !queued.ok()) return queued;
   std::vector<Message> messages;
   for (;;) {
     if (absl::Status written = connection->Write(); !written.ok()) return written;
@@ -66,9 +72,14 @@ absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::Open(
     if (stop()) return absl::CancelledError("agent connection: closing");
     if (fds[0].revents != 0) {
       const absl::Status read = connection->Read(&messages);
-      for (Message& message : messages) {
+      for (std::size_t i = 0; i < messages.size(); ++i) {
+        Message& message = messages[i];
         if (auto* answer = std::get_if<Registered>(&message)) {
           *registered = std::move(*answer);
+          registered->own_segment = own->mapping;
+          // What came right after (a Policy, Foregrounds) is the connection's to deliver.
+          connection->backlog_.assign(std::make_move_iterator(messages.begin() + i + 1),
+                                      std::make_move_iterator(messages.end()));
           return connection;
         }
         if (auto* error = std::get_if<ErrorReply>(&message)) {
@@ -99,10 +110,14 @@ absl::Status AgentConnection::Failed(const char* syscall, int err) const {
 absl::Status AgentConnection::Queue(const Message& message) {
   absl::StatusOr<std::string> frame = EncodeFrame(message, next_out_);
   if (!frame.ok()) return frame.status();
+  absl::StatusOr<std::vector<SharedFd>> fds = DescriptorsOf(message);
+  if (!fds.ok()) return fds.status();
   if (written_ == output_.size()) {
     output_.clear();
     written_ = 0;
   }
+  // The descriptors travel with the frame's first byte.
+  outgoing_fds_.Add(stream_position_ + (output_.size() - written_), *std::move(fds));
   output_ += *frame;
   next_out_ = NextSequence(next_out_);
   return absl::OkStatus();
@@ -110,13 +125,15 @@ absl::Status AgentConnection::Queue(const Message& message) {
 
 absl::Status AgentConnection::Write() {
   while (written_ < output_.size()) {
-    const ssize_t n = send(fd_, output_.data() + written_, output_.size() - written_, MSG_NOSIGNAL);
+    const long n = outgoing_fds_.Send(fd_, stream_position_, output_.data() + written_,
+                                      output_.size() - written_);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       return Failed("send", errno);
     }
     written_ += static_cast<std::size_t>(n);
+    stream_position_ += static_cast<std::uint64_t>(n);
   }
   // Drop what was written once it is most of the buffer, so that it stays about one flush big.
   if (written_ == output_.size() || written_ > output_.size() / 2) {
@@ -127,10 +144,13 @@ absl::Status AgentConnection::Write() {
 }
 
 absl::Status AgentConnection::Read(std::vector<Message>* messages) {
+  for (Message& early : backlog_) messages->push_back(std::move(early));
+  backlog_.clear();
   char buffer[kReadChunkBytes];
   absl::Status gone;
+  bool truncated = false;
   for (;;) {
-    const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+    const long n = ReceiveWithDescriptors(fd_, buffer, sizeof buffer, &received_fds_, &truncated);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) gone = Failed("recv", errno);
@@ -154,6 +174,10 @@ absl::Status AgentConnection::Read(std::vector<Message>* messages) {
           "agent at ", path_, ": frame.sequence ", frame.sequence, ", expected ", expected_in_));
     }
     expected_in_ = NextSequence(expected_in_);
+    if (absl::Status adopted = AdoptDescriptors(&frame.message, &received_fds_); !adopted.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("agent at ", path_, ": ", adopted.message(),
+                                                        truncated ? " (descriptors dropped)" : ""));
+    }
     messages->push_back(std::move(frame.message));
   }
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "wavepool/agent/client/gate_memory.h"
 #include "wavepool/agent/client/protocol.h"
 
 namespace wavepool::agent::internal {
@@ -21,7 +23,9 @@ class AgentConnection {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  // Connects to `path`, sends `request` and waits for Registered (stored in `*registered`) until
+  // Creates the worker's own gate segment (LaunchGate::CreateWorkerSegment), connects to `path`,
+  // sends `request` with the segment's descriptor and waits for Registered (stored in
+  // `*registered`, with the segment's writable mapping as its own_segment) until
   // `deadline`. While waiting it also watches `wake_fd` (drained when readable) and returns
   // Cancelled as soon as `stop()` says so. Unavailable when nothing listens at `path`;
   // DeadlineExceeded without an answer in time; the agent's Error as a status.
@@ -60,6 +64,10 @@ class AgentConnection {
   FrameReader reader_;
   std::string output_;
   std::size_t written_ = 0;
+  std::uint64_t stream_position_ = 0;  // bytes sent over the connection's life
+  OutgoingDescriptors outgoing_fds_;
+  std::deque<UniqueFd> received_fds_;  // arrived, not yet adopted by a message
+  std::vector<Message> backlog_;       // decoded after Registered by Open; returned by Read
 };
 
 }  // namespace wavepool::agent::internal

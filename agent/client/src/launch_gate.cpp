@@ -1,13 +1,8 @@
 #include "wavepool/agent/client/launch_gate.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <limits>
 #include <utility>
 
@@ -50,11 +45,11 @@ void CpuRelax() {
 // CAS publishes and orders nothing, so it is relaxed. credit_limit is read relaxed: it is one
 // value the agent sets and guards no other data; a stale limit is corrected on the next launch.
 template <std::memory_order kOrder>
-bool TakeCredit(GateSlot& slot) {
-  std::int32_t current = slot.in_flight.load(std::memory_order_relaxed);
+bool TakeCredit(WorkerSegment& mine, const GateSlot& slot) {
+  std::int32_t current = mine.in_flight.load(std::memory_order_relaxed);
   do {
     if (current >= slot.credit_limit.load(std::memory_order_relaxed)) return false;
-  } while (!slot.in_flight.compare_exchange_weak(current, current + 1, kOrder,
+  } while (!mine.in_flight.compare_exchange_weak(current, current + 1, kOrder,
                                                  std::memory_order_relaxed));
   return true;
 }
@@ -62,59 +57,26 @@ bool TakeCredit(GateSlot& slot) {
 // Returns one credit. Release order: everything the worker did for the completed group
 // happens-before the next acquirer's successful CAS (acquire) sees the credit free. The floor at
 // 0 keeps the invariant 0 <= in_flight even for a credit that was never counted (agent gone).
-void ReturnCredit(GateSlot& slot) {
-  std::int32_t current = slot.in_flight.load(std::memory_order_relaxed);
+void ReturnCredit(WorkerSegment& mine) {
+  std::int32_t current = mine.in_flight.load(std::memory_order_relaxed);
   while (current > 0 &&
-         !slot.in_flight.compare_exchange_weak(current, current - 1, std::memory_order_release,
+         !mine.in_flight.compare_exchange_weak(current, current - 1, std::memory_order_release,
                                                std::memory_order_relaxed)) {
   }
 }
-
-// Whether the agent or a foreground pauses a background slot.
-template <std::memory_order kOrder>
-bool BackgroundBlocked(const GateHeader& header, const GateSlot& slot) {
-  return header.background_stop.load(kOrder) != 0 || header.foreground_hold.load(kOrder) != 0 ||
-         slot.pause.load(kOrder) != 0;
-}
-
-// Owns a mapping until released (Attach's error paths unmap it).
-class Mapping {
- public:
-  Mapping(void* address, std::size_t bytes) : address_(address), bytes_(bytes) {}
-  ~Mapping() {
-    if (address_ != nullptr) munmap(address_, bytes_);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  GateFile* file() const { return static_cast<GateFile*>(address_); }
-  void* Release() { return std::exchange(address_, nullptr); }
-
- private:
-  void* address_;
-  std::size_t bytes_;
-};
 
 absl::Status Unusable(const std::string& path, const std::string& why) {
   return absl::FailedPreconditionError(absl::StrCat("gate ", path, ": ", why));
 }
 
-absl::Status SyscallFailed(const std::string& path, const char* syscall, int err) {
-  return absl::ErrnoToStatus(err, absl::StrCat("gate ", path, ": ", syscall));
-}
-
-// The checks of Attach that need the mapped file. `bytes` is the file's size (>= the header).
-absl::Status CheckFile(const Registered& registered, Role role, const GateFile& file,
-                       std::size_t bytes) {
+// The checks of Attach that need the mapped control segment.
+absl::Status CheckFile(const Registered& registered, Role role, const GateFile& file) {
   const std::string& path = registered.gate_path;
   const GateHeader& header = file.header;
-  if (header.magic != kGateMagic) return Unusable(path, "not a gate file (bad magic)");
+  if (header.magic != kGateMagic) return Unusable(path, "not a gate (bad magic)");
   if (header.layout_version != kGateLayoutVersion) {
     return Unusable(path, absl::StrFormat("layout version %u, this worker reads version %u",
                                           header.layout_version, kGateLayoutVersion));
-  }
-  if (bytes != sizeof(GateFile)) {
-    return Unusable(path, absl::StrFormat("size %u bytes, a version %u gate file has %u", bytes,
-                                          kGateLayoutVersion, sizeof(GateFile)));
   }
   if (header.epoch != registered.gate_epoch) {
     return Unusable(path, absl::StrFormat("epoch %u, registered for epoch %u (the agent restarted)",
@@ -122,7 +84,7 @@ absl::Status CheckFile(const Registered& registered, Role role, const GateFile& 
   }
   if (header.slot_count == 0 || header.slot_count > kMaxSlotsPerGpu ||
       registered.slot >= header.slot_count) {
-    return Unusable(path, absl::StrFormat("slot %u out of range (the file has %u slots)",
+    return Unusable(path, absl::StrFormat("slot %u out of range (the gate has %u slots)",
                                           registered.slot, header.slot_count));
   }
   const GateSlot& slot = file.slots[registered.slot];
@@ -146,51 +108,120 @@ absl::Status CheckFile(const Registered& registered, Role role, const GateFile& 
 
 }  // namespace
 
+absl::StatusOr<OwnSegment> LaunchGate::CreateWorkerSegment() {
+  return CreateOwnSegment("wavepool-worker-segment", sizeof(WorkerSegment));
+}
+
 absl::StatusOr<std::unique_ptr<LaunchGate>> LaunchGate::Attach(const Registered& registered,
                                                                Role role) {
   const std::string& path = registered.gate_path;
-  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return SyscallFailed(path, "open", errno);
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    const int err = errno;
-    close(fd);
-    return SyscallFailed(path, "fstat", err);
+  if (registered.gate == nullptr || !registered.gate->valid()) {
+    return Unusable(path, "Registered carries no gate descriptor");
   }
-  const auto bytes = static_cast<std::size_t>(st.st_size);
-  if (st.st_size < static_cast<off_t>(sizeof(GateHeader))) {
-    close(fd);
-    return Unusable(
-        path, absl::StrFormat("truncated: %u bytes, a gate file has %u", bytes, sizeof(GateFile)));
+  if (registered.own_segment == nullptr ||
+      registered.own_segment->size() != sizeof(WorkerSegment)) {
+    return Unusable(path, "no worker segment mapped for this registration");
   }
-  // The whole file and no more: touching a page past its end would raise SIGBUS.
-  void* address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int mmap_errno = errno;
-  close(fd);  // the mapping keeps the file
-  if (address == MAP_FAILED) return SyscallFailed(path, "mmap", mmap_errno);
-  Mapping mapping(address, bytes);
-  if (absl::Status checked = CheckFile(registered, role, *mapping.file(), bytes); !checked.ok()) {
-    return checked;
+  const int fd = registered.gate->get();
+  // Sealed against resizing and writers: a mapping of it can never fault, and it is the agent's.
+  if (absl::Status sealed = CheckSealed(fd, sizeof(GateFile), absl::StrCat("gate ", path));
+      !sealed.ok()) {
+    return sealed;
   }
-  GateFile* file = static_cast<GateFile*>(mapping.Release());
-  return std::unique_ptr<LaunchGate>(
-      new LaunchGate(path, file, bytes, registered.slot, registered.gate_generation, role));
+  absl::StatusOr<std::unique_ptr<Mapping>> control =
+      Mapping::Map(fd, sizeof(GateFile), /*writable=*/false, absl::StrCat("gate ", path));
+  if (!control.ok()) return control.status();
+  const auto* file = static_cast<const GateFile*>((*control)->data());
+  if (absl::Status checked = CheckFile(registered, role, *file); !checked.ok()) return checked;
+  std::unique_ptr<LaunchGate> gate(new LaunchGate(path, *std::move(control), registered.own_segment,
+                                                  registered.slot, registered.gate_generation,
+                                                  role));
+  // A foreground it cannot map keeps pausing the background: not an Attach failure.
+  (void)gate->WatchForegrounds(registered.foregrounds);
+  return gate;
 }
 
-LaunchGate::LaunchGate(std::string path, GateFile* file, std::size_t mapped_bytes,
-                       std::uint32_t slot, std::uint32_t generation, Role role)
+LaunchGate::LaunchGate(std::string path, std::unique_ptr<Mapping> control,
+                       std::shared_ptr<Mapping> own_segment, std::uint32_t slot,
+                       std::uint32_t generation, Role role)
     : path_(std::move(path)),
-      file_(file),
-      mapped_bytes_(mapped_bytes),
-      slot_(&file->slots[slot]),
+      control_(std::move(control)),
+      own_(std::move(own_segment)),
+      file_(static_cast<const GateFile*>(control_->data())),
+      slot_(&file_->slots[slot]),
+      mine_(static_cast<WorkerSegment*>(own_->data())),
       slot_index_(slot),
       generation_(generation),
       role_(role) {}
 
+absl::Status LaunchGate::WatchForegrounds(const std::vector<ForegroundSegment>& segments) {
+  if (role_ != Role::kBackground) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(views_mu_);
+  std::string failures;
+  for (const ForegroundSegment& segment : segments) {
+    if (absl::Status watched = WatchForeground(segment); !watched.ok()) {
+      absl::StrAppend(&failures, failures.empty() ? "" : "; ", watched.message());
+    }
+  }
+  if (failures.empty()) return absl::OkStatus();
+  return Unusable(path_, failures);
+}
+
+absl::Status LaunchGate::WatchForeground(const ForegroundSegment& segment) {
+  const std::string what = absl::StrFormat("foreground segment of slot %u generation %u",
+                                           segment.slot, segment.generation);
+  if (segment.slot >= kMaxSlotsPerGpu) return absl::InvalidArgumentError(what + ": no such slot");
+  const ForegroundView* current = foregrounds_[segment.slot].load(std::memory_order_relaxed);
+  if (current != nullptr && current->generation == segment.generation) return absl::OkStatus();
+  if (segment.segment == nullptr || !segment.segment->valid()) {
+    return absl::InvalidArgumentError(what + ": no descriptor");
+  }
+  if (views_.size() >= kMaxForegroundViews) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": ", kMaxForegroundViews, " segments mapped already"));
+  }
+  const int fd = segment.segment->get();
+  // Sealed: it cannot shrink under this mapping (no SIGBUS), and this mapping is read-only.
+  if (absl::Status sealed = CheckSealed(fd, sizeof(WorkerSegment), what); !sealed.ok()) {
+    return sealed;
+  }
+  absl::StatusOr<std::unique_ptr<Mapping>> mapping =
+      Mapping::Map(fd, sizeof(WorkerSegment), /*writable=*/false, what);
+  if (!mapping.ok()) return mapping.status();
+  auto view = std::make_unique<ForegroundView>();
+  view->generation = segment.generation;
+  view->segment = static_cast<const WorkerSegment*>((*mapping)->data());
+  view->mapping = *std::move(mapping);
+  // Release: a hot-path thread that loads the pointer (acquire) sees the view's fields.
+  foregrounds_[segment.slot].store(view.get(), std::memory_order_release);
+  views_.push_back(std::move(view));
+  return absl::OkStatus();
+}
+
+// Whether the agent or a foreground pauses this background gate. A foreground slot whose current
+// segment this gate has not mapped (the agent's Foregrounds message is on its way) pauses it too.
+template <std::memory_order kOrder>
+bool LaunchGate::BackgroundBlocked() const {
+  if (file_->header.background_stop.load(kOrder) != 0 || slot_->pause.load(kOrder) != 0) {
+    return true;
+  }
+  std::uint32_t foreground = file_->header.foreground_slots.load(kOrder);
+  while (foreground != 0) {
+    const int slot = __builtin_ctz(foreground);
+    foreground &= foreground - 1;
+    const ForegroundView* view = foregrounds_[slot].load(std::memory_order_acquire);
+    if (view == nullptr ||
+        view->generation != file_->slots[slot].generation.load(std::memory_order_relaxed) ||
+        view->segment->hold.load(kOrder) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 LaunchGate::~LaunchGate() {
   // A foreground that leaves with its pause up would hold the background until Reclaim.
   LowerPause();
-  munmap(file_, mapped_bytes_);
 }
 
 bool LaunchGate::Revoked() const {
@@ -201,7 +232,7 @@ bool LaunchGate::Revoked() const {
 
 void LaunchGate::CountAcquired() {
   // Relaxed: a statistic the agent samples for metrics; it orders nothing.
-  slot_->acquired_total.fetch_add(1, std::memory_order_relaxed);
+  mine_->acquired_total.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool LaunchGate::TryAcquire() {
@@ -211,21 +242,21 @@ bool LaunchGate::TryAcquire() {
   if (role_ == Role::kForeground) {
     // Acquire on success: the launch that follows cannot be ordered before the credit, and it
     // sees what the previous holder published when it released (ReturnCredit's release).
-    if (!TakeCredit<std::memory_order_acquire>(*slot_)) return false;
+    if (!TakeCredit<std::memory_order_acquire>(*mine_, *slot_)) return false;
     CountAcquired();
     return true;
   }
   // Background. A relaxed look first so that a paused worker never writes the shared line.
-  if (BackgroundBlocked<std::memory_order_relaxed>(file_->header, *slot_)) return false;
-  // Then take the credit and look again, both seq_cst: with the foreground's seq_cst fetch_or of
-  // its hold bit (RaisePause), and the agent's seq_cst stores of pauses, this is Dekker's
+  if (BackgroundBlocked<std::memory_order_relaxed>()) return false;
+  // Then take the credit and look again, both seq_cst: with the foreground's seq_cst store of
+  // its hold word (RaisePause), and the agent's seq_cst stores of pauses, this is Dekker's
   // handshake. Either this look sees the pause (and the credit goes back), or the raise comes
   // later in the single total order and a foreground that then reads our in_flight sees the
   // credit. A background worker therefore never starts a launch group after a pause it could
   // have seen.
-  if (!TakeCredit<std::memory_order_seq_cst>(*slot_)) return false;
-  if (BackgroundBlocked<std::memory_order_seq_cst>(file_->header, *slot_)) {
-    ReturnCredit(*slot_);
+  if (!TakeCredit<std::memory_order_seq_cst>(*mine_, *slot_)) return false;
+  if (BackgroundBlocked<std::memory_order_seq_cst>()) {
+    ReturnCredit(*mine_);
     return false;
   }
   CountAcquired();
@@ -233,14 +264,14 @@ bool LaunchGate::TryAcquire() {
 }
 
 void LaunchGate::Release() {
-  // A revoked slot was zeroed by Reclaim and may belong to another worker now.
+  // A revoked gate's credits no longer count anywhere.
   if (Revoked()) return;
-  ReturnCredit(*slot_);
+  ReturnCredit(*mine_);
 }
 
 bool LaunchGate::Paused() const {
   if (role_ == Role::kForeground) return false;
-  return AgentGone() || BackgroundBlocked<std::memory_order_acquire>(file_->header, *slot_);
+  return AgentGone() || BackgroundBlocked<std::memory_order_acquire>();
 }
 
 bool LaunchGate::IsSensitive(std::uint32_t op_group) const {
@@ -254,16 +285,15 @@ bool LaunchGate::IsSensitive(std::uint32_t op_group) const {
 
 void LaunchGate::RaisePause() {
   if (role_ != Role::kForeground || Revoked()) return;
-  // seq_cst: the other half of the handshake in TryAcquire (background). One atomic OR, so a
-  // worker killed anywhere leaves the hold consistent with its bit.
-  file_->header.foreground_hold.fetch_or(1u << slot_index_, std::memory_order_seq_cst);
+  // seq_cst: the other half of the handshake in TryAcquire (background). One atomic store, so a
+  // worker killed anywhere leaves a consistent hold (and Reclaim makes its segment irrelevant).
+  mine_->hold.store(1, std::memory_order_seq_cst);
 }
 
 void LaunchGate::LowerPause() {
-  // A revoked gate's bit may belong to the slot's next foreground owner now.
-  if (role_ != Role::kForeground || Revoked()) return;
+  if (role_ != Role::kForeground) return;
   // Release (within seq_cst): the sensitive group's launches are ordered before the lowering.
-  file_->header.foreground_hold.fetch_and(~(1u << slot_index_), std::memory_order_seq_cst);
+  mine_->hold.store(0, std::memory_order_seq_cst);
 }
 
 absl::Status LaunchGate::Acquire(std::chrono::nanoseconds timeout) {
@@ -293,9 +323,9 @@ absl::Status LaunchGate::Acquire(std::chrono::nanoseconds timeout) {
   }
   if (!Revoked()) {
     // Relaxed: statistics for the agent's metrics.
-    slot_->wait_ns_total.fetch_add(static_cast<std::uint64_t>(now - start),
+    mine_->wait_ns_total.fetch_add(static_cast<std::uint64_t>(now - start),
                                    std::memory_order_relaxed);
-    slot_->paused_ns_total.fetch_add(static_cast<std::uint64_t>(paused_ns),
+    mine_->paused_ns_total.fetch_add(static_cast<std::uint64_t>(paused_ns),
                                      std::memory_order_relaxed);
   }
   if (acquired) return absl::OkStatus();
@@ -307,7 +337,7 @@ absl::Status LaunchGate::Acquire(std::chrono::nanoseconds timeout) {
 
 void LaunchGate::Heartbeat(std::int64_t now_ns) {
   // Relaxed: the agent only compares the value with its clock.
-  if (!Revoked()) slot_->heartbeat_ns.store(now_ns, std::memory_order_relaxed);
+  if (!Revoked()) mine_->heartbeat_ns.store(now_ns, std::memory_order_relaxed);
 }
 
 std::int64_t LaunchGate::AgentHeartbeat() const {
@@ -315,7 +345,7 @@ std::int64_t LaunchGate::AgentHeartbeat() const {
 }
 
 std::int32_t LaunchGate::in_flight() const {
-  return slot_->in_flight.load(std::memory_order_relaxed);
+  return mine_->in_flight.load(std::memory_order_relaxed);
 }
 
 std::int32_t LaunchGate::credit_limit() const {

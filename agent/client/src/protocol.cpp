@@ -24,6 +24,8 @@ std::string_view MessageTypeName(MessageType type) {
       return "Error";
     case MessageType::kPolicy:
       return "Policy";
+    case MessageType::kForegrounds:
+      return "Foregrounds";
   }
   return "unknown";
 }

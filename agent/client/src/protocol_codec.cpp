@@ -6,7 +6,9 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -29,6 +31,8 @@ constexpr const char* kReportMemory = "ReportMemory";
 constexpr const char* kReportIteration = "ReportIteration";
 constexpr const char* kError = "Error";
 constexpr const char* kPolicy = "Policy";
+constexpr const char* kForegrounds = "Foregrounds";
+constexpr std::size_t kForegroundBytes = 4 + 4 + 1;
 constexpr std::size_t kOpGroupBytes = 4 + 1 + 8;
 constexpr std::size_t kMemorySampleBytes = 8 + 8 + 8;
 
@@ -68,7 +72,24 @@ absl::Status Validate(const RegisterRequest& m) {
   return absl::OkStatus();
 }
 
+absl::Status CheckForegrounds(const char* message, const std::vector<ForegroundSegment>& list) {
+  if (list.size() > kMaxSlotsPerGpu) {
+    return FieldPath{message, "foregrounds"}.Error(
+        absl::StrCat("count ", list.size(), " > ", kMaxSlotsPerGpu));
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (list[i].slot >= kMaxSlotsPerGpu) {
+      return FieldPath{message, "slot", "foregrounds", i}.Error(
+          absl::StrCat(list[i].slot, " >= ", kMaxSlotsPerGpu));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Validate(const Foregrounds& m) { return CheckForegrounds(kForegrounds, m.segments); }
+
 absl::Status Validate(const Registered& m) {
+  WAVEPOOL_AGENT_RETURN_IF_ERROR(CheckForegrounds(kRegistered, m.foregrounds));
   if (m.slot >= kMaxSlotsPerGpu) {
     return FieldPath{kRegistered, "slot"}.Error(absl::StrCat(m.slot, " >= ", kMaxSlotsPerGpu));
   }
@@ -145,7 +166,19 @@ void Write(ByteWriter& w, const RegisterRequest& m) {
   w.F64(m.max_foreground_slowdown);
   w.U32(m.credit_limit);
   w.U32(m.batch_size);
+  w.U8(m.worker_segment != nullptr ? 1 : 0);
 }
+
+void WriteForegrounds(ByteWriter& w, const std::vector<ForegroundSegment>& list) {
+  w.U32(static_cast<std::uint32_t>(list.size()));
+  for (const ForegroundSegment& f : list) {
+    w.U32(f.slot);
+    w.U32(f.generation);
+    w.U8(f.segment != nullptr ? 1 : 0);
+  }
+}
+
+void Write(ByteWriter& w, const Foregrounds& m) { WriteForegrounds(w, m.segments); }
 
 void Write(ByteWriter& w, const Registered& m) {
   w.U32(m.slot);
@@ -156,6 +189,8 @@ void Write(ByteWriter& w, const Registered& m) {
   w.U32(m.credit_limit);
   w.String(m.mps_pipe_directory);
   w.U32(m.mps_client_priority);
+  w.U8(m.gate != nullptr ? 1 : 0);
+  WriteForegrounds(w, m.foregrounds);
 }
 
 void Write(ByteWriter& w, const ReportOps& m) {
@@ -198,6 +233,35 @@ void Write(ByteWriter& w, const Policy& m) {
 
 // --- Reading -----------------------------------------------------------------------------------
 
+// A descriptor flag: a placeholder SharedFd for 1 (AdoptDescriptors fills it in), null for 0.
+absl::Status ReadDescriptor(ByteReader& r, const FieldPath& f, SharedFd* fd) {
+  std::uint8_t flag = 0;
+  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U8(f, &flag));
+  if (flag > 1) return f.Error(absl::StrCat(flag, " is not a descriptor flag (0 or 1)"));
+  if (flag == 1) *fd = ShareFd(UniqueFd());
+  return absl::OkStatus();
+}
+
+absl::Status ReadForegrounds(ByteReader& r, const char* message,
+                             std::vector<ForegroundSegment>* list) {
+  std::uint32_t count = 0;
+  WAVEPOOL_AGENT_RETURN_IF_ERROR(
+      r.Count({message, "foregrounds"}, kMaxSlotsPerGpu, kForegroundBytes, &count));
+  list->resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    ForegroundSegment& f = (*list)[i];
+    f.slot = r.TakeU32();
+    f.generation = r.TakeU32();
+    WAVEPOOL_AGENT_RETURN_IF_ERROR(
+        ReadDescriptor(r, FieldPath{message, "segment", "foregrounds", i}, &f.segment));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Read(ByteReader& r, Foregrounds* m) {
+  return ReadForegrounds(r, kForegrounds, &m->segments);
+}
+
 absl::Status Read(ByteReader& r, RegisterRequest* m) {
   std::uint8_t role = 0;
   WAVEPOOL_AGENT_RETURN_IF_ERROR(
@@ -211,7 +275,8 @@ absl::Status Read(ByteReader& r, RegisterRequest* m) {
   WAVEPOOL_AGENT_RETURN_IF_ERROR(
       r.F64({kRegister, "max_foreground_slowdown"}, &m->max_foreground_slowdown));
   WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U32({kRegister, "credit_limit"}, &m->credit_limit));
-  return r.U32({kRegister, "batch_size"}, &m->batch_size);
+  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U32({kRegister, "batch_size"}, &m->batch_size));
+  return ReadDescriptor(r, {kRegister, "worker_segment"}, &m->worker_segment);
 }
 
 absl::Status Read(ByteReader& r, Registered* m) {
@@ -226,7 +291,10 @@ absl::Status Read(ByteReader& r, Registered* m) {
   WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U32({kRegistered, "credit_limit"}, &m->credit_limit));
   WAVEPOOL_AGENT_RETURN_IF_ERROR(
       r.String({kRegistered, "mps_pipe_directory"}, kMaxStringBytes, &m->mps_pipe_directory));
-  return r.U32({kRegistered, "mps_client_priority"}, &m->mps_client_priority);
+  WAVEPOOL_AGENT_RETURN_IF_ERROR(
+      r.U32({kRegistered, "mps_client_priority"}, &m->mps_client_priority));
+  WAVEPOOL_AGENT_RETURN_IF_ERROR(ReadDescriptor(r, {kRegistered, "gate"}, &m->gate));
+  return ReadForegrounds(r, kRegistered, &m->foregrounds);
 }
 
 absl::Status Read(ByteReader& r, ReportOps* m) {
@@ -313,6 +381,8 @@ absl::StatusOr<Message> ReadMessage(MessageType type, std::string_view body) {
       return ReadBody<ErrorReply>(body, type);
     case MessageType::kPolicy:
       return ReadBody<Policy>(body, type);
+    case MessageType::kForegrounds:
+      return ReadBody<Foregrounds>(body, type);
   }
   return absl::InvalidArgumentError("frame.type: unknown");  // DecodeFrameHeader checked it
 }
@@ -338,9 +408,9 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(std::string_view bytes) {
         absl::StrCat("frame.version: ", version, ", expected ", kProtocolVersion));
   }
   if (type < static_cast<std::uint16_t>(MessageType::kRegister) ||
-      type > static_cast<std::uint16_t>(MessageType::kPolicy)) {
+      type > static_cast<std::uint16_t>(MessageType::kForegrounds)) {
     return FieldPath{"frame", "type"}.Error(
-        absl::StrCat(type, " is not a message type (1 Register .. 8 Policy)"));
+        absl::StrCat(type, " is not a message type (1 Register .. 9 Foregrounds)"));
   }
   header.type = static_cast<MessageType>(type);
   if (header.sequence == 0) return FieldPath{"frame", "sequence"}.Error("must be >= 1, got 0");
@@ -352,6 +422,54 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(std::string_view bytes) {
 }
 
 }  // namespace internal
+
+namespace {
+
+// Every descriptor slot of `message`, in the order of its flags.
+std::vector<std::pair<SharedFd*, std::string>> DescriptorSlots(Message& message) {
+  std::vector<std::pair<SharedFd*, std::string>> slots;
+  auto add_list = [&slots](std::vector<ForegroundSegment>& list, const char* name) {
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (list[i].segment != nullptr) {
+        slots.emplace_back(&list[i].segment, absl::StrCat(name, ".foregrounds[", i, "].segment"));
+      }
+    }
+  };
+  if (auto* r = std::get_if<RegisterRequest>(&message)) {
+    if (r->worker_segment != nullptr)
+      slots.emplace_back(&r->worker_segment, "Register.worker_segment");
+  } else if (auto* d = std::get_if<Registered>(&message)) {
+    if (d->gate != nullptr) slots.emplace_back(&d->gate, "Registered.gate");
+    add_list(d->foregrounds, kRegistered);
+  } else if (auto* f = std::get_if<Foregrounds>(&message)) {
+    add_list(f->segments, kForegrounds);
+  }
+  return slots;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<SharedFd>> DescriptorsOf(const Message& message) {
+  std::vector<SharedFd> fds;
+  // DescriptorSlots only points into the message; nothing is written through it here.
+  for (auto& [fd, name] : DescriptorSlots(const_cast<Message&>(message))) {
+    if (!(*fd)->valid()) return absl::InvalidArgumentError(absl::StrCat(name, ": no descriptor"));
+    fds.push_back(*fd);
+  }
+  return fds;
+}
+
+absl::Status AdoptDescriptors(Message* message, std::deque<UniqueFd>* received) {
+  for (auto& [fd, name] : DescriptorSlots(*message)) {
+    if (received->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": the descriptor did not arrive with the frame"));
+    }
+    *fd = ShareFd(std::move(received->front()));
+    received->pop_front();
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::string> EncodeFrame(const Message& message, std::uint32_t sequence) {
   if (sequence == 0) return FieldPath{"frame", "sequence"}.Error("must be >= 1, got 0");

@@ -245,6 +245,12 @@ void WorkerGate::SetAgentAlive(bool alive) {
   }
 }
 
+absl::Status WorkerGate::WatchForegrounds(const std::vector<ForegroundSegment>& segments) {
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Binding* current = current_.load(std::memory_order_seq_cst);
+  return current == nullptr ? absl::OkStatus() : current->gate->WatchForegrounds(segments);
+}
+
 void WorkerGate::Heartbeat(std::int64_t now_ns) {
   std::lock_guard<std::mutex> lock(writer_mu_);
   if (Binding* current = current_.load(std::memory_order_seq_cst)) current->gate->Heartbeat(now_ns);

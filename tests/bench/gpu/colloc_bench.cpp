@@ -5,6 +5,7 @@
 // starts the agent and the tasks and runs the PyTorch baselines beside them.
 //
 //   colloc_bench --role fg|bg [--model resnet50] [--batch 16] [--steps 100] [--warmup 15]
+//                [--piece-min-us N --piece-max-us N]  (default: the role's piece targets)
 //                [--launch pieces|graph|eager] [--dtype bf16|fp32] [--agent-dir DIR]
 //                [--ready FILE] [--go FILE] [--stop FILE] [--out FILE]
 //
@@ -62,6 +63,8 @@ struct Options {
   std::int64_t batch = 16;
   std::int64_t steps = 100;
   std::int64_t warmup = 15;
+  std::int64_t piece_min_us = 0;  // 0: the role's targets (graph_pieces.h)
+  std::int64_t piece_max_us = 0;
   std::string launch = "pieces";
   std::string dtype = "bf16";
   std::string agent_dir;
@@ -105,7 +108,9 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
   options.role = role == "fg" ? agent::Role::kForeground : agent::Role::kBackground;
   for (auto [name, field] : {std::pair{"batch", &options.batch},
                              {"steps", &options.steps},
-                             {"warmup", &options.warmup}}) {
+                             {"warmup", &options.warmup},
+                             {"piece-min-us", &options.piece_min_us},
+                             {"piece-max-us", &options.piece_max_us}}) {
     if (absl::Status s = take_int(name, *field); !s.ok()) return s;
   }
   take("model", options.model);
@@ -128,6 +133,11 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         absl::StrCat("--dtype: '", options.dtype, "' is not bf16 or fp32"));
   }
   if (options.batch == 0) return absl::InvalidArgumentError("--batch: must be positive");
+  if ((options.piece_min_us == 0) != (options.piece_max_us == 0) ||
+      options.piece_min_us > options.piece_max_us) {
+    return absl::InvalidArgumentError(
+        "--piece-min-us and --piece-max-us: give both, with 0 < min <= max");
+  }
   if (options.role == agent::Role::kBackground && options.stop.empty()) {
     return absl::InvalidArgumentError("--stop: a background task needs a stop file");
   }
@@ -165,6 +175,18 @@ void InstallStackPrinter() {
   backtrace(warm, 1);  // loads the unwinder now: the handler must not allocate
   std::signal(SIGUSR1, PrintMainStack);
 }
+
+#ifdef WAVEPOOL_TORCH_CUDA
+PieceTargets PieceTargetsFor(const Options& options) {
+  PieceTargets targets = options.role == agent::Role::kForeground ? ForegroundPieceTargets()
+                                                                  : BackgroundPieceTargets();
+  if (options.piece_max_us > 0) {
+    targets.min_duration = std::chrono::microseconds(options.piece_min_us);
+    targets.max_duration = std::chrono::microseconds(options.piece_max_us);
+  }
+  return targets;
+}
+#endif
 
 bool Exists(const std::string& path) { return !path.empty() && access(path.c_str(), F_OK) == 0; }
 
@@ -273,7 +295,8 @@ class PieceRunner final : public StepRunner {
  public:
   // Captures one step of `trainer` on `stream` and cuts it (one piece for --launch graph).
   static absl::StatusOr<std::unique_ptr<PieceRunner>> Create(Trainer& trainer, LaunchPacer& pacer,
-                                                             cudaStream_t stream, agent::Role role,
+                                                             cudaStream_t stream,
+                                                             const PieceTargets& targets,
                                                              bool whole_graph) {
     std::unique_ptr<PieceRunner> runner(new PieceRunner());
     runner->graph_ = std::make_unique<at::cuda::CUDAGraph>(/*keep_graph=*/true);
@@ -299,9 +322,7 @@ class PieceRunner final : public StepRunner {
       if (!order.ok()) return order.status();
       pieces = GraphPieces::SplitByNodeCounts(graph, {order->size()});
     } else {
-      pieces = GraphPieces::SplitByDuration(
-          graph, stream,
-          role == agent::Role::kForeground ? ForegroundPieceTargets() : BackgroundPieceTargets());
+      pieces = GraphPieces::SplitByDuration(graph, stream, targets);
     }
     if (!pieces.ok()) return pieces.status();
     runner->pieces_ = *std::move(pieces);
@@ -419,7 +440,7 @@ absl::Status Run(const Options& options) {
     Progress("eager warm-up done");
     if (options.launch != "eager") {
       absl::StatusOr<std::unique_ptr<PieceRunner>> pieces = PieceRunner::Create(
-          *trainer, *pacer, stream.get(), options.role, options.launch == "graph");
+          *trainer, *pacer, stream.get(), PieceTargetsFor(options), options.launch == "graph");
       if (!pieces.ok()) return pieces.status();
       runner = *std::move(pieces);
     }

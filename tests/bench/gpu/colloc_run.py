@@ -56,6 +56,9 @@ def spawn_bench(args, role, cfg, f, launch, agent_dir, env_extra):
         else ["--stop", f["stop"], "--warmup", "5"]
     if agent_dir:
         cmd += ["--agent-dir", agent_dir]
+    if role == "bg" and args.bg_piece_us:
+        low, high = args.bg_piece_us.split(":")
+        cmd += ["--piece-min-us", low, "--piece-max-us", high]
     log = open(f["log"], "w")
     return subprocess.Popen(cmd, env=dict(os.environ, **env_extra), stdout=log, stderr=log)
 
@@ -152,7 +155,9 @@ class Agent:
     def __enter__(self):
         for devices in ("nvml", "simulated:1"):
             cmd = shlex.split(self.args.agent) + [
+                # Every task is this benchmark's own process on one machine: --trust-register.
                 "--dir", self.dir, "--devices", devices, "--mps", "off", "--no-publish",
+                "--trust-register",
                 "--metrics-address", "127.0.0.1", "--metrics-port", str(self.args.metrics_port),
                 "--hostname", "bench"]
             self.log = open(f"{self.dir}/agent.log", "a")
@@ -268,6 +273,8 @@ def main():
     parser.add_argument("--setup-timeout", type=float, default=120,
                         help="seconds a task may take to set up (capture and split included)")
     parser.add_argument("--skip-baselines", action="store_true")
+    parser.add_argument("--bg-piece-us", metavar="MIN:MAX",
+                        help="the background's piece targets in microseconds (default 500:1000)")
     parser.add_argument("--mps", action="store_true",
                         help="with --skip-baselines: run wavepool's modes under an MPS server, "
                              "as they run after the baselines")

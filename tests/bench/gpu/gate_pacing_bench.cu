@@ -6,10 +6,10 @@
 //   gate_pacing_bench [--groups N] [--fg-us U] [--bg-us U] [--dir DIR]
 //
 // The foreground runs op groups of 4 short kernels (each a full wave of blocks spinning --fg-us
-// microseconds); the background runs kernels (--bg-us) whose blocks fill every SM's thread slots. Both run in one
-// process on separate streams, each through its own slot of a real gate file, the way two
-// processes under MPS would. Kernel durations are set by spinning on the SM clock, so they do
-// not depend on memory bandwidth or data.
+// microseconds); the background runs kernels (--bg-us) whose blocks fill every SM's thread slots.
+// Both run in one process on separate streams, each through its own slot of a real gate file, the
+// way two processes under MPS would. Kernel durations are set by spinning on the SM clock, so they
+// do not depend on memory bandwidth or data.
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -29,13 +29,13 @@
 
 namespace {
 
-#define CHECK_CUDA(call)                                                              \
-  do {                                                                                \
-    cudaError_t err_ = (call);                                                        \
-    if (err_ != cudaSuccess) {                                                        \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(err_));              \
-      std::exit(1);                                                                   \
-    }                                                                                 \
+#define CHECK_CUDA(call)                                                 \
+  do {                                                                   \
+    cudaError_t err_ = (call);                                           \
+    if (err_ != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(err_)); \
+      std::exit(1);                                                      \
+    }                                                                    \
   } while (0)
 
 __global__ void Spin(long long cycles) {
@@ -54,11 +54,16 @@ struct Options {
 enum class Mode { kAlone, kShared, kPriorities, kPacing, kPause };
 const char* Name(Mode m) {
   switch (m) {
-    case Mode::kAlone: return "foreground alone";
-    case Mode::kShared: return "+ background, same priority, unpaced";
-    case Mode::kPriorities: return "+ stream priorities";
-    case Mode::kPacing: return "+ launch pacing (fg 2, bg 1 credits)";
-    case Mode::kPause: return "+ pause around sensitive groups";
+    case Mode::kAlone:
+      return "foreground alone";
+    case Mode::kShared:
+      return "+ background, same priority, unpaced";
+    case Mode::kPriorities:
+      return "+ stream priorities";
+    case Mode::kPacing:
+      return "+ launch pacing (fg 2, bg 1 credits)";
+    case Mode::kPause:
+      return "+ pause around sensitive groups";
   }
   return "";
 }
@@ -78,18 +83,35 @@ Result Run(Mode mode, const Options& opt, int sms, long long cycles_per_us) {
   }
   const bool paced = mode >= Mode::kPacing;
   const int unpaced = static_cast<int>(kMaxCreditLimit);
-  auto fg_slot = (*segment)->Allocate(Role::kForeground, getpid(), paced ? 2 : unpaced);
-  auto bg_slot = (*segment)->Allocate(Role::kBackground, getpid(), paced ? 1 : unpaced);
-  auto registered = [&](const SlotGrant& grant) {
+  // Each worker's own segment, as AgentConnection creates it before Register.
+  auto fg_own = LaunchGate::CreateWorkerSegment();
+  auto bg_own = LaunchGate::CreateWorkerSegment();
+  if (!fg_own.ok() || !bg_own.ok()) {
+    std::fprintf(stderr, "worker segments: %s\n",
+                 std::string((fg_own.ok() ? bg_own.status() : fg_own.status()).message()).c_str());
+    std::exit(1);
+  }
+  auto fg_slot = (*segment)->Allocate(Role::kForeground, getpid(), paced ? 2 : unpaced, fg_own->fd);
+  auto bg_slot = (*segment)->Allocate(Role::kBackground, getpid(), paced ? 1 : unpaced, bg_own->fd);
+  if (!fg_slot.ok() || !bg_slot.ok()) {
+    std::fprintf(stderr, "allocate failed\n");
+    std::exit(1);
+  }
+  auto registered = [&](const SlotGrant& grant, const OwnSegment& own, Role role) {
     Registered r;
     r.slot = grant.slot;
     r.gate_path = (*segment)->path();
     r.gate_epoch = (*segment)->epoch();
     r.gate_generation = grant.generation;
+    r.gate = (*segment)->descriptor();
+    if (role == Role::kBackground) r.foregrounds = (*segment)->Foregrounds();
+    r.own_segment = own.mapping;
     return r;
   };
-  auto fg_gate = LaunchGate::Attach(registered(*fg_slot), Role::kForeground);
-  auto bg_gate = LaunchGate::Attach(registered(*bg_slot), Role::kBackground);
+  auto fg_gate =
+      LaunchGate::Attach(registered(*fg_slot, *fg_own, Role::kForeground), Role::kForeground);
+  auto bg_gate =
+      LaunchGate::Attach(registered(*bg_slot, *bg_own, Role::kBackground), Role::kBackground);
   if (!fg_gate.ok() || !bg_gate.ok()) {
     std::fprintf(stderr, "attach failed\n");
     std::exit(1);
@@ -195,10 +217,14 @@ int main(int argc, char** argv) {
   Options opt;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--groups") opt.groups = std::atoi(argv[i + 1]);
-    else if (flag == "--fg-us") opt.fg_us = std::atoi(argv[i + 1]);
-    else if (flag == "--bg-us") opt.bg_us = std::atoi(argv[i + 1]);
-    else if (flag == "--dir") opt.dir = argv[i + 1];
+    if (flag == "--groups")
+      opt.groups = std::atoi(argv[i + 1]);
+    else if (flag == "--fg-us")
+      opt.fg_us = std::atoi(argv[i + 1]);
+    else if (flag == "--bg-us")
+      opt.bg_us = std::atoi(argv[i + 1]);
+    else if (flag == "--dir")
+      opt.dir = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -207,9 +233,10 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   const long long cycles = CyclesPerMicrosecond();
-  std::printf("%s, %d SMs, %lld cycles/us; foreground groups of 4 x %d us kernels, background "
-              "%d us kernels\n",
-              prop.name, prop.multiProcessorCount, cycles, opt.fg_us, opt.bg_us);
+  std::printf(
+      "%s, %d SMs, %lld cycles/us; foreground groups of 4 x %d us kernels, background "
+      "%d us kernels\n",
+      prop.name, prop.multiProcessorCount, cycles, opt.fg_us, opt.bg_us);
   std::printf("%-42s %12s %12s %10s %14s\n", "mode", "fg p50 us", "fg p95 us", "slowdown",
               "bg kernels/s");
   double alone = 0;

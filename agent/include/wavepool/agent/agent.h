@@ -32,18 +32,21 @@
 #include "wavepool/agent/memory_wave.h"
 #include "wavepool/agent/metrics.h"
 #include "wavepool/agent/mps_control.h"
+#include "wavepool/agent/peer_identity.h"
 #include "wavepool/agent/slowdown_feedback.h"
 #include "wavepool/agent/socket_server.h"
 
 namespace wavepool::agent {
 
 struct AgentOptions {
-  std::string directory;  // socket (agent.sock), gates (gpu-<i>.gate), MPS pipes (mps/<i>/)
+  // socket (agent.sock), MPS pipes (mps/<i>/); the gates are sealed memfds passed over the
+  // socket, named <directory>/gpu-<i>.gate in messages only.
+  std::string directory;
   std::string hostname;
   std::string version;
   bool nvml_devices = false;        // the devices are NVML's (false: simulated)
   std::uint32_t slots_per_gpu = 8;  // workers per GPU, <= kMaxSlotsPerGpu
-  mode_t mode = 0660;               // of the socket and the gates
+  mode_t mode = 0660;               // of the socket
   gid_t group = static_cast<gid_t>(-1);
   PacingConfig pacing;
   FeedbackConfig feedback;
@@ -54,12 +57,19 @@ struct AgentOptions {
   std::chrono::milliseconds sample_period{10};
   std::chrono::milliseconds telemetry_period{1000};
   std::chrono::milliseconds control_period{100};
-  std::chrono::seconds wave_window{30};       // of samples the wave analysis looks at
-  std::chrono::seconds wave_interval{1};      // between analyses
-  std::chrono::seconds advisor_interval{1};   // between background batch checks
+  std::chrono::seconds wave_window{30};      // of samples the wave analysis looks at
+  std::chrono::seconds wave_interval{1};     // between analyses
+  std::chrono::seconds advisor_interval{1};  // between background batch checks
   int advisor_patience = 5;
   std::string metrics_address;  // "" : no HTTP endpoint (the registry still works)
   std::uint16_t metrics_port = 0;
+  // Who a connecting worker is, from its process (peer_identity.h); borrowed, must outlive the
+  // agent. A Register that is not the peer's identity is refused. REQUIRES: set, unless
+  // trust_register.
+  PeerIdentity* identity = nullptr;
+  // Believe the role, namespace, job, pod and GPU a worker sends in Register: only for a machine
+  // whose every process is trusted (single-machine benchmarks). Strings are validated anyway.
+  bool trust_register = false;
 };
 
 // InvalidArgument naming the option.
@@ -149,6 +159,9 @@ class Agent final : public SessionHandler {
   void RepaceBackground(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendPolicy(const Task& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasRole(const Gpu& gpu, Role role) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The pod of `identity` may take a slot on `gpu` (one per GPU it was assigned).
+  absl::Status CheckPodSlots(const WorkerIdentity& identity, const GpuInfo& gpu) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AgentOptions options_;
   const GpuDevicesPtr devices_;

@@ -3,6 +3,7 @@
 #ifndef WAVEPOOL_AGENT_COMMAND_RUNNER_H_
 #define WAVEPOOL_AGENT_COMMAND_RUNNER_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@ struct CommandResult {
 class CommandRunner {
  public:
   virtual ~CommandRunner() = default;
-  // Whether `program` can be found (a path, or a name on PATH).
+  // Whether `program` can be run (an absolute path, or a name the runner knows).
   virtual bool Exists(const std::string& program) const = 0;
   // Runs argv[0] with `environment` ("NAME=value") added to the agent's own, feeding `input` to
   // its standard input, and waits for it. Unavailable when it cannot be started.
@@ -30,8 +31,21 @@ class CommandRunner {
 };
 using CommandRunnerPtr = std::unique_ptr<CommandRunner>;
 
-// posix_spawnp with pipes.
-CommandRunnerPtr MakeSystemCommandRunner();
+// Programs are never looked up through PATH (a tenant's image or a changed environment must not
+// choose what the agent runs as root): names are resolved once, when the runner is made, to the
+// first executable file in a fixed list of directories, and a program runs for at most
+// `timeout`, after which its process group is killed.
+struct SystemCommandRunnerOptions {
+  std::vector<std::string> directories = {
+      "/usr/local/nvidia/bin", "/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"};
+  std::vector<std::string> programs = {"nvidia-smi", "nvidia-cuda-mps-control"};
+  std::chrono::milliseconds timeout{10000};
+};
+
+// posix_spawn of the resolved absolute path, with pipes. Run answers NotFound for a name that
+// was not resolved at start, DeadlineExceeded (naming the program and the limit) for one that
+// ran past the timeout. A program given by absolute path runs as is.
+CommandRunnerPtr MakeSystemCommandRunner(SystemCommandRunnerOptions options = {});
 
 }  // namespace wavepool::agent
 

@@ -15,7 +15,10 @@
 //     or written. A Conflict (someone else wrote the object) re-reads it and tries again; a
 //     NotFound (it was deleted) creates it again.
 //   * A failed publish is never fatal: Run retries after a doubling backoff
-//     (initial_backoff .. max_backoff) and returns to the interval after the next success.
+//     (initial_backoff .. max_backoff) and returns to the interval after the next success. No
+//     exception leaves a publish (the JSON library's, on a value it cannot encode, becomes an
+//     Internal error), and tasks the API server would refuse are left out and logged
+//     (DropUnpublishableTasks), so one bad task never stops the node's heartbeat.
 //
 // Thread safety: Publish, State and Stop may be called from any thread; Start runs the loop on
 // its own thread. The publisher borrows the client and the clock (both must outlive it).
@@ -65,7 +68,14 @@ struct GpuNodeStatusInputs {
   std::vector<api::Condition> previous_conditions;
 };
 
-// The GPUNode status for `snapshot` (pure). Memory-wave byte counts above INT64_MAX are clamped.
+// Removes from `snapshot` the tasks the API server would refuse (a namespace, job or pod that is
+// not a valid Kubernetes name or not UTF-8: one such value fails the whole status with 422) and
+// returns why each was removed. The agent refuses such names at Register; this keeps the GPUNode
+// publishing if one gets through anyway.
+std::vector<std::string> DropUnpublishableTasks(AgentStatus* snapshot);
+
+// The GPUNode status for `snapshot` (pure). Memory-wave byte counts above INT64_MAX are clamped;
+// non-finite numbers (JSON has none) become 0.
 api::GpuNodeStatus MakeGpuNodeStatus(const AgentStatus& snapshot,
                                      const GpuNodeStatusInputs& inputs);
 
@@ -122,6 +132,8 @@ class GpuNodePublisher {
  private:
   GpuNodePublisher(GpuNodePublisherOptions options, kube::Client* client, Snapshot snapshot,
                    Clock* clock);
+  absl::StatusOr<api::GpuNode> PublishOnce();
+  void RecordFailure(const absl::Status& error);
   absl::StatusOr<api::GpuNode> ReadOrCreate();
   api::GpuNode NewObject();
   void Loop();

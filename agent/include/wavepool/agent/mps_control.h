@@ -34,8 +34,12 @@ class MpsControl {
   ~MpsControl();
 
   // Starts a daemon for every GPU (`nvidia-cuda-mps-control -d` with CUDA_VISIBLE_DEVICES set to
-  // the GPU's UUID and its own pipe and log directories). In kAuto a missing program turns MPS
-  // off; in kOn it is an error for the GPU. A GPU whose daemon fails runs without MPS.
+  // the GPU's UUID and its own pipe and log directories). A daemon a previous agent left (its
+  // control pipe is there and answers get_server_list) is adopted instead; a dead one's control
+  // files are removed first. The directories are made without following links (a pod may plant
+  // one): a GPU whose directory is a link runs without MPS, with the reason. In kAuto a missing
+  // program turns MPS off; in kOn it is an error for the GPU. A GPU whose daemon fails runs without
+  // MPS.
   void Start(const std::vector<MpsGpu>& gpus);
   // Asks every daemon to quit ("quit" on its control pipe).
   void Stop();
@@ -50,6 +54,8 @@ class MpsControl {
 
  private:
   std::vector<std::string> Environment(const MpsGpu& gpu) const;
+  // Takes over a daemon a previous agent left on `gpu`; false when there is none that answers.
+  bool Adopt(const MpsGpu& gpu, const std::string& pipe_directory);
 
   Options options_;
   CommandRunner* runner_;
@@ -57,6 +63,7 @@ class MpsControl {
   std::map<std::uint32_t, std::string> pipes_;   // running daemons
   std::map<std::uint32_t, std::string> errors_;  // GPUs without one, and why
   std::string off_reason_;
+  std::size_t adopted_ = 0;
 };
 
 }  // namespace wavepool::agent

@@ -62,6 +62,11 @@ struct SimulatedGpuOptions {
   std::uint64_t memory_bytes = 80ull << 30;
   InterferenceModel interference;
   std::uint64_t seed = 1;  // UUIDs and duration jitter
+  // The node the devices are on (the agent's --node-name, else its hostname). The UUIDs are
+  // derived from it, the seed and the index: agents on two nodes never report the same UUID
+  // (the controller withholds duplicated GPUs), and one node's UUIDs stay the same across
+  // restarts.
+  std::string node_name;
   // Each group's solo duration is multiplied by (1 + duration_jitter * u), u uniform in [-1, 1)
   // drawn from the seed in submission order. In [0, 1).
   double duration_jitter = 0;

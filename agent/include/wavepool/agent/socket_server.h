@@ -5,11 +5,18 @@
 // Rules it enforces, each with an Error reply, a log line naming the peer's pid, and the
 // connection closed:
 //  - InvalidArgument: a frame that does not decode (bad magic, version, type, length over
-//    kMaxBodyBytes, a field out of its limits, trailing bytes), or a message only the agent sends.
+//    kMaxBodyBytes, a field out of its limits, trailing bytes), a message only the agent sends,
+//    a Register whose descriptor did not arrive with it, or a descriptor sent with anything but
+//    Register (descriptors beyond Register's one are closed at once: a worker cannot fill the
+//    agent's descriptor table).
 //  - FailedPrecondition: a sequence number that is not the next one, a first message that is not
 //    Register, a second Register.
 //  - DeadlineExceeded: no Register within Options::register_timeout.
-//  - ResourceExhausted: more than Options::max_connections connections at once.
+//  - ResourceExhausted: more than Options::max_connections connections at once, more than
+//    max_connections_per_group from one connection group (one pod, or one process), or more than
+//    max_unregistered connections that have not registered yet.
+//  - InvalidArgument: more than max_unregistered_bytes buffered before Register (a Register frame
+//    is far smaller): an unregistered connection never holds a large buffer.
 //  - The handler's error from OnRegister or OnReport, as it returned it.
 // A worker that does not read its socket cannot stall the loop: its unsent bytes are bounded by
 // Options::max_output_bytes, beyond which it is disconnected. Error replies are best-effort (the
@@ -27,6 +34,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +45,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "wavepool/agent/client/gate_memory.h"
 #include "wavepool/agent/client/log_sink.h"
 #include "wavepool/agent/client/protocol.h"
 
@@ -83,6 +92,13 @@ class SocketServer {
     mode_t mode = 0660;                    // who may connect (write permission on the file)
     gid_t group = static_cast<gid_t>(-1);  // the file's group; -1 keeps the agent's
     std::size_t max_connections = 256;
+    // Connections are counted per group (the agent: a pod's UID, read from the process's
+    // cgroup, and at most 16 per pod; by default the peer's pid), so that one tenant cannot hold
+    // them all.
+    std::size_t max_connections_per_group = 256;
+    std::function<std::string(const PeerCredentials&)> connection_group;  // null: by pid
+    std::size_t max_unregistered = 64;
+    std::size_t max_unregistered_bytes = 16 * 1024;
     // A connection that has not registered by then is closed (a silent client cannot hold one of
     // max_connections). Registered sessions have no idle limit: a worker may be quiet for long,
     // and its death always shows as EOF on a unix socket.
@@ -108,6 +124,9 @@ class SocketServer {
   // before. NotFound if the session is not open (or closes before the loop gets to it, in which
   // case it is dropped); InvalidArgument if the policy does not encode.
   absl::Status Send(SessionId session, const Policy& policy);
+  // Queues `foregrounds` (with its descriptors) the same way; InvalidArgument if it does not
+  // encode or a segment has no descriptor.
+  absl::Status Send(SessionId session, const Foregrounds& foregrounds);
   // Closes every connection (OnClosed for registered sessions), stops and joins the loop, removes
   // the socket file. Idempotent. From inside a handler callback it only asks the loop to stop
   // (it cannot join its own thread); the destructor joins later.
@@ -120,7 +139,14 @@ class SocketServer {
  private:
   class Loop;
 
+  struct Outgoing {
+    SessionId session = 0;
+    std::string frame;
+    std::vector<SharedFd> fds;
+  };
+
   SocketServer(Options options, SessionHandler* handler);
+  absl::Status Enqueue(SessionId session, const Message& message);
 
   const Options options_;
   SessionHandler* const handler_;
@@ -133,8 +159,8 @@ class SocketServer {
 
   // Sends queued by any thread for the loop; guarded by mu_.
   std::mutex mu_;
-  std::unordered_set<SessionId> open_sessions_;            // registered, or registering now
-  std::vector<std::pair<SessionId, std::string>> outbox_;  // encoded Policy frames
+  std::unordered_set<SessionId> open_sessions_;  // registered, or registering now
+  std::vector<Outgoing> outbox_;                 // encoded Policy and Foregrounds frames
   std::size_t outbox_bytes_ = 0;
 };
 

@@ -24,8 +24,9 @@
 namespace wavepool::api {
 
 // Nesting deeper than this many levels is rejected (as is a document that expands, through
-// aliases, to more than kMaxYamlNodes values), so hostile input cannot exhaust the stack or
-// memory.
+// aliases, to more than kMaxYamlNodes values, and an alias to a collection around it, such as
+// `a: &a [*a]`, whose expansion would never end), so hostile input cannot exhaust the stack or
+// memory. These errors name the line and column and the field path where the expansion failed.
 inline constexpr int kMaxYamlDepth = 256;
 inline constexpr int kMaxYamlNodes = 1 << 18;
 

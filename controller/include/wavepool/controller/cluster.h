@@ -25,6 +25,12 @@
 
 namespace wavepool::controller {
 
+// The condition the controller owns on a GPUNode (the agent owns Ready and keeps the others as
+// it finds them): True while something the agent reports is withheld from placement (a GPU
+// UUID another GPUNode reports too, an empty UUID, a negative memory figure, no
+// spec.nodeName), with the fields and the other GPUNodes named in its message.
+inline constexpr std::string_view kGpuNodeConditionInvalid = "Invalid";
+
 // Read access to the objects the controller watches. Implementations are thread-safe; every
 // result is a copy the caller owns.
 class ClusterReader {
@@ -90,6 +96,12 @@ class ClusterWriter {
   // Records an Event on the job (asynchronous, best effort, de-duplicated by the recorder).
   virtual void RecordEvent(const api::TrainingJob& job, bool warning, std::string_view reason,
                            std::string_view message) = 0;
+  // Writes node.status through the GPUNode's status subresource with
+  // node.metadata.resourceVersion; Conflict when stale (the agent published meanwhile).
+  virtual absl::Status UpdateGpuNodeStatus(const api::GpuNode& node) = 0;
+  // Records an Event on the GPUNode, as RecordEvent does on a job.
+  virtual void RecordGpuNodeEvent(const api::GpuNode& node, bool warning, std::string_view reason,
+                                  std::string_view message) = 0;
 };
 
 }  // namespace wavepool::controller

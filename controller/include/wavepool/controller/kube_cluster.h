@@ -136,6 +136,9 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
   absl::StatusOr<api::TrainingJob> UpdateJobStatus(const api::TrainingJob& job) override;
   void RecordEvent(const api::TrainingJob& job, bool warning, std::string_view reason,
                    std::string_view message) override;
+  absl::Status UpdateGpuNodeStatus(const api::GpuNode& node) override;
+  void RecordGpuNodeEvent(const api::GpuNode& node, bool warning, std::string_view reason,
+                          std::string_view message) override;
 
  private:
   struct State;

@@ -143,6 +143,16 @@ std::string HashJson(const nlohmann::json& json);
 // deletes the owned objects with the job and foreground deletion waits for them.
 api::OwnerReference ControllerOwnerReference(const api::TrainingJob& job);
 
+// Whether `object`'s controller ownerReference (the one with controller: true) names the
+// object `uid`. Ownership is by uid, never by name or labels: a job deleted and re-created
+// under the same name is another object, and a pod orphaned from its job
+// (`kubectl delete --cascade=orphan`) or labelled by someone else has no such reference.
+bool IsControlledBy(const nlohmann::json& object, std::string_view uid);
+
+// The uid of `object`'s controller ownerReference when that reference is a TrainingJob of
+// wavepool.dev; empty otherwise.
+std::string ControllingJobUid(const nlohmann::json& object);
+
 // The ConfigMap `<job>-plan` holding ToJson(plan) under `plan.json`, owned by the job.
 // InvalidArgument naming the field when the job's metadata.name, namespace or uid is empty.
 absl::StatusOr<nlohmann::json> BuildPlanConfigMap(const api::TrainingJob& job,
@@ -174,7 +184,10 @@ absl::StatusOr<nlohmann::json> BuildPod(const api::TrainingJob& job, const api::
 // until it is gone. GpuAssignment::pod is "<namespace>/<pod>" and ::job "<namespace>/<job>", so
 // that pods of equally named jobs in two namespaces stay distinct in one Inventory.
 // InvalidArgument naming the label or annotation for a pod this controller did not build
-// (missing or malformed wavepool annotations).
+// (missing or malformed wavepool annotations), and naming metadata.ownerReferences for a pod
+// whose controller ownerReference is not a TrainingJob (ControllingJobUid empty): a pod that
+// only carries wavepool's labels and annotations (a tenant's, or one orphaned from its job)
+// holds no GPU in placement, so that nobody can reserve GPUs by writing annotations.
 absl::StatusOr<std::optional<GpuAssignment>> AssignmentFromPod(const nlohmann::json& pod);
 
 }  // namespace wavepool::controller

@@ -9,9 +9,12 @@
 //
 // One call, in order:
 //  1. The job is gone: nothing to do (garbage collection removes what it owned).
-//  2. Defaults (api::SetDefaults) and validation (api::Validate): a bad spec gets phase Failed,
-//     an Invalid condition and a Warning Event naming the field, and is not retried (a new
-//     generation is looked at afresh).
+//  2. Defaults (api::SetDefaults) and validation, before anything is planned or placed:
+//     api::Validate, the pod template policy (template_policy.h: forbidden fields, privilege,
+//     host access, service accounts, GPU resources, images) and the model name. A job that fails
+//     gets phase Failed, an Invalid condition whose reason names the kind of problem and a
+//     Warning Event naming the field, holds no GPU (its pods, if any, are deleted) and is not
+//     retried (a new generation, or a controller with a wider policy, looks at it afresh).
 //  3. Finished (Succeeded/Failed at this generation): nothing more.
 //  4. Suspended (spec.suspend, also how Kueue holds a job it has not admitted): its pods are
 //     deleted gracefully and its gangs' Services deleted, phase Suspended; resuming places it
@@ -57,16 +60,20 @@
 #include "wavepool/controller/metrics.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/controller/placement.h"
+#include "wavepool/controller/template_policy.h"
 
 namespace wavepool::controller {
 
 struct ReconcilerOptions {
   OwnedObjectOptions objects;
   PlacementOptions placement;
+  // What a job's pod template may contain beyond the built-in list (template_policy.h).
+  TemplatePolicyOptions template_policy;
   // The planner's device when no GPUNode names a known GPU model (PlanningDevice).
   std::string default_device = "h100";
-  // A GPUNode whose heartbeatTime is older than this is stale: its GPUs take no new pods, and
-  // the pods on them are treated as lost.
+  // A GPUNode whose heartbeatTime the controller has not seen change for this long (on its own
+  // clock: the node's clock never enters) is stale: its GPUs take no new pods, and the pods on
+  // them are treated as lost.
   std::chrono::seconds heartbeat_timeout{60};
   // How long a pod may stay bound but not Running (image pulls, a kubelet that never starts it)
   // before its gang is restarted elsewhere. 0: never.

@@ -5,12 +5,14 @@
 #define WAVEPOOL_KUBE_CONFIG_H_
 
 #include <chrono>
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace wavepool::kube {
 
 struct ClientConfig {
-  std::string server;  // "https://10.96.0.1:443", "http://127.0.0.1:8080"
+  std::string server;                     // "https://10.96.0.1:443", "http://127.0.0.1:8080"
   std::string certificate_authority_pem;  // empty: the system's trust store
   bool insecure_skip_tls_verify = false;
   std::string client_certificate_pem;
@@ -23,6 +25,11 @@ struct ClientConfig {
   std::string user_agent = "wavepool";
   std::chrono::milliseconds timeout{30'000};  // per request, watches excepted
   std::string source;  // where this came from, for messages: "in-cluster", "kubeconfig <path>"
+  // Where the client's warnings go, one line each; empty: standard error. A client warns once
+  // when it first sends a bearer token over plain http (anyone on the path can read it), and once
+  // when it first connects with insecure_skip_tls_verify (anyone on the path can pose as the
+  // server and collect the credentials).
+  std::function<void(std::string_view)> log;
 };
 
 }  // namespace wavepool::kube

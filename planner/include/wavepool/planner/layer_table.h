@@ -60,7 +60,11 @@ namespace wavepool::planner {
 //   "layer table line 3, column type: unknown layer type 'rleu'; known types: ...; did you mean
 //   'relu'?";
 // a geometry error ModelBuilder finds (a kernel larger than its padded input) names the line and
-// the layer.
+// the layer, as does a size that would overflow: an attribute or shape whose parameter or
+// activation count passes 2^63 / kBytesPerItem items is named, e.g. "layer table line 2: model m,
+// layer ff (transformer_feedforward): intermediate 4611686018427387904 on input [128,768] makes
+// its parameters or activations exceed 2305843009213693951 items (their bytes would overflow 64
+// bits)".
 absl::StatusOr<ModelGraph> ParseLayerTable(std::string_view model_name, std::string_view text);
 
 // Writes `model` as a layer table with every column (a '#' comment line first), an opaque layer's

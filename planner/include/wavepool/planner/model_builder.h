@@ -31,7 +31,9 @@ namespace wavepool::planner {
 // Builds a ModelGraph layer by layer. Not thread-safe; a builder is used once (Build() consumes
 // it). Each method returns the new layer's id; an invalid request (a kernel larger than its padded
 // input, a join of mismatched shapes, groups that do not divide the channels, a zero or negative
-// size, an unknown layer id, a duplicate name) records the first error, naming the layer, returns
+// size, an unknown layer id, a duplicate name, sizes whose parameter or activation counts would
+// pass 2^63 / kBytesPerItem items, naming the attribute that did it) records the first error,
+// naming the layer, returns
 // kInput as a placeholder, and makes Build() fail with that error (InvalidArgument). Once an error
 // is recorded, later calls do nothing.
 class ModelBuilder {

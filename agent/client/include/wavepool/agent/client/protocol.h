@@ -4,12 +4,17 @@
 //   u32 magic 'WPAG' (0x47415057) | u16 version (kProtocolVersion) | u16 type (MessageType)
 //   | u32 sequence | u32 body length (<= kMaxBodyBytes) | body
 // Strings are u16 length + bytes (<= kMaxStringBytes, UTF-8 not checked); lists are u32 count +
-// items (<= the list's limit); doubles are IEEE-754 binary64; enums are u8. Bodies, in order:
+// items (<= the list's limit); doubles are IEEE-754 binary64; enums are u8; a descriptor is a
+// u8 flag (1: one file descriptor travels with the frame, SCM_RIGHTS on the sendmsg that carries
+// the frame's first byte, in the order the flags appear; 0: none). Bodies, in order:
 //   Register        str namespace_name, str job, str pod, u8 role, u32 gpu_index, i32 pid,
-//                   f64 max_foreground_slowdown, u32 credit_limit, u32 batch_size
+//                   f64 max_foreground_slowdown, u32 credit_limit, u32 batch_size,
+//                   fd worker_segment (the worker's sealed segment, gate_layout.h)
 //   Registered      u32 slot, str gate_path, u64 gate_epoch, u32 gate_generation,
 //                   u8 stream_priority, u32 credit_limit, str mps_pipe_directory,
-//                   u32 mps_client_priority
+//                   u32 mps_client_priority, fd gate (the GPU's sealed control segment),
+//                   u32 count (<= kMaxSlotsPerGpu), count x (u32 slot, u32 generation, fd segment)
+//   Foregrounds     u32 count (<= kMaxSlotsPerGpu), count x (u32 slot, u32 generation, fd segment)
 //   ReportOps       u32 count, count x (u32 op_group, u8 kind, u64 duration_ns)      13 B each
 //   ReportMemory    u32 count, count x (i64 time_ns, u64 allocated, u64 reserved)    24 B each
 //   ReportIteration u64 iteration, f64 seconds, u64 samples
@@ -17,18 +22,24 @@
 //   Error           u16 code (absl::StatusCode, not OK), str message
 //   Policy          u32 credit_limit, u8 stream_priority, u32 recommended_batch_size, str reason
 // A frame whose magic, version, type, length, sequence (must grow by one per direction, starting
-// at 1: NextSequence) or body does not decode, or whose body has bytes left over, is a protocol
-// error: the agent answers kError and closes the connection. Nothing in a body is trusted: the
-// agent takes the worker's pid from SO_PEERCRED, not from Register.
+// at 1: NextSequence) or body does not decode, or whose body has bytes left over, or whose
+// descriptors did not arrive with it (or arrived with another message than Register), is a
+// protocol error: the agent answers kError and closes the connection. Nothing in a body is
+// trusted: the agent takes the worker's pid from SO_PEERCRED, not from Register, and checks the
+// seals and size of the worker's segment before it maps it (read-only).
 //
 // Conversation: worker Register -> agent Registered (or Error); then any number of Report*
-// messages (no reply unless they are malformed); the agent may send Policy at any time; the worker
-// ends with Goodbye. A closed connection without Goodbye means the worker died.
+// messages (no reply unless they are malformed); the agent may send Policy at any time, and
+// Foregrounds (to background workers: the segments of the GPU's foreground workers, whose hold
+// they obey) whenever that set changes; the worker ends with Goodbye. A closed connection without
+// Goodbye means the worker died.
 #ifndef WAVEPOOL_AGENT_CLIENT_PROTOCOL_H_
 #define WAVEPOOL_AGENT_CLIENT_PROTOCOL_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,11 +48,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "wavepool/agent/client/gate_memory.h"
 
 namespace wavepool::agent {
 
 inline constexpr std::uint32_t kFrameMagic = 0x47415057;  // "WPAG"
-inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint16_t kProtocolVersion = 2;
 inline constexpr std::size_t kFrameHeaderBytes = 16;
 inline constexpr std::uint32_t kMaxBodyBytes = 1 << 20;
 inline constexpr std::size_t kMaxStringBytes = 253;
@@ -72,6 +84,7 @@ enum class MessageType : std::uint16_t {
   kGoodbye = 6,
   kError = 7,
   kPolicy = 8,
+  kForegrounds = 9,
 };
 
 struct RegisterRequest {
@@ -84,17 +97,36 @@ struct RegisterRequest {
   double max_foreground_slowdown = 0;  // foreground: the job's SLO (e.g. 1.10); 0: default
   std::uint32_t credit_limit = 0;      // requested launch credits; 0: the role's default
   std::uint32_t batch_size = 0;        // background: its per-GPU batch, for recommendations
+  // The worker's own segment (gate_layout.h), sealed; AgentClient creates it (and fills this in)
+  // on every (re)connection.
+  SharedFd worker_segment;
+};
+
+// A foreground worker's segment as background workers receive it (its hold word).
+struct ForegroundSegment {
+  std::uint32_t slot = 0;  // < kMaxSlotsPerGpu
+  std::uint32_t generation = 0;
+  SharedFd segment;
 };
 
 struct Registered {
   std::uint32_t slot = 0;  // < kMaxSlotsPerGpu (gate_layout.h)
-  std::string gate_path;   // the GPU's shared-memory gate to map; not empty
+  std::string gate_path;   // the GPU's gate, by name (a memfd name for messages); not empty
   std::uint64_t gate_epoch = 0;
   std::uint32_t gate_generation = 0;  // of the slot: a reused slot gets a new generation
   StreamPriority stream_priority = StreamPriority::kDefault;
   std::uint32_t credit_limit = 0;
-  std::string mps_pipe_directory;         // empty: no MPS on this GPU
-  std::uint32_t mps_client_priority = 0;  // CUDA_MPS_CLIENT_PRIORITY for this client
+  std::string mps_pipe_directory;              // empty: no MPS on this GPU
+  std::uint32_t mps_client_priority = 0;       // CUDA_MPS_CLIENT_PRIORITY for this client
+  SharedFd gate;                               // the GPU's control segment, sealed (read-only)
+  std::vector<ForegroundSegment> foregrounds;  // background: the GPU's foreground segments
+  // Not sent: the worker's own segment, mapped writable before Register (LaunchGate::Attach).
+  std::shared_ptr<Mapping> own_segment;
+};
+
+// The agent's current list of a GPU's foreground segments, for its background workers.
+struct Foregrounds {
+  std::vector<ForegroundSegment> segments;  // <= kMaxSlotsPerGpu
 };
 
 struct OpGroupReport {
@@ -139,7 +171,7 @@ struct Policy {
 };
 
 using Message = std::variant<RegisterRequest, Registered, ReportOps, ReportMemory, ReportIteration,
-                             Goodbye, ErrorReply, Policy>;
+                             Goodbye, ErrorReply, Policy, Foregrounds>;
 
 MessageType TypeOf(const Message& message);
 std::string_view MessageTypeName(MessageType type);
@@ -168,6 +200,15 @@ struct Frame {
 // "ReportOps.groups[12].op_group: 5000 >= 4096") for anything else malformed, out of its limits
 // or followed by extra bytes; never reads past `bytes`.
 absl::StatusOr<Frame> DecodeFrame(std::string_view bytes);
+
+// The descriptors that travel with `message`, in the order of its descriptor flags (at most
+// kMaxDescriptorsPerFrame). InvalidArgument, naming the field, for a placeholder (a SharedFd
+// holding no descriptor).
+absl::StatusOr<std::vector<SharedFd>> DescriptorsOf(const Message& message);
+// Replaces the placeholders of a decoded `message` with descriptors taken from the front of
+// `received`, in order. InvalidArgument, naming the field, when fewer arrived.
+absl::Status AdoptDescriptors(Message* message, std::deque<UniqueFd>* received);
+inline constexpr std::size_t kMaxDescriptorsPerFrame = 33;  // a gate and 32 foreground segments
 
 // Splits a byte stream into frames. Not thread-safe. After the first error it stays failed and
 // keeps returning that error.

@@ -1,8 +1,8 @@
 // A worker's stable handle on its launch gate, across agent restarts. The runtime keeps one
 // WorkerGate* (AgentClient::gate()) in its hot path for the life of the connection; when the agent
-// restarts, the connection attaches the new gate file (a new epoch and slot) and Binds it here,
+// restarts, the connection attaches the new gate (a new epoch and slot) and Binds it here,
 // and the calls that follow use it. A LaunchGate (launch_gate.h) is one mapping of one agent's
-// file and is never rebound, so the handle forwards to the current one.
+// gate and is never rebound, so the handle forwards to the current one.
 //
 // Thread safety: every method is safe for concurrent use. The hot-path methods are lock-free (a
 // few atomics on top of the LaunchGate's); Bind, SetAgentAlive, Heartbeat and CollectRetired are
@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "wavepool/agent/client/launch_gate.h"
@@ -85,6 +86,9 @@ class WorkerGate {
   void Bind(std::unique_ptr<LaunchGate> gate);
   // Marks the current gate's agent alive or gone (launch_gate.h, agent-gone rules).
   void SetAgentAlive(bool alive);
+  // Background: the current gate watches these foreground segments (LaunchGate::WatchForegrounds);
+  // OK and nothing done when unbound.
+  absl::Status WatchForegrounds(const std::vector<ForegroundSegment>& segments);
   // Writes the worker's heartbeat into the current gate (CLOCK_MONOTONIC nanoseconds).
   void Heartbeat(std::int64_t now_ns);
   // Unmaps retired gates that nothing uses any more; returns how many are still retired.

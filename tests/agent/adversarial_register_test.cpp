@@ -1,0 +1,310 @@
+// A hostile or buggy tenant against the agent's registration: each worker's identity comes from
+// its process (a PeerIdentity; here a fixed table by pid, as the cgroup and pod lookup would
+// give), so registering as Foreground from a background pod, under another job's name, for a
+// second slot beyond the pod's GPUs, with invalid UTF-8 or a bad namespace, or with every
+// connection the agent serves, is refused, and the agent, the foreground's credits and its
+// other tenants carry on.
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/eventually.h"
+#include "tests/support/status_matchers.h"
+#include "wavepool/agent/agent.h"
+#include "wavepool/agent/client/agent_client.h"
+#include "wavepool/agent/client/launch_gate.h"
+#include "wavepool/agent/peer_identity.h"
+#include "wavepool/agent/simulated_gpu.h"
+
+namespace wavepool::agent {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+using ::wavepool::testing::Eventually;
+using ::wavepool::testing::StatusIs;
+
+constexpr std::chrono::seconds kCatchUp(20);  // A safety net for the agent's threads.
+constexpr pid_t kForegroundPid = 1001;
+constexpr pid_t kBackgroundPid = 1002;
+
+class FixedIdentity final : public PeerIdentity {
+ public:
+  absl::StatusOr<WorkerIdentity> Resolve(pid_t pid) override {
+    absl::MutexLock lock(&mu);
+    auto it = workers.find(pid);
+    if (it == workers.end()) return absl::NotFoundError("no pod of this node runs it");
+    return it->second;
+  }
+  void Set(pid_t pid, WorkerIdentity identity) {
+    absl::MutexLock lock(&mu);
+    workers[pid] = std::move(identity);
+  }
+
+ private:
+  absl::Mutex mu;
+  std::map<pid_t, WorkerIdentity> workers ABSL_GUARDED_BY(mu);
+};
+
+class AdversarialRegister : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/wavepool-adv-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    clock_ = MakeRealClock();
+    runner_ = MakeSystemCommandRunner();
+    SimulatedGpuOptions gpus;
+    gpus.gpus = 2;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<SimulatedGpus> devices,
+                         SimulatedGpus::Create(*clock_, gpus));
+    AgentOptions options;
+    options.directory = dir_;
+    options.hostname = "node-a";
+    options.version = "test";
+    options.mps.mode = MpsMode::kOff;
+    options.identity = &identity_;
+    ASSERT_OK_AND_ASSIGN(agent_,
+                         Agent::Start(options, std::move(devices), clock_.get(), runner_.get()));
+    uuids_ = {agent_->Status().gpus[0].info.uuid, agent_->Status().gpus[1].info.uuid};
+    identity_.Set(kForegroundPid, Identity("team-a", "train", "train-0", Role::kForeground, {0}));
+    identity_.Set(kBackgroundPid, Identity("team-b", "sweep", "sweep-0", Role::kBackground, {0}));
+  }
+  void TearDown() override {
+    agent_.reset();
+    rmdir(dir_.c_str());
+  }
+
+  WorkerIdentity Identity(const std::string& ns, const std::string& job, const std::string& pod,
+                          Role role, const std::vector<int>& gpus) {
+    WorkerIdentity identity;
+    identity.namespace_name = ns;
+    identity.job = job;
+    identity.pod = pod;
+    identity.role = role;
+    for (int gpu : gpus) identity.gpu_uuids.push_back(uuids_[static_cast<std::size_t>(gpu)]);
+    return identity;
+  }
+  static RegisterRequest Request(const WorkerIdentity& as, std::uint32_t gpu = 0) {
+    RegisterRequest request;
+    request.namespace_name = as.namespace_name;
+    request.job = as.job;
+    request.pod = as.pod;
+    request.role = as.role;
+    request.gpu_index = gpu;
+    // The worker's own sealed gate segment, as AgentClient sends it with Register.
+    request.worker_segment = LaunchGate::CreateWorkerSegment().value().fd;
+    return request;
+  }
+  absl::StatusOr<Registered> Register(SessionId session, pid_t pid, const RegisterRequest& r) {
+    return agent_->OnRegister(session, PeerCredentials{pid, 0, 0}, r);
+  }
+  WorkerIdentity Foreground() {
+    return Identity("team-a", "train", "train-0", Role::kForeground, {0});
+  }
+  WorkerIdentity Background() {
+    return Identity("team-b", "sweep", "sweep-0", Role::kBackground, {0});
+  }
+  std::string Rejected(const char* role) {
+    return absl::StrCat(
+        "wavepool_agent_registrations_total{hostname=\"node-a\",result=\"rejected\","
+        "role=\"",
+        role, "\"} ");
+  }
+  // The foreground and the background, registered honestly, on GPU 0.
+  void RegisterBoth() {
+    ASSERT_OK_AND_ASSIGN(Registered fg, Register(1, kForegroundPid, Request(Foreground())));
+    EXPECT_EQ(fg.credit_limit, 2u);
+    ASSERT_OK_AND_ASSIGN(Registered bg, Register(2, kBackgroundPid, Request(Background())));
+    EXPECT_EQ(bg.credit_limit, 1u);  // beside a foreground
+  }
+  // The GPU's tasks are the honest two, with their credits.
+  void ExpectHonestTasksOnly() {
+    const std::vector<TaskStatus> tasks = agent_->Status().gpus[0].tasks;
+    ASSERT_THAT(tasks, SizeIs(2));
+    for (const TaskStatus& task : tasks) {
+      if (task.role == Role::kForeground) {
+        EXPECT_EQ(task.pod, "train-0");
+        EXPECT_EQ(task.credit_limit, 2u);
+      } else {
+        EXPECT_EQ(task.pod, "sweep-0");
+        EXPECT_EQ(task.credit_limit, 1u);
+      }
+    }
+  }
+
+  std::string dir_;
+  ClockPtr clock_;
+  CommandRunnerPtr runner_;
+  FixedIdentity identity_;
+  std::unique_ptr<Agent> agent_;
+  std::vector<std::string> uuids_;
+};
+
+TEST_F(AdversarialRegister,
+       ForegroundClaimFromABackgroundPodIsRefusedAndTheForegroundKeepsItsCredits) {
+  RegisterBoth();
+  RegisterRequest forged = Request(Background());
+  forged.role = Role::kForeground;
+  EXPECT_THAT(Register(3, kBackgroundPid, forged),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("Register.role: \"Foreground\" is not the identity of process "
+                                 "1002 (its pod's is \"Background\")")));
+  ExpectHonestTasksOnly();
+  EXPECT_THAT(agent_->metrics().ExpositionText(), HasSubstr(Rejected("foreground") + "1"));
+}
+
+TEST_F(AdversarialRegister, AnotherJobsIdentityIsRefusedNamingTheField) {
+  RegisterBoth();
+  // The background pod calls itself the foreground job's pod, field by field.
+  RegisterRequest forged = Request(Foreground());
+  forged.role = Role::kBackground;
+  EXPECT_THAT(Register(3, kBackgroundPid, forged),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("Register.namespace")));
+  forged.namespace_name = "team-b";
+  EXPECT_THAT(Register(4, kBackgroundPid, forged),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("Register.job")));
+  forged.job = "sweep";
+  EXPECT_THAT(Register(5, kBackgroundPid, forged),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("Register.pod")));
+  // A process that is no pod's worker cannot register at all.
+  EXPECT_THAT(Register(6, 4242, Request(Background())),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("cannot tell who process")));
+  ExpectHonestTasksOnly();
+  EXPECT_THAT(agent_->metrics().ExpositionText(), HasSubstr(Rejected("background") + "4"));
+}
+
+TEST_F(AdversarialRegister, APodCannotTakeASecondSlotBeyondItsGpus) {
+  RegisterBoth();
+  // Another process of the background pod (assigned GPU 0 only).
+  identity_.Set(2002, Background());
+  EXPECT_THAT(Register(3, 2002, Request(Background(), 0)),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("one slot per GPU")));
+  EXPECT_THAT(Register(4, 2002, Request(Background(), 1)),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("is not assigned to pod")));
+  ExpectHonestTasksOnly();
+  EXPECT_THAT(agent_->Status().gpus[1].tasks, SizeIs(0));
+  // A pod assigned both GPUs holds one slot on each, no more.
+  identity_.Set(3001, Identity("team-c", "wide", "wide-0", Role::kBackground, {0, 1}));
+  identity_.Set(3002, Identity("team-c", "wide", "wide-0", Role::kBackground, {0, 1}));
+  identity_.Set(3003, Identity("team-c", "wide", "wide-0", Role::kBackground, {0, 1}));
+  WorkerIdentity wide = Identity("team-c", "wide", "wide-0", Role::kBackground, {0, 1});
+  EXPECT_OK(Register(5, 3001, Request(wide, 0)).status());
+  EXPECT_OK(Register(6, 3002, Request(wide, 1)).status());
+  EXPECT_THAT(Register(7, 3003, Request(wide, 1)),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("holds 2 slot(s)")));
+  // The slot of a worker that left is the pod's again.
+  agent_->OnClosed(6, /*said_goodbye=*/true);
+  EXPECT_OK(Register(8, 3003, Request(wide, 1)).status());
+}
+
+TEST_F(AdversarialRegister, InvalidUtf8AndABadNamespaceAreRefusedAndTheAgentCarriesOn) {
+  RegisterBoth();
+  RegisterRequest bad = Request(Background());
+  bad.namespace_name = "Team_B";
+  EXPECT_THAT(Register(3, kBackgroundPid, bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Register.namespace: must be a Kubernetes namespace")));
+  bad = Request(Background());
+  bad.pod = "sweep-\xC3\x28";
+  EXPECT_THAT(Register(4, kBackgroundPid, bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Register.pod: not valid UTF-8: \"sweep-\\xc3(\"")));
+  ExpectHonestTasksOnly();
+  // The agent still serves: its status (what the GPUNode publishes) has only valid names, and a
+  // valid registration on the other GPU goes through.
+  identity_.Set(5001, Identity("team-d", "other", "other-0", Role::kForeground, {1}));
+  EXPECT_OK(
+      Register(5, 5001, Request(Identity("team-d", "other", "other-0", Role::kForeground, {1}), 1))
+          .status());
+  EXPECT_THAT(agent_->Status().gpus[1].tasks, SizeIs(1));
+}
+
+// Opens `count` connections to `path` from a child process, waits until the agent has answered
+// every one it refused (an Error frame, then EOF), writes how many are still open to `report`,
+// and holds them until `hold` closes.
+[[noreturn]] void HoldConnections(const std::string& path, int count, int report, int hold) {
+  std::vector<int> fds;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+  for (int i = 0; i < count; ++i) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+      fds.push_back(fd);
+    } else {
+      close(fd);
+    }
+  }
+  // Refused connections turn readable at once; admitted ones stay quiet until the register
+  // timeout (5 s), far beyond this wait.
+  std::vector<bool> refused(fds.size(), false);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  std::size_t open = fds.size();
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::vector<pollfd> polls;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      polls.push_back({refused[i] ? -1 : fds[i], POLLIN, 0});
+    }
+    if (poll(polls.data(), polls.size(), 50) < 0) break;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!refused[i] && (polls[i].revents & (POLLIN | POLLHUP)) != 0) {
+        refused[i] = true;
+        --open;
+      }
+    }
+  }
+  const int open_count = static_cast<int>(open);
+  (void)!write(report, &open_count, sizeof open_count);
+  char byte;
+  while (read(hold, &byte, 1) > 0) {
+  }
+  _exit(0);
+}
+
+TEST_F(AdversarialRegister, OnePeerCannotHoldEveryConnection) {
+  identity_.Set(getpid(), Foreground());
+  int report[2], hold[2];
+  ASSERT_EQ(pipe(report), 0);
+  ASSERT_EQ(pipe(hold), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(report[0]);
+    close(hold[1]);
+    HoldConnections(agent_->socket_path(), 256, report[1], hold[0]);
+  }
+  close(report[1]);
+  close(hold[0]);
+  int open = -1;
+  ASSERT_EQ(read(report[0], &open, sizeof open), static_cast<ssize_t>(sizeof open));
+  close(report[0]);
+  EXPECT_EQ(open, 16);  // the agent's connections per pod (or process)
+
+  // With the child's connections held, the foreground still registers, with its credits.
+  AgentClient::Options options;
+  options.socket_path = agent_->socket_path();
+  options.registration = Request(Foreground());
+  options.log = [](std::string_view) {};
+  absl::StatusOr<std::unique_ptr<AgentClient>> foreground = AgentClient::Connect(options);
+  close(hold[1]);
+  waitpid(child, nullptr, 0);
+  ASSERT_OK(foreground.status());
+  EXPECT_EQ((*foreground)->registration().credit_limit, 2u);
+  (*foreground)->Close();
+  EXPECT_TRUE(Eventually([&] { return agent_->Status().gpus[0].tasks.empty(); }, kCatchUp));
+}
+
+}  // namespace
+}  // namespace wavepool::agent
