@@ -32,6 +32,7 @@ struct Flags {
   ManagerOptions options;
   std::string kubeconfig;
   std::int64_t heartbeat_timeout_s = 60;
+  std::int64_t pod_start_timeout_s = 600;
 };
 
 std::string DefaultIdentity() {
@@ -118,6 +119,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "Seconds after which a GPUNode heartbeat is stale")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--pod-start-timeout", flags.pod_start_timeout_s,
+                 "Seconds a pod may stay bound but not Running before its gang is restarted "
+                 "elsewhere (0: never)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{7 * 24 * 3600}))
+      ->capture_default_str();
   app.add_option("--default-device", o.reconciler.default_device,
                  "Planner device when no GPUNode names a known GPU model")
       ->capture_default_str();
@@ -165,6 +171,7 @@ int main(int argc, char** argv) {
   }
   ManagerOptions& options = flags.options;
   options.reconciler.heartbeat_timeout = std::chrono::seconds(flags.heartbeat_timeout_s);
+  options.reconciler.start_timeout = std::chrono::seconds(flags.pod_start_timeout_s);
   if (absl::Status status = CheckTemplateFlags(options); !status.ok()) return Fail(status, 2);
 
   absl::StatusOr<wavepool::kube::ClientConfig> config = LoadConfig(flags.kubeconfig);

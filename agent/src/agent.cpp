@@ -69,6 +69,7 @@ absl::Status Validate(const AgentOptions& o) {
   }
   if (absl::Status s = Validate(o.pacing); !s.ok()) return s;
   if (absl::Status s = Validate(o.feedback); !s.ok()) return s;
+  if (absl::Status s = Validate(o.cheat); !s.ok()) return s;
   if (o.identity == nullptr && !o.trust_register) {
     return absl::InvalidArgumentError(
         "identity: must be set (who a worker is, from its process), unless trust_register");
@@ -91,7 +92,8 @@ Agent::Agent(AgentOptions options, GpuDevicesPtr devices, Clock* clock, CommandR
             if (mps.directory.empty()) mps.directory = options_.directory;
             return mps;
           }(),
-          runner) {}
+          runner),
+      cheats_(options_.cheat) {}
 
 absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options, GpuDevicesPtr devices,
                                                     Clock* clock, CommandRunner* runner) {
@@ -221,6 +223,37 @@ void Agent::RecordUtilization(Gpu& gpu, const GpuSample& sample) {
   gpu.foreground_occupancy = std::min(1.0, foreground);
   gpu.background_occupancy = std::min(1.0, background);
   gpu.metrics->SetRoleSmOccupancy(*gpu.foreground_occupancy, *gpu.background_occupancy);
+  JudgeBackground(gpu, sample);
+}
+
+// What each background process used over the last telemetry period against what the gate let it
+// do (cheat_detector.h); a process NVML does not list used nothing.
+void Agent::JudgeBackground(Gpu& gpu, const GpuSample& sample) {
+  for (const auto& [session, task] : tasks_) {
+    if (task->labels.gpu != gpu.info.index || task->labels.role != Role::kBackground) continue;
+    // Workers that are threads of one process (trust_register, local mode) share a pid: NVML
+    // cannot tell their work apart, so none of them is judged.
+    const bool shared_pid = std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& other) {
+      return other.second != task && other.second->labels.gpu == gpu.info.index &&
+             other.second->pid == task->pid;
+    });
+    if (shared_pid) continue;
+    double used = 0;
+    for (const ProcessUtilization& p : sample.processes) {
+      used += p.pid == task->pid ? p.sm_utilization : 0;
+    }
+    switch (cheats_.ObserveUtilization(sample.time_ns, task->pid, Role::kBackground, used)) {
+      case CheatTransition::kFlagged:
+        metrics_->CountCheatingDetection();
+        task->metrics->SetCheating(true);
+        break;
+      case CheatTransition::kCleared:
+        task->metrics->SetCheating(false);
+        break;
+      case CheatTransition::kNone:
+        break;
+    }
+  }
 }
 
 void Agent::Control(MonotonicNanos now) {
@@ -239,7 +272,12 @@ void Agent::Control(MonotonicNanos now) {
     }
   }
   for (const auto& [session, task] : tasks_) {
-    const SlotSnapshot slot = gpus_[task->labels.gpu]->gate->Read(task->slot.slot);
+    const Gpu& gpu = *gpus_[task->labels.gpu];
+    const SlotSnapshot slot = gpu.gate->Read(task->slot.slot);
+    if (task->labels.role == Role::kBackground) {
+      cheats_.ObserveGate(task->pid, {now, slot.pause || gpu.gate->ForegroundHold() > 0,
+                                      slot.credit_limit, slot.in_flight, slot.acquired_total});
+    }
     task->metrics->ObserveGate({slot.credit_limit, slot.in_flight, slot.acquired_total,
                                 slot.wait_ns_total, slot.paused_ns_total});
     if (task->feedback != nullptr) {
@@ -474,6 +512,10 @@ void Agent::OnClosed(SessionId session, bool said_goodbye) {
   Gpu& gpu = *gpus_[task->labels.gpu];
   gpu.gate->Reclaim(task->slot.slot);
   metrics_->RemoveTask(task->metrics);
+  if (std::none_of(tasks_.begin(), tasks_.end(),
+                   [&](const auto& entry) { return entry.second->pid == task->pid; })) {
+    cheats_.Forget(task->pid);
+  }
   if (!said_goodbye) metrics_->CountReclaimedSlot();
   if (task->labels.role == Role::kForeground) RepaceBackground(gpu);
 }
@@ -529,6 +571,11 @@ AgentStatus Agent::Status() const {
       const SlotSnapshot slot = gpu->gate->Read(task->slot.slot);
       t.launch_wait = std::chrono::nanoseconds(slot.wait_ns_total);
       t.launch_paused = std::chrono::nanoseconds(slot.paused_ns_total);
+      if (task->labels.role == Role::kBackground) {
+        const std::optional<CheatVerdict> verdict = cheats_.Verdict(task->pid);
+        t.cheating = verdict && verdict->cheating;
+        if (t.cheating) t.cheating_reason = verdict->reason;
+      }
       g.tasks.push_back(t);
     }
     status.gpus.push_back(std::move(g));

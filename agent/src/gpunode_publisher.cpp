@@ -9,6 +9,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/core_types.h"
 #include "wavepool/kube/typed_client.h"
@@ -103,6 +105,60 @@ std::string NoGpuReasonFor(const absl::Status& nvml_error) {
   return kReasonNvmlUnavailable;
 }
 
+namespace {
+
+std::string PodKey(const TaskStatus& task) {
+  return absl::StrCat(task.namespace_name, "/", task.pod);
+}
+
+// cheat_detector.h: the condition names every flagged pod so that the controller can preempt it.
+api::Condition CheatingCondition(const AgentStatus& snapshot) {
+  api::Condition condition;
+  condition.type = kGpuNodeBackgroundCheating;
+  std::vector<std::string> flagged;
+  for (const GpuStatus& gpu : snapshot.gpus) {
+    for (const TaskStatus& task : gpu.tasks) {
+      if (!task.cheating) continue;
+      flagged.push_back(
+          absl::StrCat(PodKey(task), " (GPU ", gpu.info.index, "): ", task.cheating_reason));
+    }
+  }
+  if (flagged.empty()) {
+    condition.status = api::ConditionStatus::kFalse;
+    condition.reason = kReasonNoCheating;
+    condition.message = "no background task uses the GPU beyond what its launch gate allows";
+  } else {
+    condition.status = api::ConditionStatus::kTrue;
+    condition.reason = kReasonLaunchesOutsideGate;
+    // The CRD caps a condition's message at 32768 characters: name as many pods as fit.
+    constexpr std::size_t kMaxMessage = 32000;
+    std::size_t named = 0;
+    for (const std::string& entry : flagged) {
+      if (condition.message.size() + entry.size() + 2 > kMaxMessage) break;
+      absl::StrAppend(&condition.message, named == 0 ? "" : "; ", entry);
+      ++named;
+    }
+    if (named < flagged.size()) {
+      absl::StrAppend(&condition.message, "; and ", flagged.size() - named, " more");
+    }
+  }
+  return condition;
+}
+
+}  // namespace
+
+std::vector<std::string> CheatingPods(const api::GpuNodeStatus& status) {
+  std::vector<std::string> pods;
+  const api::Condition* condition =
+      api::FindCondition(status.conditions, kGpuNodeBackgroundCheating);
+  if (condition == nullptr || condition->status != api::ConditionStatus::kTrue) return pods;
+  for (absl::string_view entry : absl::StrSplit(condition->message, "; ")) {
+    const std::size_t end = entry.find(" (GPU ");
+    if (end != absl::string_view::npos) pods.emplace_back(entry.substr(0, end));
+  }
+  return pods;
+}
+
 api::GpuNodeStatus MakeGpuNodeStatus(const AgentStatus& snapshot,
                                      const GpuNodeStatusInputs& inputs) {
   api::GpuNodeStatus status;
@@ -123,6 +179,7 @@ api::GpuNodeStatus MakeGpuNodeStatus(const AgentStatus& snapshot,
     ready.message = snapshot.devices;
   }
   api::SetCondition(&status.conditions, ready, inputs.now);
+  api::SetCondition(&status.conditions, CheatingCondition(snapshot), inputs.now);
   return status;
 }
 
@@ -145,10 +202,14 @@ absl::Status Validate(const GpuNodePublisherOptions& o) {
 
 GpuNodePublisher::GpuNodePublisher(GpuNodePublisherOptions options, kube::Client* client,
                                    Snapshot snapshot, Clock* clock)
-    : options_(std::move(options)),
-      client_(client),
-      snapshot_(std::move(snapshot)),
-      clock_(clock) {}
+    : options_(std::move(options)), client_(client), snapshot_(std::move(snapshot)), clock_(clock) {
+  if (options_.record_events) {
+    kube::EventRecorder::Options events;
+    events.log = [this](std::string_view line) { Log(line); };
+    events_ = std::make_unique<kube::EventRecorder>(*client_, "wavepool-agent", options_.node_name,
+                                                    std::move(events));
+  }
+}
 
 absl::StatusOr<std::unique_ptr<GpuNodePublisher>> GpuNodePublisher::Create(
     GpuNodePublisherOptions options, kube::Client* client, Snapshot snapshot, Clock* clock) {
@@ -220,6 +281,7 @@ absl::StatusOr<api::GpuNode> GpuNodePublisher::PublishOnce() {
   for (const std::string& dropped : DropUnpublishableTasks(&snapshot)) {
     Log(absl::StrCat("GPUNode ", options_.node_name, ": ", dropped));
   }
+  RecordCheatEvents(snapshot);
   const auto now = options_.wall_clock ? options_.wall_clock() : std::chrono::system_clock::now();
   kube::TypedClient<api::GpuNode> gpunodes(client_);
   absl::Status error;
@@ -298,6 +360,30 @@ void GpuNodePublisher::Loop() {
     const MonotonicNanos deadline = clock_->Now() + delay.count();
     if (clock_->WaitUntil(lock, cv_, deadline, [this] { return stopping_; })) return;
   }
+}
+
+void GpuNodePublisher::RecordCheatEvents(const AgentStatus& snapshot) {
+  std::set<std::string> flagged;
+  for (const GpuStatus& gpu : snapshot.gpus) {
+    for (const TaskStatus& task : gpu.tasks) {
+      if (!task.cheating) continue;
+      const std::string key = PodKey(task);
+      flagged.insert(key);
+      if (flagged_pods_.count(key) > 0) continue;
+      Log(absl::StrCat("GPUNode ", options_.node_name, ": background pod ", key, " on GPU ",
+                       gpu.info.index, " cheats: ", task.cheating_reason));
+      if (events_ == nullptr) continue;
+      const nlohmann::json pod = {{"apiVersion", "v1"},
+                                  {"kind", "Pod"},
+                                  {"namespace", task.namespace_name},
+                                  {"name", task.pod}};
+      events_->Event(pod, kube::EventType::kWarning, kReasonLaunchesOutsideGate,
+                     absl::StrCat("GPU ", gpu.info.index, " of node ", options_.node_name, ": ",
+                                  task.cheating_reason,
+                                  "; the launch gate is cooperative and this pod bypasses it"));
+    }
+  }
+  flagged_pods_ = std::move(flagged);
 }
 
 GpuNodePublisherState GpuNodePublisher::State() const {

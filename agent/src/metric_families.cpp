@@ -105,6 +105,9 @@ Families RegisterFamilies(prometheus::Registry& registry, const std::string& hos
                                   "Foreground op groups marked sensitive (background paused).");
   f.task_recommended_batch = gauge("wavepool_task_recommended_batch_size",
                                    "Per-GPU batch the agent recommends to a background task.");
+  f.task_cheating = gauge("wavepool_task_cheating",
+                          "1 while a background task uses the GPU when the launch gate holds it "
+                          "paused or grants it no credit (cheat_detector.h), else 0.");
   f.agent_info = gauge("wavepool_agent_info", "Agent version and capabilities; always 1.");
   f.agent_reports = counter("wavepool_agent_reports_total", "Worker reports received, by type.");
   f.agent_protocol_errors = counter("wavepool_agent_protocol_errors_total",
@@ -113,6 +116,9 @@ Families RegisterFamilies(prometheus::Registry& registry, const std::string& hos
                                     "Gate slots reclaimed from workers that died.");
   f.agent_registrations =
       counter("wavepool_agent_registrations_total", "Worker registrations, by role and result.");
+  f.agent_cheating_detections =
+      counter("wavepool_agent_cheating_detections_total",
+              "Times a background task was flagged for using the GPU the gate did not allow.");
   f.agent_heartbeat = gauge("wavepool_agent_heartbeat_timestamp_seconds",
                             "Unix time of the agent's last heartbeat.");
   return f;

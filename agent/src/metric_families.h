@@ -45,12 +45,14 @@ struct Families {
   Family<Gauge>* task_slowdown;
   Family<Gauge>* task_sensitive_groups;
   Family<Gauge>* task_recommended_batch;
+  Family<Gauge>* task_cheating;  // background only
   // The agent.
   Family<Gauge>* agent_info;
   Family<Counter>* agent_reports;
   Family<Counter>* agent_protocol_errors;
   Family<Counter>* agent_reclaimed_slots;
   Family<Counter>* agent_registrations;
+  Family<Counter>* agent_cheating_detections;
   Family<Gauge>* agent_heartbeat;
 };
 

@@ -104,6 +104,7 @@ struct TaskMetrics::Series {
   Gauge* slowdown;           // foreground only
   Gauge* sensitive_groups;   // foreground only
   Gauge* recommended_batch;  // background only
+  Gauge* cheating;           // background only
   int users = 0;             // live TaskMetrics sharing these series
 };
 
@@ -144,6 +145,10 @@ void TaskMetrics::SetSensitiveOpGroups(std::uint32_t count) {
   if (series_->sensitive_groups != nullptr) series_->sensitive_groups->Set(count);
 }
 
+void TaskMetrics::SetCheating(bool cheating) {
+  if (series_->cheating != nullptr) series_->cheating->Set(cheating ? 1 : 0);
+}
+
 void TaskMetrics::SetRecommendedBatchSize(std::uint32_t batch_size) {
   if (series_->recommended_batch != nullptr) series_->recommended_batch->Set(batch_size);
 }
@@ -156,6 +161,7 @@ struct AgentMetrics::Impl {
   std::array<Counter*, kProtocolErrorKinds.size()> protocol_errors{};
   std::array<std::array<Counter*, kRegistrationResults.size()>, kRoles.size()> registrations{};
   Counter* reclaimed_slots = nullptr;
+  Counter* cheating_detections = nullptr;
   Gauge* heartbeat = nullptr;
 
   absl::Mutex mu;
@@ -226,6 +232,7 @@ void AgentMetrics::Impl::AddAgentSeries(const AgentInfo& agent_info) {
     }
   }
   reclaimed_slots = &f.agent_reclaimed_slots->Add({});
+  cheating_detections = &f.agent_cheating_detections->Add({});
   heartbeat = &f.agent_heartbeat->Add({});
   absl::MutexLock lock(&mu);
   info_series = &f.agent_info->Add(InfoLabels(agent_info));
@@ -262,6 +269,7 @@ std::unique_ptr<TaskMetrics::Series> AgentMetrics::Impl::NewTaskSeries(const Lab
       foreground ? &f.task_slowdown->Add(labels) : nullptr,
       foreground ? &f.task_sensitive_groups->Add(labels) : nullptr,
       foreground ? nullptr : &f.task_recommended_batch->Add(labels),
+      foreground ? nullptr : &f.task_cheating->Add(labels),
   });
 }
 
@@ -279,6 +287,7 @@ void AgentMetrics::Impl::RemoveTaskSeries(const TaskMetrics::Series& series) {
   if (series.recommended_batch != nullptr) {
     f.task_recommended_batch->Remove(series.recommended_batch);
   }
+  if (series.cheating != nullptr) f.task_cheating->Remove(series.cheating);
 }
 
 absl::Status AgentMetrics::Impl::StartExposer(const MetricsOptions& options) {
@@ -430,6 +439,8 @@ void AgentMetrics::CountProtocolError(ProtocolErrorKind kind) {
 }
 
 void AgentMetrics::CountReclaimedSlot() { impl_->reclaimed_slots->Increment(); }
+
+void AgentMetrics::CountCheatingDetection() { impl_->cheating_detections->Increment(); }
 
 void AgentMetrics::CountRegistration(Role role, RegistrationResult result) {
   const auto index = static_cast<std::size_t>(result);

@@ -110,6 +110,7 @@ absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path,
   reader.Read("conditions", &out->conditions);
   reader.Read("observedGeneration", &out->observed_generation);
   reader.Read("plan", &out->plan);
+  reader.Read("gpus", &out->gpus);
   reader.Read("placement", &out->placement);
   reader.Read("progress", &out->progress);
   reader.Read("restarts", &out->restarts);
@@ -208,11 +209,16 @@ nlohmann::json EncodeStatus(const TrainingJobStatus& status) {
       .OmitEmpty("conditions", status.conditions)
       .OmitEmpty("observedGeneration", status.observed_generation);
   if (status.plan.has_value()) writer.Put("plan", EncodePlanSummary(*status.plan));
+  writer.Put("gpus", status.gpus);
   writer.OmitEmpty("placement", status.placement);
   writer.Put("progress", status.progress);
-  return writer.OmitEmpty("restarts", status.restarts)
-      .OmitEmpty("gangGeneration", status.gang_generation)
-      .Take();
+  // A job the controller has started (it has a phase) shows its restarts, 0 included.
+  if (status.phase.has_value()) {
+    writer.Put("restarts", status.restarts);
+  } else {
+    writer.OmitEmpty("restarts", status.restarts);
+  }
+  return writer.OmitEmpty("gangGeneration", status.gang_generation).Take();
 }
 
 }  // namespace

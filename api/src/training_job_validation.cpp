@@ -255,6 +255,9 @@ absl::Status ValidateStatus(const TrainingJobStatus& status) {
   if (status.plan.has_value()) {
     WAVEPOOL_RETURN_IF_ERROR(ValidatePlanSummary(*status.plan, path.Child("plan")));
   }
+  if (status.gpus.has_value()) {
+    WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(path.Child("gpus"), *status.gpus, 1));
+  }
   WAVEPOOL_RETURN_IF_ERROR(ValidatePlacement(status.placement, path.Child("placement")));
   if (status.progress.has_value()) {
     WAVEPOOL_RETURN_IF_ERROR(ValidateProgress(*status.progress, path.Child("progress")));

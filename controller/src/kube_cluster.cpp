@@ -10,81 +10,6 @@
 #include "wavepool/kube/resource.h"
 
 namespace wavepool::controller {
-namespace internal {
-
-absl::Status AssignmentLedger::Observe(const nlohmann::json& pod) {
-  const std::string key = kube::ObjectKey(pod);
-  const std::string uid = pod.value("/metadata/uid"_json_pointer, "");
-  absl::StatusOr<std::optional<GpuAssignment>> assignment = AssignmentFromPod(pod);
-  std::lock_guard<std::mutex> lock(mu_);
-  RememberUidLocked(uid);
-  const auto assumed = assumed_.find(key);
-  if (assumed != assumed_.end() && assumed->second.uid == uid) assumed_.erase(assumed);
-  if (!assignment.ok() || !assignment->has_value()) {
-    held_.erase(key);
-    return assignment.status();
-  }
-  held_[key] = Held{uid, **std::move(assignment)};
-  return absl::OkStatus();
-}
-
-void AssignmentLedger::ObserveDeleted(const nlohmann::json& pod) {
-  const std::string key = kube::ObjectKey(pod);
-  const std::string uid = pod.value("/metadata/uid"_json_pointer, "");
-  std::lock_guard<std::mutex> lock(mu_);
-  RememberUidLocked(uid);
-  held_.erase(key);
-  const auto assumed = assumed_.find(key);
-  if (assumed != assumed_.end() && assumed->second.uid == uid) assumed_.erase(assumed);
-}
-
-void AssignmentLedger::Assume(const nlohmann::json& pod) {
-  absl::StatusOr<std::optional<GpuAssignment>> assignment = AssignmentFromPod(pod);
-  if (!assignment.ok() || !assignment->has_value()) return;
-  const std::string uid = pod.value("/metadata/uid"_json_pointer, "");
-  std::lock_guard<std::mutex> lock(mu_);
-  if (observed_uids_.count(uid) != 0) return;  // the informer was faster
-  const MonotonicNanos expires_at =
-      clock_.Now() + std::chrono::duration_cast<std::chrono::nanoseconds>(assume_timeout_).count();
-  assumed_[kube::ObjectKey(pod)] = Assumed{uid, **std::move(assignment), expires_at};
-}
-
-void AssignmentLedger::RememberUidLocked(const std::string& uid) {
-  if (uid.empty() || !observed_uids_.insert(uid).second) return;
-  observed_order_.push_back(uid);
-  if (observed_order_.size() > kObservedUidsKept) {
-    observed_uids_.erase(observed_order_.front());
-    observed_order_.pop_front();
-  }
-}
-
-void AssignmentLedger::ExpireLocked() const {
-  const MonotonicNanos now = clock_.Now();
-  for (auto it = assumed_.begin(); it != assumed_.end();) {
-    it = it->second.expires_at <= now ? assumed_.erase(it) : std::next(it);
-  }
-}
-
-std::vector<GpuAssignment> AssignmentLedger::Assignments() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  ExpireLocked();
-  std::vector<GpuAssignment> out;
-  out.reserve(held_.size() + assumed_.size());
-  for (const auto& [key, held] : held_) out.push_back(held.assignment);
-  for (const auto& [key, assumed] : assumed_) {
-    if (held_.count(key) == 0) out.push_back(assumed.assignment);
-  }
-  return out;
-}
-
-std::size_t AssignmentLedger::AssumedCount() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  ExpireLocked();
-  return assumed_.size();
-}
-
-}  // namespace internal
-
 namespace {
 
 kube::SharedInformer::Options InformerOptions(const KubeClusterOptions& options, bool namespaced) {
@@ -195,7 +120,7 @@ KubeCluster::State::State(kube::Client& client_in, KubeClusterOptions options_in
       services(client, internal::kServices, ManagedInformerOptions(options)),
       gpu_nodes(client, kube::kGpuNodes, InformerOptions(options, false)),
       nodes(client, kube::kNodes, InformerOptions(options, false)),
-      ledger(clock, options.assume_timeout) {
+      claims(clock, options.assume_timeout) {
   kube::EventRecorder::Options recorder_options;
   recorder_options.log = options.log;
   recorder = std::make_unique<kube::EventRecorder>(client, options.event_component,
@@ -230,15 +155,15 @@ absl::StatusOr<std::unique_ptr<KubeCluster>> KubeCluster::Create(kube::Client& c
   if (status.ok()) status = s->services.AddIndexer(kJobPodIndex, JobIndex);
   kube::ResourceEventHandlers pod_handlers;
   pod_handlers.on_add = [s](const nlohmann::json& pod) {
-    if (absl::Status st = s->ledger.Observe(pod); !st.ok()) {
+    if (absl::Status st = s->claims.ObservePod(pod); !st.ok()) {
       s->Log(absl::StrCat("pod ", kube::ObjectKey(pod),
                           " holds no GPUs we can count: ", st.message()));
     }
   };
   pod_handlers.on_update = [s](const nlohmann::json&, const nlohmann::json& pod) {
-    s->ledger.Observe(pod).IgnoreError();  // reported once, on add
+    s->claims.ObservePod(pod).IgnoreError();  // reported once, on add
   };
-  pod_handlers.on_delete = [s](const nlohmann::json& pod) { s->ledger.ObserveDeleted(pod); };
+  pod_handlers.on_delete = [s](const nlohmann::json& pod) { s->claims.ObservePodDeleted(pod); };
   if (status.ok()) status = s->pods.AddEventHandler(pod_handlers);
   const auto log = [s](std::string_view message) { s->Log(message); };
   if (status.ok()) {
@@ -313,7 +238,7 @@ std::vector<std::string> KubeCluster::UnsyncedInformers() const {
   return out;
 }
 
-std::size_t KubeCluster::AssumedPods() const { return state_->ledger.AssumedCount(); }
+std::size_t KubeCluster::AssumedPods() const { return state_->claims.AssumedCount(); }
 
 void KubeCluster::FlushEvents() { state_->recorder->Flush(); }
 
@@ -351,6 +276,8 @@ std::map<std::string, NodeState> KubeCluster::NodeStates() const {
   return out;
 }
 
-std::vector<GpuAssignment> KubeCluster::Assignments() const { return state_->ledger.Assignments(); }
+std::vector<GpuAssignment> KubeCluster::Assignments() const {
+  return state_->claims.PodAssignments();
+}
 
 }  // namespace wavepool::controller

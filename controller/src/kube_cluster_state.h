@@ -3,14 +3,10 @@
 #ifndef WAVEPOOL_CONTROLLER_SRC_KUBE_CLUSTER_STATE_H_
 #define WAVEPOOL_CONTROLLER_SRC_KUBE_CLUSTER_STATE_H_
 
-#include <chrono>
-#include <cstddef>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +17,7 @@
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/base/clock.h"
+#include "wavepool/controller/gpu_claims.h"
 #include "wavepool/controller/kube_cluster.h"
 #include "wavepool/kube/event_recorder.h"
 #include "wavepool/kube/informer.h"
@@ -96,47 +93,6 @@ class DecodedCache {
   std::map<std::string, Entry> entries_;  // guarded by mu_
 };
 
-// The GPUs held by controller-owned pods, kept from pod events, plus the pods created through
-// CreatePod that no event has shown yet. Safe for concurrent use.
-class AssignmentLedger {
- public:
-  AssignmentLedger(Clock& clock, std::chrono::nanoseconds assume_timeout)
-      : clock_(clock), assume_timeout_(assume_timeout) {}
-
-  // A pod event (add or update). Returns AssignmentFromPod's error for a pod it cannot read.
-  absl::Status Observe(const nlohmann::json& pod);
-  void ObserveDeleted(const nlohmann::json& pod);
-  // A pod CreatePod just created: counted until its uid is observed or the timeout passes.
-  void Assume(const nlohmann::json& pod);
-
-  std::vector<GpuAssignment> Assignments() const;
-  std::size_t AssumedCount() const;
-
- private:
-  struct Held {
-    std::string uid;
-    GpuAssignment assignment;
-  };
-  struct Assumed {
-    std::string uid;
-    GpuAssignment assignment;
-    MonotonicNanos expires_at = 0;
-  };
-  // Uids the pod informer has shown, newest last, so that an Assume that loses the race with
-  // the pod's own events (created, seen, even deleted before CreatePod returned) is ignored.
-  static constexpr std::size_t kObservedUidsKept = 8192;
-  void RememberUidLocked(const std::string& uid);
-  void ExpireLocked() const;
-
-  Clock& clock_;
-  const std::chrono::nanoseconds assume_timeout_;
-  mutable std::mutex mu_;
-  std::map<std::string, Held> held_;                // guarded by mu_; by ns/name
-  mutable std::map<std::string, Assumed> assumed_;  // guarded by mu_; by ns/name
-  std::set<std::string> observed_uids_;             // guarded by mu_
-  std::deque<std::string> observed_order_;          // guarded by mu_
-};
-
 }  // namespace wavepool::controller::internal
 
 namespace wavepool::controller {
@@ -157,7 +113,8 @@ struct KubeCluster::State {
   kube::SharedInformer nodes;
   internal::DecodedCache<api::TrainingJob> job_cache;
   internal::DecodedCache<api::GpuNode> gpu_node_cache;
-  internal::AssignmentLedger ledger;
+  // The pods' GPUs (held and assumed), kept from pod events and CreatePod (gpu_claims.h).
+  GpuClaims claims;
   std::unique_ptr<kube::EventRecorder> recorder;
 
   std::mutex mu;

@@ -13,7 +13,7 @@ absl::StatusOr<nlohmann::json> KubeCluster::CreatePod(const nlohmann::json& pod)
   absl::StatusOr<nlohmann::json> created = state_->client.Create(kube::kPods, pod);
   // Counted at once: the next placement decision must not reuse these GPUs while the watch is
   // behind (cluster.h).
-  if (created.ok()) state_->ledger.Assume(*created);
+  if (created.ok()) state_->claims.AssumeCreated(*created);
   return created;
 }
 

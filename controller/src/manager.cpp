@@ -41,6 +41,16 @@ absl::Status Validate(const ManagerOptions& o) {
     return absl::InvalidArgumentError("resync_period: must be >= 0");
   }
   if (o.clock == nullptr) return absl::InvalidArgumentError("clock: must not be null");
+  if (o.reconciler.start_timeout.count() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reconciler.start_timeout: must be >= 0 s (0: never), got ",
+                     o.reconciler.start_timeout.count(), " s"));
+  }
+  if (o.reconciler.heartbeat_timeout.count() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reconciler.heartbeat_timeout: must be > 0 s, got ",
+                     o.reconciler.heartbeat_timeout.count(), " s"));
+  }
   if (o.leader_elect && o.lease_name.empty()) {
     return absl::InvalidArgumentError("lease_name: must not be empty with leader_elect");
   }

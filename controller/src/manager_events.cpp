@@ -103,6 +103,15 @@ nlohmann::json GpuNodePlacementView(const nlohmann::json& gpu_node) {
   return view;
 }
 
+std::string HeartbeatOf(const nlohmann::json& gpu_node) {
+  return StringField(Field(gpu_node, "status"), "heartbeatTime");
+}
+
+bool JobDeletionStarted(const nlohmann::json& old_job, const nlohmann::json& new_job) {
+  return !StringField(Field(new_job, "metadata"), "deletionTimestamp").empty() &&
+         StringField(Field(old_job, "metadata"), "deletionTimestamp").empty();
+}
+
 std::set<std::string> JobsWithChangedTasks(const nlohmann::json& old_node,
                                            const nlohmann::json& new_node) {
   const std::map<std::string, nlohmann::json> before = Tasks(old_node);

@@ -29,6 +29,14 @@ bool PodFreedGpus(const nlohmann::json& old_pod, const nlohmann::json& new_pod);
 // occupancy, tasks' progress): a change here may free or add GPU capacity.
 nlohmann::json GpuNodePlacementView(const nlohmann::json& gpu_node);
 
+// status.heartbeatTime of a GPUNode as the agent wrote it ("" when absent): compared only for
+// change, never with a clock (heartbeat_observations.h).
+std::string HeartbeatOf(const nlohmann::json& gpu_node);
+
+// True when `new_job` is being deleted (metadata.deletionTimestamp set) and `old_job` was not:
+// its reservations and nominations end with its next reconcile.
+bool JobDeletionStarted(const nlohmann::json& old_job, const nlohmann::json& new_job);
+
 // Jobs ("<namespace>/<job>") whose tasks on the GPUNode appeared, vanished or reported new
 // progress between the two versions (either may be null): their status.progress is stale.
 std::set<std::string> JobsWithChangedTasks(const nlohmann::json& old_node,

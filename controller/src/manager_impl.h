@@ -5,6 +5,7 @@
 #define WAVEPOOL_CONTROLLER_SRC_MANAGER_IMPL_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "heartbeat_observations.h"
 #include "http_endpoints.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/controller/kube_cluster.h"
@@ -46,6 +48,14 @@ struct ControllerManager::Impl {
   void EnqueueOwner(const nlohmann::json& object);
   void EnqueueWaiting();
   void EnqueueJobsOnNode(const std::string& node);
+  // A GPUNode update: waiting jobs are requeued when its heartbeat moves again after going
+  // stale (its GPUs take pods again), not at their periodic retry.
+  void OnGpuNodeHeartbeat(const nlohmann::json& old_node, const nlohmann::json& node);
+  std::chrono::system_clock::time_point WallNow() const;
+
+  // Leader election's readiness (/readyz): "" when ready, else why not. Checks the Lease's
+  // namespace while no leader has been seen, and logs the problem once.
+  std::string LeaderElectionProblem();
 
   // Workers, for one term of leadership (or the whole run without leader election).
   void RunWorkers();
@@ -75,9 +85,15 @@ struct ControllerManager::Impl {
   std::shared_ptr<kube::WorkQueue> queue;  // guarded by mu: this term's; null while not leading
   std::vector<std::thread> workers;        // guarded by mu
   std::set<std::string> waiting;           // guarded by mu: jobs waiting for GPUs
-  int active = 0;                          // guarded by mu: reconciles running
-  int in_get = 0;                          // guarded by mu: workers asking the queue for a key
+  // Jobs deleted (or being deleted) whose next reconcile frees their reserved or nominated GPUs:
+  // waiting jobs are requeued once it has run.
+  std::set<std::string> deleted;  // guarded by mu
+  std::string lease_problem;      // guarded by mu: the last leader election problem logged
+  int active = 0;                 // guarded by mu: reconciles running
+  int in_get = 0;                 // guarded by mu: workers asking the queue for a key
   std::thread housekeeping;
+  // When each GPUNode's heartbeat was last seen to change (the reconciler keeps its own).
+  internal::HeartbeatObservations heartbeats;
 };
 
 }  // namespace wavepool::controller

@@ -12,6 +12,7 @@
 #include "manager_impl.h"
 #include "wavepool/api/enums.h"
 #include "wavepool/kube/api_error.h"
+#include "wavepool/kube/resource.h"
 
 namespace wavepool::controller {
 namespace {
@@ -27,14 +28,20 @@ void ControllerManager::Impl::AddHandlers() {
   KubeCluster::Informers informers = cluster->informers();
   kube::ResourceEventHandlers jobs;
   jobs.on_add = [this](const nlohmann::json& job) { Enqueue(kube::ObjectKey(job)); };
-  jobs.on_update = [this](const nlohmann::json&, const nlohmann::json& job) {
-    Enqueue(kube::ObjectKey(job));
+  jobs.on_update = [this](const nlohmann::json& old_job, const nlohmann::json& job) {
+    const std::string key = kube::ObjectKey(job);
+    if (internal::JobDeletionStarted(old_job, job)) {
+      std::lock_guard<std::mutex> lock(mu);
+      deleted.insert(key);
+    }
+    Enqueue(key);
   };
   jobs.on_delete = [this](const nlohmann::json& job) {
     const std::string key = kube::ObjectKey(job);
     {
       std::lock_guard<std::mutex> lock(mu);
       waiting.erase(key);
+      deleted.insert(key);
     }
     Enqueue(key);
   };
@@ -70,10 +77,16 @@ void ControllerManager::Impl::AddHandlers() {
   informers.services.AddEventHandler(services).IgnoreError();
 
   kube::ResourceEventHandlers gpu_nodes;
-  gpu_nodes.on_add = [this](const nlohmann::json&) { EnqueueWaiting(); };
+  gpu_nodes.on_add = [this](const nlohmann::json& node) {
+    heartbeats.ObserveFresh(kube::ObjectKey(node), internal::HeartbeatOf(node), WallNow(),
+                            options.reconciler.heartbeat_timeout);
+    EnqueueWaiting();
+  };
   gpu_nodes.on_update = [this](const nlohmann::json& old_node, const nlohmann::json& node) {
     if (internal::GpuNodePlacementView(old_node) != internal::GpuNodePlacementView(node)) {
       EnqueueWaiting();
+    } else {
+      OnGpuNodeHeartbeat(old_node, node);
     }
     for (const std::string& job : internal::JobsWithChangedTasks(old_node, node)) Enqueue(job);
   };
@@ -129,6 +142,25 @@ void ControllerManager::Impl::EnqueueJobsOnNode(const std::string& node) {
       cluster->informers().pods.store().ByIndex(internal::kNodePodIndex, node);
   if (!pods.ok()) return;
   for (const nlohmann::json& pod : *pods) EnqueueOwner(pod);
+}
+
+std::chrono::system_clock::time_point ControllerManager::Impl::WallNow() const {
+  return options.reconciler.wall_now ? options.reconciler.wall_now()
+                                     : std::chrono::system_clock::now();
+}
+
+void ControllerManager::Impl::OnGpuNodeHeartbeat(const nlohmann::json& old_node,
+                                                 const nlohmann::json& node) {
+  const std::string name = kube::ObjectKey(node);
+  const std::string before = internal::HeartbeatOf(old_node);
+  const std::string after = internal::HeartbeatOf(node);
+  if (before == after) return;
+  const auto now = WallNow();
+  const std::chrono::nanoseconds timeout = options.reconciler.heartbeat_timeout;
+  // Judged as the reconciler judges it: stale once the value stood still for the timeout.
+  const bool was_fresh = heartbeats.ObserveFresh(name, before, now, timeout);
+  const bool is_fresh = heartbeats.ObserveFresh(name, after, now, timeout);
+  if (!was_fresh && is_fresh) EnqueueWaiting();
 }
 
 void ControllerManager::Impl::RunWorkers() {
@@ -213,14 +245,18 @@ void ControllerManager::Impl::Process(kube::WorkQueue& q, const std::string& key
   metrics.ObserveReconcile(
       result->requeue_after ? ReconcileOutcome::kRequeue : ReconcileOutcome::kSuccess, duration);
   q.Forget(key);
+  bool freed = false;
   {
     std::lock_guard<std::mutex> lock(mu);
+    freed = deleted.erase(key) > 0;
     if (result->waiting_for_gpus) {
       waiting.insert(key);
     } else {
       waiting.erase(key);
     }
   }
+  // A deleted job's reconcile dropped what it reserved or nominated: the GPUs are free to take.
+  if (freed) EnqueueWaiting();
   if (result->waiting_for_gpus && gpus_freed.load() != freed_before) {
     q.Add(key);  // GPUs may have been freed while it was being placed
   } else if (result->requeue_after) {
@@ -243,11 +279,40 @@ void ControllerManager::Impl::RefreshGauges() {
   metrics.SetQueueDepth(q == nullptr ? 0 : q->Len());
 }
 
+std::string ControllerManager::Impl::LeaderElectionProblem() {
+  if (elector == nullptr || elector->IsLeader() || !elector->GetLeader().empty()) {
+    std::lock_guard<std::mutex> lock(mu);
+    lease_problem.clear();
+    return "";
+  }
+  // No holder seen: the Lease cannot be read or created. A missing namespace is the usual cause
+  // and the one an operator fixes; asking needs `get` on namespaces (any other answer leaves
+  // the cause unnamed).
+  const std::string lease = absl::StrCat(options.lease_namespace, "/", options.lease_name);
+  std::string problem = absl::StrCat("leader election: no holder seen on Lease ", lease, " yet");
+  const absl::Status ns = client.Get(kube::kNamespaces, "", options.lease_namespace).status();
+  if (kube::IsNotFound(ns)) {
+    problem = absl::StrCat("leader election: the Lease ", lease, " cannot be created: namespace ",
+                           options.lease_namespace,
+                           " does not exist (create it, or choose another with "
+                           "--lease-namespace); not ready until it does");
+  }
+  bool news = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    news = problem != lease_problem;
+    lease_problem = problem;
+  }
+  if (news && kube::IsNotFound(ns)) Log(problem);
+  return problem;
+}
+
 void ControllerManager::Impl::HousekeepingLoop() {
   std::unique_lock<std::mutex> lock(mu);
   while (!stopped) {
     lock.unlock();
     RefreshGauges();
+    LeaderElectionProblem();
     lock.lock();
     const MonotonicNanos next = clock.Now() + std::chrono::nanoseconds(kHousekeepingPeriod).count();
     clock.WaitUntil(lock, cv, next, [this] { return stopped; });
@@ -270,6 +335,9 @@ internal::HttpAnswer ControllerManager::Impl::Answer(std::string_view path) {
     if (!unsynced.empty()) {
       return {503, "text/plain; charset=utf-8",
               absl::StrCat("caches not synced: ", absl::StrJoin(unsynced, ", "), "\n")};
+    }
+    if (const std::string problem = LeaderElectionProblem(); !problem.empty()) {
+      return {503, "text/plain; charset=utf-8", problem + "\n"};
     }
     return {200, "text/plain; charset=utf-8", "ok"};
   }

@@ -7,8 +7,11 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace wavepool::controller {
 namespace {
@@ -146,6 +149,11 @@ Survey SurveyForeground(const ForegroundRequest& request, const Inventory& inv) 
   return survey;
 }
 
+// "1 GPU", "2 GPUs".
+std::string Plural(std::size_t count, const char* noun) {
+  return absl::StrCat(count, " ", noun, count == 1 ? "" : "s");
+}
+
 absl::Status NotPlaceable(const ForegroundRequest& request, const Survey& survey) {
   std::string limit = request.max_nodes > 0
                           ? absl::StrFormat(" on at most %d node%s", request.max_nodes,
@@ -157,22 +165,28 @@ absl::Status NotPlaceable(const ForegroundRequest& request, const Survey& survey
     usable += node.gpus.size();
     if (largest == nullptr || node.gpus.size() > largest->gpus.size()) largest = &node;
   }
-  std::string fit =
-      largest == nullptr
-          ? "largest fit: none"
-          : absl::StrFormat("largest fit: %d on %s; usable: %d GPUs on %d nodes",
-                            largest->gpus.size(), largest->node, usable, survey.nodes.size());
-  auto count = [&](Unusable u) {
-    auto it = survey.unusable.find(u);
-    return it == survey.unusable.end() ? 0 : it->second;
-  };
+  std::string fit = largest == nullptr ? "no GPU is usable"
+                                       : absl::StrFormat("largest fit: %d on %s; usable: %s on %s",
+                                                         largest->gpus.size(), largest->node,
+                                                         Plural(usable, "GPU"),
+                                                         Plural(survey.nodes.size(), "node"));
+  // Only the reasons that hold GPUs back, so the message says what the job is waiting for.
+  std::vector<std::string> unusable;
+  for (const auto& [reason, what] :
+       {std::pair{Unusable::kNodeNotSchedulable,
+                  "on nodes not ready, unmanaged or without a fresh heartbeat"},
+        std::pair{Unusable::kForegroundHolder, "held by foreground jobs"},
+        std::pair{Unusable::kMemory, "with too little memory"}}) {
+    auto it = survey.unusable.find(reason);
+    if (it != survey.unusable.end() && it->second > 0) {
+      unusable.push_back(absl::StrCat(it->second, " ", what));
+    }
+  }
   return absl::ResourceExhaustedError(absl::StrFormat(
-      "%s needs %d GPUs with %s free each%s%s; %s; unusable GPUs: %d on nodes not ready, "
-      "unmanaged or without a fresh heartbeat, %d held by foreground jobs, %d with too little "
-      "memory",
-      request.job.empty() ? "job" : request.job, request.gpus, GiB(request.memory_per_gpu_bytes),
-      request.exclusive ? " (exclusive)" : "", limit, fit, count(Unusable::kNodeNotSchedulable),
-      count(Unusable::kForegroundHolder), count(Unusable::kMemory)));
+      "%s needs %s with %s free each%s%s; %s%s", request.job.empty() ? "job" : request.job,
+      Plural(static_cast<std::size_t>(request.gpus), "GPU"), GiB(request.memory_per_gpu_bytes),
+      request.exclusive ? " (exclusive)" : "", limit, fit,
+      unusable.empty() ? "" : absl::StrCat("; unusable GPUs: ", absl::StrJoin(unusable, ", "))));
 }
 
 // The nodes to use and how many GPUs from each: fewest nodes; ties (and the last node of a

@@ -20,6 +20,7 @@
 #include "nlohmann/json.hpp"
 #include "wavepool/api/training_job.h"
 #include "wavepool/controller/cluster.h"
+#include "wavepool/controller/gpu_claims.h"
 #include "wavepool/controller/job_planner.h"
 #include "wavepool/controller/reconciler.h"
 
@@ -41,11 +42,13 @@ struct PendingEvent {
   std::string message;
 };
 
-// Placement state shared by every worker: decisions are made one at a time, and the GPUs of a
-// placement recorded but whose pods are not all created yet stay reserved here, so that another
-// job's decision counts them even before the cache shows the pods or the status.
+// Placement state shared by every worker: decisions are made one at a time (under `mu`), and
+// what they claim that the cache does not show yet lives in `claims` (gpu_claims.h states the
+// rules):
 //
-// A reservation also outlives a failed intent write: a write whose response was lost (the API
+// The GPUs of a placement recorded but whose pods are not all created yet stay reserved, so that
+// another job's decision counts them even before the cache shows the pods or the status. A
+// reservation also outlives a failed intent write: a write whose response was lost (the API
 // server restarting, a connection cut) may have been applied, and the cache may show the job as
 // it was for a while yet. The write carries the job's latest resourceVersion, so once the cache
 // shows the job at a version this controller did not know before the write, the outcome is there
@@ -62,42 +65,27 @@ struct PendingEvent {
 //
 // Preempted pods are remembered as well: the victim's reconcile may run only after its pod is
 // gone (the annotation gone with it), and must still report Preempted rather than a lost pod.
-struct Nomination {
-  std::string uid;                  // The gang's job, as it was when it nominated.
-  std::int64_t generation = 0;      // metadata.generation.
-  std::vector<GpuAssignment> pods;  // The gang's pods on the GPUs it waits for.
-  std::chrono::system_clock::time_point expires;
-};
-struct Reservation {
-  // The job's versions known before the intent write (ReconcileContext::versions).
-  std::vector<std::string> resource_versions;
-  std::vector<api::PodPlacement> placement;  // status.placement as written.
-  std::int64_t gang_generation = 0;          // status.gangGeneration as written.
-  std::vector<GpuAssignment> pods;           // The same, as the inventory counts them.
-};
-struct PreemptedPod {
-  std::string job;  // "ns/job" of the victim.
-  std::string by;   // "ns/job" of the preempting gang.
-  std::chrono::system_clock::time_point when;
-};
-struct PlacementLedger {
-  std::mutex mu;
-  // "ns/job" -> the placement recorded (or being recorded) whose pods are not all created.
-  std::map<std::string, Reservation> reserved;
-  // "ns/job" of a fg gang waiting for its victims -> the GPUs it nominated.
-  std::map<std::string, Nomination> nominated;
-  // "ns/pod" -> who preempted it; entries older than kPreemptedPodMemory are dropped.
-  std::map<std::string, PreemptedPod> preempted;
-  // Not a claim on GPUs, but shared by every worker like the rest: when each GPUNode's
-  // heartbeat was last seen to change (NodeStatesWithHeartbeats). Its own lock, not mu.
-  HeartbeatObservations heartbeats;
-};
 
 // A nomination outlives the victims' grace period (time to checkpoint) by this much; a gang that
 // still preempts then nominates again.
 inline constexpr std::chrono::seconds kNominationSlack{60};
+// How long a gang whose nominated GPUs are not usable yet (the victims gone, but the agent's last
+// report still shows their memory in use) keeps waiting for them before it is placed elsewhere,
+// on more nodes: about a few of the agents' heartbeat periods.
+inline constexpr std::chrono::seconds kNominationHold{10};
 // How long a preempted pod is remembered for its job's reconcile.
 inline constexpr std::chrono::minutes kPreemptedPodMemory{30};
+
+struct PlacementLedger {
+  // Held for a whole placement decision (inventory, decision, preemption, intent write).
+  std::mutex mu;
+  // Reservations, nominations and preempted pods (keyed "ns/job" and "ns/pod"); the pods
+  // themselves are counted by the ClusterReader (Assignments()).
+  GpuClaims claims{RealClock(), std::chrono::seconds(30), kPreemptedPodMemory};
+  // Not a claim on GPUs, but shared by every worker like the rest: when each GPUNode's
+  // heartbeat was last seen to change (NodeStatesWithHeartbeats). Its own lock, not mu.
+  HeartbeatObservations heartbeats;
+};
 
 struct ReconcileContext {
   const ClusterReader& reader;
@@ -268,11 +256,19 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
                                const std::vector<nlohmann::json>& pods,
                                const std::vector<api::GpuNode>& nodes);
 
+// Places, on `inventory`, every bg job waiting for a GPU (Planned=True, Placed=False with
+// NotPlaceable, no placement) that was first queued before ctx.job (creation time, then
+// namespace/name), oldest first, so that ctx.job gets only what they leave: a preempted bg job is
+// placed again before newer ones, whichever reconciles first, and a newer one still takes what
+// the older ones cannot use. Returns how many were placed ahead (reconcile_queueing.cpp).
+// REQUIRES: ctx.ledger.mu held.
+int PlaceQueuedEarlier(const ReconcileContext& ctx, Inventory& inventory);
+
 // Drops the job's reservation (its pods exist, or it has no placement any more).
 void ReleaseReservation(ReconcileContext& ctx);
 
-// Drops the job's nomination and what is remembered of its preempted pods (it is gone, or
-// suspended). REQUIRES: ctx.ledger.mu not held.
+// Drops the job's reservation, nomination and what is remembered of its preempted pods (it is
+// gone, or suspended).
 void ForgetJob(PlacementLedger& ledger, const std::string& key);
 
 // Who preempted the pod `pod` of this job ("ns/job"), as remembered when it was deleted; nullopt

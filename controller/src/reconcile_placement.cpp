@@ -48,15 +48,13 @@ GpuAssignment AssignmentOf(const api::TrainingJob& job, const api::PodPlacement&
   return a;
 }
 
-// Whether another job's nomination still stands: not expired, its job still there, unchanged
-// and not suspended. REQUIRES: ctx.ledger.mu held.
-bool NominationStands(const ReconcileContext& ctx, const std::string& key, const Nomination& n) {
-  if (ctx.now > n.expires) return false;
+// The job of `key` as the cache shows it, for GpuClaims::StandingIntents.
+std::optional<ClaimantJob> LookUpClaimant(const ReconcileContext& ctx, const std::string& key) {
   const auto [ns, name] = SplitKey(key);
   const std::optional<api::TrainingJob> job = ctx.reader.GetJob(ns, name);
-  return job.has_value() && job->metadata.deletion_timestamp.empty() &&
-         job->metadata.uid == n.uid && job->metadata.generation == n.generation &&
-         !job->spec.suspend.value_or(false);
+  if (!job.has_value()) return std::nullopt;
+  return ClaimantJob{job->metadata.uid, job->metadata.generation, job->metadata.resource_version,
+                     !job->metadata.deletion_timestamp.empty(), job->spec.suspend.value_or(false)};
 }
 
 bool KnownBefore(const Reservation& r, const std::string& resource_version) {
@@ -64,47 +62,15 @@ bool KnownBefore(const Reservation& r, const std::string& resource_version) {
          r.resource_versions.end();
 }
 
-// Whether the cache still shows the job of `key` at a version from before its intent write: the
-// write's outcome is not visible yet (reconcile_context.h). REQUIRES: ctx.ledger.mu held.
-bool ReservationStands(const ReconcileContext& ctx, const std::string& key, const Reservation& r) {
-  const auto [ns, name] = SplitKey(key);
-  const std::optional<api::TrainingJob> job = ctx.reader.GetJob(ns, name);
-  return job.has_value() && job->metadata.deletion_timestamp.empty() &&
-         KnownBefore(r, job->metadata.resource_version);
-}
-
-// Adds the pods of the other jobs' ledger entries (reservations, nominations) that still stand
-// to `intents`, and drops the entries that no longer do (reconcile_context.h). REQUIRES:
-// ctx.ledger.mu held.
-template <typename Entry, typename Stands>
-void AddStanding(const ReconcileContext& ctx, std::map<std::string, Entry>& entries, Stands stands,
-                 std::set<std::string>& seen, std::vector<GpuAssignment>& intents) {
-  for (auto it = entries.begin(); it != entries.end();) {
-    if (it->first == ctx.key) {
-      ++it;
-      continue;
-    }
-    if (!stands(ctx, it->first, it->second)) {
-      it = entries.erase(it);
-      continue;
-    }
-    for (const GpuAssignment& a : it->second.pods) {
-      if (seen.insert(a.pod).second) intents.push_back(a);
-    }
-    ++it;
-  }
-}
-
 // Pods other jobs recorded in status.placement (or this controller reserved or nominated) that
 // hold no pod yet: a controller stopped between its status write and its pod creations left
 // them; they count as taken so that the job re-creating them later finds its GPUs free.
 // REQUIRES: ctx.ledger.mu held.
 std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<std::string>& held) {
-  std::vector<GpuAssignment> intents;
   std::set<std::string> seen = held;
   // A reservation whose write's outcome the cache shows is counted by the loop over the jobs.
-  AddStanding(ctx, ctx.ledger.reserved, ReservationStands, seen, intents);
-  AddStanding(ctx, ctx.ledger.nominated, NominationStands, seen, intents);
+  std::vector<GpuAssignment> intents = ctx.ledger.claims.StandingIntents(
+      ctx.key, ctx.now, [&ctx](const std::string& key) { return LookUpClaimant(ctx, key); }, seen);
   for (const api::TrainingJob& job : ctx.reader.ListJobs()) {
     // Only a gang being created (phase Placed) holds GPUs without pods; a Running gang's
     // missing pod was lost, a Preempted one's is gone, and both are placed afresh.
@@ -150,16 +116,6 @@ absl::StatusOr<Inventory> BuildInventory(const ReconcileContext& ctx,
   return inventory;
 }
 
-// Remembers who preempted `pod` ("ns/pod") of `job`, for the victim's reconcile, and forgets
-// entries past kPreemptedPodMemory. REQUIRES: ctx.ledger.mu held.
-void RememberPreempted(ReconcileContext& ctx, const std::string& job, const std::string& pod) {
-  auto& preempted = ctx.ledger.preempted;
-  for (auto it = preempted.begin(); it != preempted.end();) {
-    it = ctx.now - it->second.when > kPreemptedPodMemory ? preempted.erase(it) : std::next(it);
-  }
-  preempted[pod] = PreemptedPod{job, ctx.key, ctx.now};
-}
-
 // Annotates and deletes the victims still running; the gang waits until they are gone.
 // REQUIRES: ctx.ledger.mu held.
 absl::Status Preempt(ReconcileContext& ctx, const std::vector<Preemption>& victims) {
@@ -177,7 +133,7 @@ absl::Status Preempt(ReconcileContext& ctx, const std::vector<Preemption>& victi
         ctx.writer.AnnotatePod(pod_ns, pod, {{std::string(kAnnotationPreemptedBy), ctx.key}});
     if (s.ok()) {
       // Remembered before the deletion: the victim's reconcile may see the pod gone at once.
-      RememberPreempted(ctx, v.job, v.pod);
+      ctx.ledger.claims.RememberPreempted(v.pod, v.job, ctx.key, ctx.now);
       const std::string uid = found->value("metadata", json::object()).value("uid", "");
       s = ctx.writer.DeletePod(pod_ns, pod, uid, std::nullopt);  // Its grace: checkpoint time.
     }
@@ -205,8 +161,15 @@ absl::StatusOr<Decision> Decide(const ReconcileContext& ctx, const JobPlan& plan
     if (!placed.ok()) return placed.status();
     return Decision{placed->ranks, placed->preemptions};
   }
+  Inventory queued = inventory;
+  const int ahead = PlaceQueuedEarlier(ctx, queued);
   absl::StatusOr<BackgroundPlacement> placed =
-      PlaceBackground({ctx.key, plan.memory_per_gpu_bytes}, inventory);
+      PlaceBackground({ctx.key, plan.memory_per_gpu_bytes}, queued);
+  if (!placed.ok() && ahead > 0 && IsNotPlaceable(placed.status())) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(placed.status().message(), "; ", ahead,
+                     " background job(s) queued earlier are placed first"));
+  }
   if (!placed.ok()) return placed.status();
   return Decision{{RankPlacement{0, placed->node, placed->gpu_index, placed->gpu_uuid}}, {}};
 }
@@ -229,6 +192,46 @@ void ObserveLatency(const ReconcileContext& ctx) {
   if (!created.ok()) return;
   ctx.metrics->ObservePlacementLatency(ctx.job.spec.role.value_or(api::Role::kForeground),
                                        std::chrono::duration<double>(ctx.now - *created));
+}
+
+// A gang that nominated GPUs (its victims stopping) may find them not quite usable the moment
+// the victims are gone: the agent's last report still shows their memory in use until its next
+// heartbeat. Placed elsewhere at once, it would spread over more nodes than it chose; instead
+// it keeps its nomination and waits kNominationHold from the first decision that strayed, then
+// takes what it can get. `decision` is nullptr when nothing fits now: the nomination is kept for
+// the same while (or a victim's job would be placed right back onto those GPUs). The wait when
+// holding, nullopt otherwise. REQUIRES: ctx.ledger.mu held.
+std::optional<ReconcileResult> HoldNomination(ReconcileContext& ctx, const Decision* decision) {
+  std::optional<Nomination> nomination = ctx.ledger.claims.NominationOf(ctx.key);
+  if (!nomination.has_value() || ctx.now > nomination->expires ||
+      nomination->uid != ctx.job.metadata.uid ||
+      nomination->generation != ctx.job.metadata.generation) {
+    return std::nullopt;
+  }
+  std::set<std::string> nominated_nodes;
+  for (const GpuAssignment& a : nomination->pods) nominated_nodes.insert(a.node);
+  std::set<std::string> decided_nodes;
+  if (decision != nullptr) {
+    for (const RankPlacement& r : decision->ranks) decided_nodes.insert(r.node);
+    if (decided_nodes.size() <= nominated_nodes.size()) return std::nullopt;
+  }
+  if (!nomination->strayed_since.has_value()) {
+    nomination->strayed_since = ctx.now;
+    ctx.ledger.claims.Nominate(ctx.key, *nomination);
+  }
+  const auto held = ctx.now - *nomination->strayed_since;
+  if (held >= kNominationHold) return std::nullopt;
+  ReconcileResult result = Waiting(
+      ctx, kReasonPreempting,
+      absl::StrCat("waiting up to ", kNominationHold.count(), "s for the GPUs nominated on ",
+                   absl::StrJoin(nominated_nodes, ", "),
+                   decision == nullptr ? " to free (nothing else fits)"
+                                       : absl::StrCat(" to free rather than spreading over ",
+                                                      absl::StrJoin(decided_nodes, ", "))));
+  result.requeue_after = std::min<std::chrono::nanoseconds>(
+      SoonRequeue(ctx.options),
+      std::chrono::duration_cast<std::chrono::nanoseconds>(kNominationHold - held));
+  return result;
 }
 
 // What placing decided: a wait (nothing placeable, victims to stop first) or a reservation.
@@ -255,9 +258,19 @@ absl::StatusOr<PlaceOutcome> DecideReservation(ReconcileContext& ctx, const JobP
       ctx.metrics->CountPlacementFailure(role, waits ? "not_placeable" : "error");
     }
     if (!waits) return decision.status();
-    ctx.ledger.nominated.erase(ctx.key);  // Nothing to wait for any more.
+    if (ctx.foreground()) {
+      if (std::optional<ReconcileResult> hold = HoldNomination(ctx, nullptr)) {
+        return PlaceOutcome{hold, {}};
+      }
+    }
+    ctx.ledger.claims.DropNomination(ctx.key);  // Nothing to wait for any more.
     return PlaceOutcome{Waiting(ctx, kNotPlaceableReason, std::string(decision.status().message())),
                         {}};
+  }
+  if (ctx.foreground()) {
+    if (std::optional<ReconcileResult> hold = HoldNomination(ctx, &*decision)) {
+      return PlaceOutcome{hold, {}};
+    }
   }
   Reservation reservation;
   for (const RankPlacement& r : decision->ranks) {
@@ -271,10 +284,13 @@ absl::StatusOr<PlaceOutcome> DecideReservation(ReconcileContext& ctx, const JobP
   // Nominated first: no other decision takes these GPUs while the victims stop.
   std::set<std::string> node_names;
   for (const api::PodPlacement& p : reservation.placement) node_names.insert(p.node);
-  ctx.ledger.nominated[ctx.key] = Nomination{
-      ctx.job.metadata.uid, ctx.job.metadata.generation, std::move(reservation.pods),
-      ctx.now + std::chrono::seconds(ctx.options.objects.background_termination_grace_seconds) +
-          kNominationSlack};
+  ctx.ledger.claims.Nominate(
+      ctx.key,
+      Nomination{
+          ctx.job.metadata.uid, ctx.job.metadata.generation, std::move(reservation.pods),
+          ctx.now + std::chrono::seconds(ctx.options.objects.background_termination_grace_seconds) +
+              kNominationSlack,
+          std::nullopt});
   if (absl::Status s = Preempt(ctx, decision->preemptions); !s.ok()) return s;
   std::vector<std::string> pods;
   for (const Preemption& p : decision->preemptions) pods.push_back(p.pod);
@@ -314,13 +330,12 @@ absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, c
                                                         const std::vector<api::GpuNode>& nodes) {
   std::lock_guard<std::mutex> lock(ctx.ledger.mu);
   Reservation reservation;
-  const auto earlier = ctx.ledger.reserved.find(ctx.key);
-  if (earlier != ctx.ledger.reserved.end() &&
-      KnownBefore(earlier->second, ctx.job.metadata.resource_version)) {
+  const std::optional<Reservation> earlier = ctx.ledger.claims.ReservationOf(ctx.key);
+  if (earlier.has_value() && KnownBefore(*earlier, ctx.job.metadata.resource_version)) {
     // The last intent write failed, perhaps only on the way back, and the cache shows the job as
     // it was then: the same placement again. Fenced on the same version, this write fails if the
     // first one was applied, and the cache brings that placement soon.
-    reservation = earlier->second;
+    reservation = *earlier;
     ctx.job.status.gang_generation = reservation.gang_generation;
   } else {
     SkipForeignGenerations(ctx);
@@ -335,7 +350,7 @@ absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, c
   std::set<std::string> node_names;
   for (const api::PodPlacement& p : reservation.placement) node_names.insert(p.node);
   ctx.job.status.placement = reservation.placement;
-  ctx.ledger.reserved[ctx.key] = std::move(reservation);
+  ctx.ledger.claims.Reserve(ctx.key, std::move(reservation));
   ctx.job.status.phase = api::JobPhase::kPlaced;
   SetCondition(
       ctx, api::kConditionPlaced, ConditionStatus::kTrue, "GangPlaced",
@@ -344,7 +359,7 @@ absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, c
   // The intent record: written before any pod exists, so that a controller stopped between
   // pod creations re-creates exactly the missing ones. The reservation stays when it fails.
   if (absl::Status s = WriteStatus(ctx); !s.ok()) return s;
-  ctx.ledger.nominated.erase(ctx.key);  // The reservation holds the GPUs from now on.
+  ctx.ledger.claims.DropNomination(ctx.key);  // The reservation holds the GPUs from now on.
   ObserveLatency(ctx);
   return std::optional<ReconcileResult>();
 }
@@ -425,25 +440,12 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
   return absl::OkStatus();
 }
 
-void ReleaseReservation(ReconcileContext& ctx) {
-  std::lock_guard<std::mutex> lock(ctx.ledger.mu);
-  ctx.ledger.reserved.erase(ctx.key);
-}
+void ReleaseReservation(ReconcileContext& ctx) { ctx.ledger.claims.Release(ctx.key); }
 
-void ForgetJob(PlacementLedger& ledger, const std::string& key) {
-  std::lock_guard<std::mutex> lock(ledger.mu);
-  ledger.reserved.erase(key);
-  ledger.nominated.erase(key);
-  for (auto it = ledger.preempted.begin(); it != ledger.preempted.end();) {
-    it = it->second.job == key ? ledger.preempted.erase(it) : std::next(it);
-  }
-}
+void ForgetJob(PlacementLedger& ledger, const std::string& key) { ledger.claims.ForgetJob(key); }
 
 std::optional<std::string> RememberedPreemptor(ReconcileContext& ctx, const std::string& pod) {
-  std::lock_guard<std::mutex> lock(ctx.ledger.mu);
-  const auto it = ctx.ledger.preempted.find(absl::StrCat(ctx.ns(), "/", pod));
-  if (it == ctx.ledger.preempted.end() || it->second.job != ctx.key) return std::nullopt;
-  return it->second.by;
+  return ctx.ledger.claims.PreemptorOf(absl::StrCat(ctx.ns(), "/", pod), ctx.key);
 }
 
 }  // namespace wavepool::controller::internal

@@ -131,6 +131,7 @@ absl::StatusOr<PlanOutcome> PlanAndStore(ReconcileContext& ctx, PlanCache& cache
     plan = std::move(*planned);
   }
   ctx.job.status.plan = plan->summary;
+  ctx.job.status.gpus = plan->plan.gpus;  // `kubectl get tj` GPUS: what the plan uses.
   // The pods mount `<job>-plan`: one the job does not own (a predecessor's of the same name, or
   // someone else's) would hand them another plan, and replacing it would destroy its data.
   const std::string config_map = PlanConfigMapName(ctx.name());

@@ -128,6 +128,40 @@ std::optional<ReconcileResult> BackoffWait(ReconcileContext& ctx) {
   return result;
 }
 
+// Degraded=Unknown: the current gang has not measured its slowdown yet.
+constexpr std::string_view kReasonSlowdownNotMeasured = "SlowdownNotMeasured";
+
+// "1 pod", "3 pods".
+std::string Pods(std::size_t n) { return absl::StrCat(n, n == 1 ? " pod" : " pods"); }
+
+// Degraded from the slowdown the workers reported. Nothing is said before a worker has measured
+// one (a slowdown of 0 is "not measured", not "fine"): a job that never reported has no Degraded
+// condition, and one whose new gang has not reported yet says Unknown, not measured yet.
+void ReportSlowdown(ReconcileContext& ctx) {
+  const double slo =
+      ctx.job.spec.collocation.max_foreground_slowdown.value_or(api::kDefaultMaxForegroundSlowdown);
+  const double slowdown =
+      ctx.job.status.progress ? ctx.job.status.progress->foreground_slowdown : 0;
+  if (slowdown <= 0) {
+    if (api::FindCondition(ctx.job.status.conditions, api::kConditionDegraded) != nullptr) {
+      SetCondition(ctx, api::kConditionDegraded, ConditionStatus::kUnknown,
+                   kReasonSlowdownNotMeasured,
+                   "foreground slowdown not measured yet: no worker of the current gang has "
+                   "reported an iteration");
+    }
+    return;
+  }
+  if (slowdown > slo) {
+    SetCondition(
+        ctx, api::kConditionDegraded, ConditionStatus::kTrue, internal::kReasonSlowdownAboveSlo,
+        absl::StrCat("iterations take ", slowdown,
+                     "x as long as alone, above spec.collocation.maxForegroundSlowdown ", slo));
+  } else {
+    SetCondition(ctx, api::kConditionDegraded, ConditionStatus::kFalse, "SlowdownWithinSLO",
+                 absl::StrCat("iterations take ", slowdown, "x as long as alone, within ", slo));
+  }
+}
+
 // Step 8: phase, Running, progress and Degraded from the current gang.
 ReconcileResult ReportGang(ReconcileContext& ctx, const std::vector<nlohmann::json>& pods,
                            const std::vector<api::GpuNode>& nodes) {
@@ -148,31 +182,25 @@ ReconcileResult ReportGang(ReconcileContext& ctx, const std::vector<nlohmann::js
   if (running > 0 && running + done == total) {
     ctx.job.status.phase = api::JobPhase::kRunning;
     SetCondition(ctx, api::kConditionRunning, ConditionStatus::kTrue, "AllPodsRunning",
-                 done == 0 ? absl::StrCat("all ", total, " pods running")
-                           : absl::StrCat(running, " pods running, ", done, " finished"));
+                 done == 0 ? (total == 1 ? std::string("its pod is running")
+                                         : absl::StrCat("all ", total, " pods running"))
+                           : absl::StrCat(Pods(running), " running, ", done, " finished"));
     result.requeue_after = ctx.options.heartbeat_timeout;  // Notice an agent going silent.
   } else {
     ctx.job.status.phase = api::JobPhase::kPlaced;
     SetCondition(ctx, api::kConditionRunning, ConditionStatus::kFalse, "PodsStarting",
-                 absl::StrCat(running, " of ", total, " pods running"));
+                 absl::StrCat(running, " of ", Pods(total),
+                              " running; waiting for the rest to "
+                              "start",
+                              ctx.options.start_timeout.count() > 0
+                                  ? absl::StrCat(" (the gang is placed again elsewhere if "
+                                                 "they are not running within ",
+                                                 ctx.options.start_timeout.count(), " s)")
+                                  : std::string()));
     if (ctx.options.start_timeout.count() > 0) result.requeue_after = ctx.options.start_timeout;
   }
   ctx.job.status.progress = JobProgress(nodes, ctx.ns(), ctx.name(), names);
-  if (ctx.foreground()) {
-    const double slo = ctx.job.spec.collocation.max_foreground_slowdown.value_or(
-        api::kDefaultMaxForegroundSlowdown);
-    const double slowdown =
-        ctx.job.status.progress ? ctx.job.status.progress->foreground_slowdown : 0;
-    if (slowdown > slo) {
-      SetCondition(ctx, api::kConditionDegraded, ConditionStatus::kTrue,
-                   internal::kReasonSlowdownAboveSlo,
-                   absl::StrCat("observed foreground slowdown ", slowdown,
-                                " exceeds spec.collocation.maxForegroundSlowdown ", slo));
-    } else {
-      SetCondition(ctx, api::kConditionDegraded, ConditionStatus::kFalse, "SlowdownWithinSLO",
-                   absl::StrCat("observed foreground slowdown ", slowdown, " within ", slo));
-    }
-  }
+  if (ctx.foreground()) ReportSlowdown(ctx);
   return result;
 }
 

@@ -64,13 +64,19 @@ Labels With(Labels labels, const std::string& key, const std::string& value) {
 
 // The sample names of every per-task family (a histogram has three).
 const std::vector<std::string>& TaskSampleNames() {
-  static const std::vector<std::string> kNames = {
-      "wavepool_task_iteration_seconds_bucket", "wavepool_task_iteration_seconds_count",
-      "wavepool_task_iteration_seconds_sum",    "wavepool_task_samples_total",
-      "wavepool_task_launch_credits_in_flight", "wavepool_task_launch_credit_limit",
-      "wavepool_task_gate_wait_seconds_total",  "wavepool_task_paused_seconds_total",
-      "wavepool_task_launches_total",           "wavepool_task_foreground_slowdown_ratio",
-      "wavepool_task_sensitive_op_groups",      "wavepool_task_recommended_batch_size"};
+  static const std::vector<std::string> kNames = {"wavepool_task_iteration_seconds_bucket",
+                                                  "wavepool_task_iteration_seconds_count",
+                                                  "wavepool_task_iteration_seconds_sum",
+                                                  "wavepool_task_samples_total",
+                                                  "wavepool_task_launch_credits_in_flight",
+                                                  "wavepool_task_launch_credit_limit",
+                                                  "wavepool_task_gate_wait_seconds_total",
+                                                  "wavepool_task_paused_seconds_total",
+                                                  "wavepool_task_launches_total",
+                                                  "wavepool_task_foreground_slowdown_ratio",
+                                                  "wavepool_task_sensitive_op_groups",
+                                                  "wavepool_task_recommended_batch_size",
+                                                  "wavepool_task_cheating"};
   return kNames;
 }
 
@@ -110,11 +116,13 @@ TEST(Metrics, ExportsEveryFamilyWithItsType) {
       {"wavepool_task_foreground_slowdown_ratio", "gauge"},
       {"wavepool_task_sensitive_op_groups", "gauge"},
       {"wavepool_task_recommended_batch_size", "gauge"},
+      {"wavepool_task_cheating", "gauge"},
       {"wavepool_agent_info", "gauge"},
       {"wavepool_agent_reports_total", "counter"},
       {"wavepool_agent_protocol_errors_total", "counter"},
       {"wavepool_agent_reclaimed_slots_total", "counter"},
       {"wavepool_agent_registrations_total", "counter"},
+      {"wavepool_agent_cheating_detections_total", "counter"},
       {"wavepool_agent_heartbeat_timestamp_seconds", "gauge"},
   };
   for (const auto& [name, type] : families) {
@@ -247,8 +255,9 @@ TEST(Metrics, RemovedTaskSeriesDisappear) {
   metrics->RemoveTask(ended);
   const std::string text = metrics->ExpositionText();
   EXPECT_EQ(CountTaskSamples(text, "ended"), 0);
-  // Background: recommended batch size instead of slowdown and sensitive groups: 6 + 1 + 16 = 23.
-  EXPECT_EQ(CountTaskSamples(text, "running"), 23);
+  // Background: recommended batch size and the cheating flag instead of slowdown and sensitive
+  // groups: 6 + 2 + 16 = 24.
+  EXPECT_EQ(CountTaskSamples(text, "running"), 24);
   metrics->RemoveTask(nullptr);  // a no-op
 }
 

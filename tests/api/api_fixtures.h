@@ -62,6 +62,7 @@ inline nlohmann::json EveryFieldTrainingJob() {
       "plan": {"strategy": "BurstParallel", "predictedIterationSeconds": 0.125,
                "memoryPerGpuBytes": 12884901888, "stageGpus": [8, 4, 1],
                "amplification": 1.75},
+      "gpus": 8,
       "placement": [{"pod": "vgg-0", "node": "node-a",
                      "gpuUUIDs": ["GPU-aaaa", "GPU-bbbb"]}],
       "progress": {"step": 420, "samplesPerSecond": 256.5, "iterationSeconds": 0.13,

@@ -1,3 +1,4 @@
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,26 @@ TEST(TrainingJobJson, EveryFieldSurvivesAJsonRoundTrip) {
   EXPECT_EQ(job.status.plan->stage_gpus, (std::vector<std::int64_t>{8, 4, 1}));
   EXPECT_EQ(job.status.placement.at(0).gpu_uuids.at(1), "GPU-bbbb");
   EXPECT_DOUBLE_EQ(job.status.progress->foreground_slowdown, 1.04);
+  EXPECT_EQ(job.status.gpus, std::optional<std::int64_t>(8));
   EXPECT_EQ(job.status.restarts, 2);
+}
+
+// RESTARTS in `kubectl get tj -o wide` reads status.restarts: a job with a phase carries it, 0
+// included; a job the controller has not looked at yet has no status at all.
+TEST(TrainingJobJson, RestartsAreWrittenOnceTheJobHasAPhase) {
+  TrainingJob job;
+  job.metadata.name = "tiny";
+  EXPECT_FALSE(ToJson(job).contains("status"));
+  job.status.phase = JobPhase::kPending;
+  const nlohmann::json status = ToJson(job)["status"];
+  ASSERT_TRUE(status.contains("restarts")) << status.dump();
+  EXPECT_EQ(status["restarts"], 0);
+  EXPECT_FALSE(status.contains("gpus"));  // not planned yet
+  job.status.gpus = 3;
+  EXPECT_EQ(ToJson(job)["status"]["gpus"], 3);
+  ASSERT_OK_AND_ASSIGN(TrainingJob back, TrainingJob::FromJson(ToJson(job)));
+  EXPECT_EQ(back.status.gpus, std::optional<std::int64_t>(3));
+  EXPECT_EQ(back.status.restarts, 0);
 }
 
 TEST(TrainingJobJson, EveryFieldSurvivesAYamlRoundTrip) {

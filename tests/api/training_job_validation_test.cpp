@@ -329,6 +329,8 @@ std::vector<RuleCase> RuleCases() {
        "status.progress.samplesPerSecond: must be >= 0.0, got -2.0"},
       {"RestartsNonNegative", Foreground([](TrainingJob& j) { j.status.restarts = -1; }),
        "status.restarts: must be >= 0, got -1"},
+      {"StatusGpusAtLeastOne", Foreground([](TrainingJob& j) { j.status.gpus = 0; }),
+       "status.gpus: must be >= 1, got 0"},
       {"GangGenerationNonNegative",
        Foreground([](TrainingJob& j) { j.status.gang_generation = -1; }),
        "status.gangGeneration: must be >= 0, got -1"},

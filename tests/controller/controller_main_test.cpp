@@ -61,6 +61,20 @@ TEST(ControllerMain, BadFlagValueExitsTwoNamingTheFlag) {
   EXPECT_THAT(port.output, HasSubstr("--http-port"));
 }
 
+TEST(ControllerMain, PodStartTimeoutIsAFlagCheckedAtStartUp) {
+  const ProcessResult negative = RunController("--pod-start-timeout -5");
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_THAT(negative.output, HasSubstr("--pod-start-timeout"));
+  const ProcessResult huge = RunController("--pod-start-timeout 99999999");
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_THAT(huge.output, HasSubstr("--pod-start-timeout"));
+  const ProcessResult word = RunController("--pod-start-timeout soon");
+  EXPECT_EQ(word.exit_code, 2);
+  EXPECT_THAT(word.output, HasSubstr("--pod-start-timeout"));
+  const ProcessResult help = RunController("--help");
+  EXPECT_THAT(help.output, HasSubstr("--pod-start-timeout"));
+}
+
 TEST(ControllerMain, BadTemplatePolicyFlagsExitTwoNamingTheFlag) {
   const ProcessResult field = RunController("--allow-template-field spec.hostPID");
   EXPECT_EQ(field.exit_code, 2);

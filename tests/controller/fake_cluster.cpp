@@ -167,18 +167,27 @@ absl::Status FakeCluster::EditPod(std::string_view ns, std::string_view name,
   if (it == pods_.end()) return NotFound("pods", name, "PATCH");
   edit(it->second);
   Meta(it->second)["resourceVersion"] = NextResourceVersion();
+  claims_.ObservePod(it->second).IgnoreError();  // An unreadable pod holds nothing.
   return absl::OkStatus();
 }
 
 void FakeCluster::RemovePod(std::string_view ns, std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  pods_.erase(Key(ns, name));
+  const auto it = pods_.find(Key(ns, name));
+  if (it == pods_.end()) return;
+  claims_.ObservePodDeleted(it->second);
+  pods_.erase(it);
 }
 
 void FakeCluster::FinishTerminatingPods() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = pods_.begin(); it != pods_.end();) {
-    it = Meta(it->second).contains("deletionTimestamp") ? pods_.erase(it) : std::next(it);
+    if (!Meta(it->second).contains("deletionTimestamp")) {
+      ++it;
+      continue;
+    }
+    claims_.ObservePodDeleted(it->second);
+    it = pods_.erase(it);
   }
 }
 
@@ -309,15 +318,7 @@ std::map<std::string, NodeState> FakeCluster::NodeStates() const {
   return states;
 }
 
-std::vector<GpuAssignment> FakeCluster::Assignments() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<GpuAssignment> assignments;
-  for (const auto& [key, pod] : pods_) {
-    absl::StatusOr<std::optional<GpuAssignment>> a = AssignmentFromPod(pod);
-    if (a.ok() && a->has_value()) assignments.push_back(**a);
-  }
-  return assignments;
-}
+std::vector<GpuAssignment> FakeCluster::Assignments() const { return claims_.PodAssignments(); }
 
 absl::StatusOr<json> FakeCluster::CreatePod(const json& pod) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -335,6 +336,7 @@ absl::StatusOr<json> FakeCluster::CreatePod(const json& pod) {
   meta["creationTimestamp"] = Now();
   created["status"] = {{"phase", "Pending"}};
   pods_[key] = created;
+  claims_.ObservePod(created).IgnoreError();  // An unreadable pod holds nothing.
   ++writes_;
   return created;
 }
@@ -358,6 +360,7 @@ absl::Status FakeCluster::DeletePod(std::string_view ns, std::string_view name,
   const std::int64_t grace =
       grace_period_seconds.value_or(spec.value("terminationGracePeriodSeconds", 30));
   if (grace == 0) {
+    claims_.ObservePodDeleted(it->second);
     pods_.erase(it);
     return absl::OkStatus();
   }
@@ -365,6 +368,7 @@ absl::Status FakeCluster::DeletePod(std::string_view ns, std::string_view name,
     meta["deletionTimestamp"] = Now();
     meta["deletionGracePeriodSeconds"] = grace;
     meta["resourceVersion"] = NextResourceVersion();
+    claims_.ObservePod(it->second).IgnoreError();
   }
   return absl::OkStatus();
 }
@@ -378,6 +382,7 @@ absl::Status FakeCluster::AnnotatePod(std::string_view ns, std::string_view name
   json& meta = Meta(it->second);
   for (const auto& [k, v] : annotations) meta["annotations"][k] = v;
   meta["resourceVersion"] = NextResourceVersion();
+  claims_.ObservePod(it->second).IgnoreError();
   ++writes_;
   return absl::OkStatus();
 }

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/controller/cluster.h"
+#include "wavepool/controller/gpu_claims.h"
 #include "wavepool/controller/reconciler.h"
 
 namespace wavepool::controller {
@@ -128,8 +129,11 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   mutable std::mutex mu_;
   std::int64_t resource_version_ = 100;
   std::int64_t uid_counter_ = 0;
-  std::map<std::string, nlohmann::json> jobs_;         // "ns/name" -> TrainingJob JSON.
-  std::map<std::string, nlohmann::json> pods_;         // "ns/name" -> Pod.
+  std::map<std::string, nlohmann::json> jobs_;  // "ns/name" -> TrainingJob JSON.
+  std::map<std::string, nlohmann::json> pods_;  // "ns/name" -> Pod.
+  // The pods' GPUs, as KubeCluster keeps them from its pod cache; this cache is never behind,
+  // so nothing is ever assumed. Every change to pods_ is observed here.
+  GpuClaims claims_;
   std::map<std::string, nlohmann::json> config_maps_;  // "ns/name" -> ConfigMap.
   std::map<std::string, nlohmann::json> services_;     // "ns/name" -> Service.
   std::map<std::string, api::GpuNode> gpu_nodes_;      // By name.

@@ -3,9 +3,11 @@
 // replica act, and the health, readiness and metrics endpoints answer over real HTTP.
 #include "wavepool/controller/manager.h"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/cluster/simulated_node_agent.h"
 #include "tests/support/eventually.h"
+#include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/client.h"
@@ -169,6 +172,61 @@ TEST_F(ManagerTest, BadOptionsAreInvalidArgumentNamingTheOption) {
                 o.lease_duration = std::chrono::seconds(5);  // not above the 10 s renew deadline
               }),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lease_duration")));
+  EXPECT_THAT(create_error(
+                  [](ManagerOptions& o) { o.reconciler.start_timeout = std::chrono::seconds(-1); }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("start_timeout")));
+  EXPECT_THAT(create_error([](ManagerOptions& o) {
+                o.reconciler.heartbeat_timeout = std::chrono::seconds(0);
+              }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("heartbeat_timeout")));
+}
+
+// With leader election on and the Lease's namespace missing, the replica says so once, naming
+// the namespace, and /readyz stays 503 with the same words until the namespace is created.
+TEST_F(ManagerTest, LeaderElectionWithoutTheLeaseNamespaceIsNotReadyAndNamesIt) {
+  ManagerOptions options = Options();
+  options.leader_elect = true;
+  options.lease_namespace = "wavepool-system";
+  options.lease_duration = std::chrono::seconds(3);
+  options.renew_deadline = std::chrono::seconds(2);
+  options.retry_period = std::chrono::milliseconds(200);
+  options.http_port = 0;
+  options.http_address = "127.0.0.1";
+  auto logged = std::make_shared<std::vector<std::string>>();
+  auto log_mu = std::make_shared<std::mutex>();
+  options.log = [logged, log_mu](std::string_view line) {
+    std::lock_guard<std::mutex> lock(*log_mu);
+    logged->emplace_back(line);
+  };
+  std::unique_ptr<ControllerManager> manager = StartManager(options);
+  ASSERT_NE(manager, nullptr);
+  const int port = manager->http_port();
+  HttpResult ready;
+  ASSERT_TRUE(Eventually([&] {
+    ready = HttpGet(port, "/readyz");
+    return ready.body.find("namespace wavepool-system does not exist") != std::string::npos;
+  })) << ready.body;
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_THAT(ready.body, HasSubstr("--lease-namespace"));
+  EXPECT_FALSE(manager->IsLeader());
+  EXPECT_EQ(HttpGet(port, "/healthz").status, 200);  // alive: restarting it would not help
+  EXPECT_EQ(HttpGet(port, "/readyz").status, 503);
+  {
+    std::lock_guard<std::mutex> lock(*log_mu);
+    int mentions = 0;
+    for (const std::string& line : *logged) {
+      mentions += line.find("namespace wavepool-system does not exist") != std::string::npos;
+    }
+    EXPECT_EQ(mentions, 1) << "said once, not on every probe";
+  }
+
+  ASSERT_OK(client_
+                ->Create(kube::kNamespaces, json{{"apiVersion", "v1"},
+                                                 {"kind", "Namespace"},
+                                                 {"metadata", {{"name", "wavepool-system"}}}})
+                .status());
+  EXPECT_TRUE(Eventually([&] { return manager->IsLeader(); }));
+  EXPECT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 200; }));
 }
 
 TEST_F(ManagerTest, HealthReadinessAndMetricsAnswerOverHttp) {
@@ -290,6 +348,105 @@ TEST_F(ManagerTest, WaitingJobIsRequeuedWhenGpusAreFreed) {
 
   ASSERT_OK(client_->Delete(kube::kTrainingJobs, "default", "first"));
   EXPECT_TRUE(Eventually([&] { return phase("second") == "Running"; })) << phase("second");
+}
+
+// Deleting a job re-checks the jobs waiting for GPUs once the deleted job's own reconcile has
+// dropped what it reserved or nominated, even when it had no pods whose deletion would say so:
+// here a suspended job, whose deletion brings one reconcile of its own and one of the waiter.
+TEST_F(ManagerTest, DeletedJobRequeuesTheWaitingJobs) {
+  ASSERT_OK_AND_ASSIGN(auto kubelet,
+                       ::wavepool::testing::SimulatedKubelet::Start(*client_, {"node-a"}, {}));
+  ASSERT_OK_AND_ASSIGN(
+      auto agents,
+      ::wavepool::testing::SimulatedNodeAgents::Start(
+          *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a"}, 1), {}));
+  ManagerOptions options = Options();
+  options.reconciler.waiting_requeue = std::chrono::hours(1);
+  options.resync_period = std::chrono::nanoseconds(0);
+  std::unique_ptr<ControllerManager> manager = StartManager(options);
+  ASSERT_NE(manager, nullptr);
+  const auto phase = [&](const std::string& name) {
+    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", name);
+    return job.ok() ? job->value("/status/phase"_json_pointer, "") : std::string("(gone)");
+  };
+  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("first")).status());
+  ASSERT_TRUE(Eventually([&] { return phase("first") == "Running"; })) << phase("first");
+  json suspended = JobManifest("suspended");
+  suspended["spec"]["suspend"] = true;
+  ASSERT_OK(client_->Create(kube::kTrainingJobs, suspended).status());
+  ASSERT_TRUE(Eventually([&] { return phase("suspended") == "Suspended"; }));
+  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("second")).status());
+  ASSERT_TRUE(Eventually([&] { return phase("second") == "Planned"; })) << phase("second");
+  ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
+  const double before = ReconcileCount(manager->metrics());
+
+  ASSERT_OK(client_->Delete(kube::kTrainingJobs, "default", "suspended"));
+  EXPECT_TRUE(Eventually([&] { return ReconcileCount(manager->metrics()) >= before + 2; }))
+      << ReconcileCount(manager->metrics()) - before << " reconciles after the deletion";
+  EXPECT_EQ(phase("second"), "Planned");  // still waiting: the suspended job held no GPUs
+}
+
+// A job that waits because the only free GPUs are on a node whose heartbeat went stale is placed
+// as soon as that heartbeat moves again, not at its periodic retry (an hour here).
+TEST_F(ManagerTest, WaitingJobIsRequeuedWhenAHeartbeatIsFreshAgain) {
+  const auto wall_start = std::chrono::system_clock::time_point(std::chrono::hours(24 * 20000));
+  auto wall_offset = std::make_shared<std::atomic<std::int64_t>>(0);  // seconds
+  ::wavepool::testing::SimulatedClock agent_clock;
+  ASSERT_OK_AND_ASSIGN(auto kubelet, ::wavepool::testing::SimulatedKubelet::Start(
+                                         *client_, {"node-a", "node-b"}, {}));
+  ::wavepool::testing::SimulatedNodeAgents::Options agent_options;
+  agent_options.clock = &agent_clock;
+  agent_options.wall_start = wall_start;
+  ASSERT_OK_AND_ASSIGN(
+      auto agents,
+      ::wavepool::testing::SimulatedNodeAgents::Start(
+          *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a", "node-b"}, 1),
+          agent_options));
+  ManagerOptions options = Options();
+  options.reconciler.waiting_requeue = std::chrono::hours(1);
+  options.reconciler.heartbeat_timeout = std::chrono::seconds(60);
+  options.reconciler.wall_now = [wall_start, wall_offset] {
+    return wall_start + std::chrono::seconds(wall_offset->load());
+  };
+  options.resync_period = std::chrono::nanoseconds(0);
+  std::unique_ptr<ControllerManager> manager = StartManager(options);
+  ASSERT_NE(manager, nullptr);
+  const auto placed_node = [&](const std::string& name) {
+    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", name);
+    if (!job.ok()) return std::string();
+    return job->value("/status/placement/0/node"_json_pointer, std::string());
+  };
+  const auto placed_status = [&](const std::string& name) {
+    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", name);
+    if (!job.ok()) return std::string();
+    for (const json& c : job->value("/status/conditions"_json_pointer, json::array())) {
+      if (c.value("type", "") == "Placed") return c.value("status", "");
+    }
+    return std::string();
+  };
+  // Both nodes fresh: the first job (planned on one GPU) takes one of them.
+  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("first")).status());
+  ASSERT_TRUE(Eventually([&] { return !placed_node("first").empty(); }));
+  const std::string busy = placed_node("first");
+  const std::string idle = busy == "node-a" ? "node-b" : "node-a";
+  ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
+
+  // Two minutes on: only the busy node's agent beat meanwhile, the idle one is stale, and the
+  // second job waits.
+  wall_offset->store(120);
+  agent_clock.Advance(std::chrono::seconds(120));
+  ASSERT_OK(agents->Heartbeat(busy));
+  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("second")).status());
+  ASSERT_TRUE(Eventually([&] { return placed_status("second") == "False"; }))
+      << client_->Get(kube::kTrainingJobs, "default", "second")->dump(1) << "\n"
+      << client_->Get(kube::kTrainingJobs, "default", "first")->dump(1);
+  ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
+  EXPECT_EQ(placed_node("second"), "");
+
+  // The idle node's agent beats again: the waiting job goes there at once.
+  agent_clock.Advance(std::chrono::seconds(10));
+  ASSERT_OK(agents->Heartbeat(idle));
+  EXPECT_TRUE(Eventually([&] { return placed_node("second") == idle; })) << placed_node("second");
 }
 
 TEST_F(ManagerTest, OnlyTheLeaseHolderReconcilesAndAStandbyTakesOver) {

@@ -14,6 +14,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::wavepool::testing::StatusIs;
 
 constexpr Bytes kGiB = Bytes{1} << 30;
@@ -128,6 +129,17 @@ TEST(PlaceForeground, NotEnoughGpusPlacesNothingAndSaysWhy) {
                                         HasSubstr("largest fit: 4 on node-a"),
                                         HasSubstr("usable: 7 GPUs on 2 nodes"),
                                         HasSubstr("1 held by foreground jobs"))));
+}
+
+TEST(PlaceForeground, TheWaitMessageNamesOnlyWhatHoldsGpusBack) {
+  // The only GPU is held by a foreground job: one reason, singular nouns, no zero counts.
+  Inventory inv = MustBuild({Node("node-a", 1)}, {Fg("other", {Uuid("node-a", 0)}, 10 * kGiB)});
+  auto placement = PlaceForeground(FgRequest(1), inv);
+  EXPECT_THAT(placement,
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("ns/train needs 1 GPU with 10.0 GiB free each"),
+                             HasSubstr("unusable GPUs: 1 held by foreground jobs"),
+                             Not(HasSubstr("too little memory")), Not(HasSubstr("not ready")))));
 }
 
 TEST(PlaceForeground, OneNodeWhenItFitsChoosingTheTightestFit) {

@@ -79,11 +79,12 @@ class CrdKubectlTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(CrdKubectlTest, GetTrainingJobsShowsThePrinterColumns) {
   ASSERT_NO_FATAL_FAILURE(ApplyCrdsAndExamples());
-  // The controller's status: a plan and progress for vgg16.
+  // The controller's status: a plan on 6 of the 8 GPUs spec.gpus allows, progress, and no
+  // restarts for vgg16.
   const KubectlResult status =
       Kubectl({"patch", "tj", "vgg16", "--subresource=status", "--type=merge", "-p",
-               R"({"status":{"phase":"Running","plan":{"strategy":"BurstParallel"},)"
-               R"("progress":{"step":120,"foregroundSlowdown":1.07}}})"});
+               R"({"status":{"phase":"Running","plan":{"strategy":"BurstParallel"},"gpus":6,)"
+               R"("restarts":0,"progress":{"step":120,"foregroundSlowdown":1.07}}})"});
   ASSERT_EQ(status.exit_code, 0) << status;
 
   const KubectlResult get = Kubectl({"get", "tj"});
@@ -92,16 +93,22 @@ TEST_P(CrdKubectlTest, GetTrainingJobsShowsThePrinterColumns) {
   ASSERT_EQ(lines.size(), 8u) << get;  // the header and the seven example jobs
   EXPECT_THAT(lines[0],
               ElementsAre("NAME", "ROLE", "PHASE", "GPUS", "STRATEGY", "ITER", "SLOWDOWN", "AGE"));
-  // Rows in name order; a job without status has empty cells.
+  // Rows in name order; a job without status (not planned yet) has empty cells, GPUS included.
   EXPECT_THAT(std::vector<std::string>(lines[4].begin(), lines[4].end() - 1),
-              ElementsAre("resnet50-background", "Background", "1"));
+              ElementsAre("resnet50-background", "Background"));
+  // GPUS is what the plan uses, not spec.gpus.
   EXPECT_THAT(std::vector<std::string>(lines[7].begin(), lines[7].end() - 1),
-              ElementsAre("vgg16", "Foreground", "Running", "8", "BurstParallel", "120", "1.07"));
+              ElementsAre("vgg16", "Foreground", "Running", "6", "BurstParallel", "120", "1.07"));
 
   const KubectlResult wide = Kubectl({"get", "tj", "vgg16", "-o", "wide"});
   ASSERT_EQ(wide.exit_code, 0) << wide;
-  EXPECT_THAT(TableWords(wide.out)[0], ElementsAre("NAME", "ROLE", "PHASE", "GPUS", "STRATEGY",
-                                                   "ITER", "SLOWDOWN", "AGE", "MODEL", "RESTARTS"));
+  const auto wide_lines = TableWords(wide.out);
+  ASSERT_EQ(wide_lines.size(), 2u) << wide;
+  EXPECT_THAT(wide_lines[0], ElementsAre("NAME", "ROLE", "PHASE", "GPUS", "STRATEGY", "ITER",
+                                         "SLOWDOWN", "AGE", "MODEL", "RESTARTS", "MAXGPUS"));
+  // RESTARTS 0, not blank; MAXGPUS is spec.gpus.
+  EXPECT_THAT(std::vector<std::string>(wide_lines[1].end() - 3, wide_lines[1].end()),
+              ElementsAre("vgg16", "0", "8"));
 
   // The server's defaults, as kubectl shows them.
   const KubectlResult defaults = Kubectl({"get", "trainingjob", "tiny-cpu", "-o", "json"});

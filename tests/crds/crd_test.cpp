@@ -55,14 +55,16 @@ TEST_F(CrdStoreTest, TrainingJobCrdIsServedWithItsNamesAndSubresource) {
   EXPECT_THAT(jobs_.short_names, ElementsAre("tj"));
   EXPECT_THAT(jobs_.categories, ElementsAre("wavepool", "all"));
   using Column = std::pair<std::string, std::string>;
-  EXPECT_THAT(Columns(jobs_, 0),
-              ElementsAre(Column("Role", ".spec.role"), Column("Phase", ".status.phase"),
-                          Column("GPUs", ".spec.gpus"), Column("Strategy", ".status.plan.strategy"),
-                          Column("Iter", ".status.progress.step"),
-                          Column("Slowdown", ".status.progress.foregroundSlowdown"),
-                          Column("Age", ".metadata.creationTimestamp")));
-  EXPECT_THAT(Columns(jobs_, 1), ElementsAre(Column("Model", ".spec.model.name"),
-                                             Column("Restarts", ".status.restarts")));
+  EXPECT_THAT(
+      Columns(jobs_, 0),
+      ElementsAre(Column("Role", ".spec.role"), Column("Phase", ".status.phase"),
+                  Column("GPUs", ".status.gpus"), Column("Strategy", ".status.plan.strategy"),
+                  Column("Iter", ".status.progress.step"),
+                  Column("Slowdown", ".status.progress.foregroundSlowdown"),
+                  Column("Age", ".metadata.creationTimestamp")));
+  EXPECT_THAT(Columns(jobs_, 1),
+              ElementsAre(Column("Model", ".spec.model.name"),
+                          Column("Restarts", ".status.restarts"), Column("MaxGPUs", ".spec.gpus")));
 }
 
 TEST_F(CrdStoreTest, GpuNodeCrdIsClusterScopedAndServed) {
@@ -93,15 +95,20 @@ TEST_F(CrdStoreTest, PrinterColumnsReadFieldsApiWrites) {
   status.phase = api::JobPhase::kRunning;
   status.plan = api::PlanSummary{api::Strategy::kBurstParallel, 0.5, 1 << 20, {8, 1}, 1.2};
   status.progress = api::TrainingProgress{120, 64.0, 0.5, 1.07};
+  status.gpus = 6;
   status.restarts = 2;
   api::TrainingJob job;
   job.status = status;
   const json encoded = api::ToJson(job);
+  EXPECT_EQ(encoded["status"]["gpus"], 6);
   EXPECT_EQ(encoded["status"]["phase"], "Running");
   EXPECT_EQ(encoded["status"]["plan"]["strategy"], "BurstParallel");
   EXPECT_EQ(encoded["status"]["progress"]["step"], 120);
   EXPECT_EQ(encoded["status"]["progress"]["foregroundSlowdown"], 1.07);
   EXPECT_EQ(encoded["status"]["restarts"], 2);
+  // A started job with no restarts shows 0 in RESTARTS, not a blank cell.
+  job.status.restarts = 0;
+  EXPECT_EQ(api::ToJson(job)["status"]["restarts"], 0);
 }
 
 class ExampleTest : public CrdStoreTest, public ::testing::WithParamInterface<std::string> {
@@ -231,6 +238,7 @@ TEST_F(CrdStoreTest, ApiEncodedTrainingJobStatusIsAccepted) {
   job.status.placement = {{"vgg16-0", "node-a", {"GPU-5a1e", "GPU-77b0"}}};
   job.status.progress = api::TrainingProgress{120, 2051.3, 0.0156, 1.04};
   job.status.restarts = 1;
+  job.status.gpus = 8;
   api::SetCondition(&job.status.conditions,
                     {"Planned", api::ConditionStatus::kTrue, 1, "", "PlanFound", "8 GPUs"},
                     std::chrono::system_clock::now());

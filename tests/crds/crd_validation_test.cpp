@@ -159,6 +159,7 @@ std::vector<BadCase> StatusCases() {
       {"ProgressSlowdownNegative", kVgg, Status({{"progress", {{"foregroundSlowdown", -1.0}}}}),
        "status.progress.foregroundSlowdown"},
       {"RestartsNegative", kVgg, Status({{"restarts", -1}}), "status.restarts"},
+      {"GpusZero", kVgg, Status({{"gpus", 0}}), "status.gpus"},
       {"GangGenerationNegative", kVgg, Status({{"gangGeneration", -1}}), "status.gangGeneration"},
       {"ConditionStatusUnknown", kVgg, Status({{"conditions", {Condition({{"status", "Maybe"}})}}}),
        "status.conditions[0].status"},

@@ -241,8 +241,27 @@ TEST_P(ControllerE2eTest, ExamplesRunUnderTheControllerBinaryAndDeleteCleanly) {
       },
       kTimeout, kPoll))
       << table.out;
-  EXPECT_THAT(row, ElementsAre("vgg16", "Foreground", "Running", "8", strategy.out, "42", "1.05",
-                               ::testing::_));
+  // GPUS is what the plan uses (at most spec.gpus: 8).
+  const KubectlResult plan_gpus = Kubectl({"get", "tj", "vgg16", "-o", "jsonpath={.status.gpus}"});
+  ASSERT_EQ(plan_gpus.exit_code, 0) << plan_gpus;
+  ASSERT_FALSE(plan_gpus.out.empty()) << "status.gpus is set once planned";
+  EXPECT_GE(std::stoi(plan_gpus.out), 1);
+  EXPECT_LE(std::stoi(plan_gpus.out), 8);
+  EXPECT_THAT(row, ElementsAre("vgg16", "Foreground", "Running", plan_gpus.out, strategy.out, "42",
+                               "1.05", ::testing::_));
+  const std::vector<std::string> bg_row = TjRow("resnet50-background");
+  ASSERT_GE(bg_row.size(), 4u) << Kubectl({"get", "tj"}).out;
+  EXPECT_THAT(std::vector<std::string>(bg_row.begin(), bg_row.begin() + 4),
+              ElementsAre("resnet50-background", "Background", "Running", "1"));
+  // -o wide: RESTARTS shows 0 (not a blank) for a job that never restarted; MAXGPUS is spec.gpus.
+  const KubectlResult wide = Kubectl({"get", "tj", "vgg16", "-o", "wide"});
+  ASSERT_EQ(wide.exit_code, 0) << wide;
+  const auto wide_rows = TableWords(wide.out);
+  ASSERT_THAT(wide_rows, SizeIs(2)) << wide.out;
+  EXPECT_THAT(wide_rows[0].back(), Eq("MAXGPUS")) << wide.out;
+  EXPECT_THAT(std::vector<std::string>(wide_rows[1].end() - 2, wide_rows[1].end()),
+              ElementsAre("0", "8"))
+      << wide.out;
 
   const KubectlResult pods = Kubectl({"get", "pods", "-l", "wavepool.dev/job=vgg16"});
   ASSERT_EQ(pods.exit_code, 0) << pods;
@@ -271,6 +290,34 @@ TEST_P(ControllerE2eTest, ExamplesRunUnderTheControllerBinaryAndDeleteCleanly) {
   controller_pid_ = -1;
   ASSERT_TRUE(WIFEXITED(status)) << ControllerOutput();
   EXPECT_THAT(WEXITSTATUS(status), Eq(0)) << ControllerOutput();
+}
+
+// An operator who skipped `kubectl create namespace wavepool-system`: the controller says so on
+// stderr, naming the namespace, and stays unready (not crashing) until the namespace exists.
+TEST_P(ControllerE2eTest, MissingLeaseNamespaceIsNamedAndKeepsTheControllerUnready) {
+  const KubectlResult crds = Kubectl({"apply", "-f", kSource + "/crds/"});
+  ASSERT_EQ(crds.exit_code, 0) << crds;
+  ASSERT_NO_FATAL_FAILURE(StartController());
+  std::string ready;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        ready = HttpGet(http_port_, "/readyz");
+        return ready.find("namespace wavepool-system does not exist") != std::string::npos;
+      },
+      kTimeout, kPoll))
+      << ready << "\n"
+      << ControllerOutput();
+  EXPECT_THAT(ready, HasSubstr("503"));
+  EXPECT_THAT(ReadTextFile(dir_ + "/controller.err"),
+              HasSubstr("namespace wavepool-system does not exist"));
+  EXPECT_THAT(HttpGet(http_port_, "/healthz"), Eq("200 ok"));
+
+  const KubectlResult ns = Kubectl({"create", "namespace", "wavepool-system"});
+  ASSERT_EQ(ns.exit_code, 0) << ns;
+  EXPECT_TRUE(
+      Eventually([&] { return HttpGet(http_port_, "/readyz") == "200 ok"; }, kTimeout, kPoll))
+      << HttpGet(http_port_, "/readyz") << "\n"
+      << ControllerOutput();
 }
 
 INSTANTIATE_TEST_SUITE_P(Kubectl, ControllerE2eTest,

@@ -1,7 +1,9 @@
 // The in-process controller against the simulated cluster: what happens to a running job when
 // its pods fail, its node goes down, it is suspended, resumed or deleted, its spec is invalid,
 // and its workers report progress through their node agents.
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -207,6 +209,9 @@ TEST(ControllerLifecycle, AgentProgressShowsInStatusAndDegradedOncePastTheSlowdo
   spec["spec"]["collocation"] = {{"maxForegroundSlowdown", 1.2}};
   ASSERT_OK(cluster->CreateJob(spec).status());
   ASSERT_OK_AND_ASSIGN(api::TrainingJob job, cluster->WaitForJob("train", kRunning));
+  EXPECT_EQ(job.status.gpus, std::optional<std::int64_t>(2));
+  EXPECT_EQ(api::FindCondition(job.status.conditions, "Degraded"), nullptr)
+      << "nothing measured yet: no Degraded condition";
 
   api::TrainingProgress progress;
   progress.step = 120;

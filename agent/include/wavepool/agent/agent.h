@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "wavepool/agent/cheat_detector.h"
 #include "wavepool/agent/clock.h"
 #include "wavepool/agent/command_runner.h"
 #include "wavepool/agent/gate_segment.h"
@@ -70,6 +71,8 @@ struct AgentOptions {
   // Believe the role, namespace, job, pod and GPU a worker sends in Register: only for a machine
   // whose every process is trusted (single-machine benchmarks). Strings are validated anyway.
   bool trust_register = false;
+  // Flags background workers that use the GPU while the gate holds them (cheat_detector.h).
+  CheatDetectorOptions cheat;
 };
 
 // InvalidArgument naming the option.
@@ -90,6 +93,9 @@ struct TaskStatus {
   // (pacing), and the part of it spent waiting while the foreground held the pause.
   Seconds launch_wait{0};
   Seconds launch_paused{0};
+  // Background: the cheat detector flags it now (cheat_detector.h), and why.
+  bool cheating = false;
+  std::string cheating_reason;
 };
 
 struct GpuStatus {
@@ -152,6 +158,7 @@ class Agent final : public SessionHandler {
   void Loop();
   void Sample(MonotonicNanos now, bool full);
   void RecordUtilization(Gpu& gpu, const GpuSample& sample) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void JudgeBackground(Gpu& gpu, const GpuSample& sample) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Control(MonotonicNanos now);
   void AnalyzeWaves(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdviseBackground(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -175,6 +182,7 @@ class Agent final : public SessionHandler {
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Gpu>> gpus_ ABSL_GUARDED_BY(mu_);
   std::map<SessionId, std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
+  CheatDetector cheats_ ABSL_GUARDED_BY(mu_);
 
   absl::Notification stopping_;
   std::thread loop_;

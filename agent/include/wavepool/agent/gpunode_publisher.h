@@ -2,7 +2,8 @@
 // the agent creates the object named after its node when it is absent and rewrites its status
 // every publish interval from a snapshot of the agent (Agent::Status): the GPUs (index, UUID,
 // model, memory), each GPU's memory wave and role occupancy, the tasks on each GPU with their
-// role, the agent's version, a heartbeat and a Ready condition. Tasks that ended are simply not
+// role, the agent's version, a heartbeat, a Ready condition and a BackgroundCheating condition
+// (with a Warning Event on each pod newly flagged). Tasks that ended are simply not
 // in the next snapshot, so they leave the status at the next publish. A node without GPUs (NVML
 // missing, or no usable GPU) is published too, with Ready False and the reason in the status.
 //
@@ -32,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -43,6 +45,7 @@
 #include "wavepool/agent/clock.h"
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/kube/client.h"
+#include "wavepool/kube/event_recorder.h"
 
 namespace wavepool::agent {
 
@@ -53,6 +56,14 @@ inline constexpr char kGpuNodeReady[] = "Ready";
 inline constexpr char kReasonGpusReported[] = "GPUsReported";
 inline constexpr char kReasonNvmlUnavailable[] = "NVMLUnavailable";
 inline constexpr char kReasonNoGpus[] = "NoGPUs";
+// The BackgroundCheating condition: True while the agent's cheat detector flags a background task
+// (it uses the GPU while the launch gate holds it paused or grants it no credit;
+// cheat_detector.h), its message naming each such pod as "<namespace>/<pod> (GPU <i>): <why>";
+// False otherwise. The controller may preempt the named pods' jobs. Each pod, when it is first
+// flagged, also gets a Warning Event with the reason below.
+inline constexpr char kGpuNodeBackgroundCheating[] = "BackgroundCheating";
+inline constexpr char kReasonLaunchesOutsideGate[] = "LaunchesOutsideGate";
+inline constexpr char kReasonNoCheating[] = "NoneDetected";
 
 // Why a node without GPUs has none, from the error OpenNvmlDevices returned:
 // kReasonNvmlUnavailable when the library could not be loaded or initialised (dlopen, a missing
@@ -74,6 +85,9 @@ struct GpuNodeStatusInputs {
 // publishing if one gets through anyway.
 std::vector<std::string> DropUnpublishableTasks(AgentStatus* snapshot);
 
+// The pods the BackgroundCheating condition of `status` names ("<namespace>/<pod>"), in order;
+// empty when the condition is absent or not True.
+std::vector<std::string> CheatingPods(const api::GpuNodeStatus& status);
 // The GPUNode status for `snapshot` (pure). Memory-wave byte counts above INT64_MAX are clamped;
 // non-finite numbers (JSON has none) become 0.
 api::GpuNodeStatus MakeGpuNodeStatus(const AgentStatus& snapshot,
@@ -91,6 +105,8 @@ struct GpuNodePublisherOptions {
   std::function<std::chrono::system_clock::time_point()> wall_clock;
   // Where failures and recoveries are reported. nullptr: standard error.
   std::function<void(std::string_view)> log;
+  // A Warning Event on each pod the cheat detector newly flags (needs create on core events).
+  bool record_events = true;
 };
 
 // InvalidArgument naming the option.
@@ -139,6 +155,9 @@ class GpuNodePublisher {
   void Loop();
   std::chrono::nanoseconds Backoff(std::int64_t failures) const;
   void Log(std::string_view line) const;
+  // Warning Events for the tasks of `snapshot` flagged as cheating that were not flagged at the
+  // previous publish. REQUIRES: publish_mu_ held.
+  void RecordCheatEvents(const AgentStatus& snapshot);
 
   const GpuNodePublisherOptions options_;
   kube::Client* const client_;
@@ -147,6 +166,8 @@ class GpuNodePublisher {
 
   std::mutex publish_mu_;  // one publish at a time; guards current_
   std::optional<api::GpuNode> current_;
+  std::set<std::string> flagged_pods_;  // "<namespace>/<pod>" at the last publish; publish_mu_
+  std::unique_ptr<kube::EventRecorder> events_;  // nullptr without record_events
 
   mutable std::mutex mu_;  // guards state_, stopping_, started_
   std::condition_variable cv_;

@@ -160,6 +160,8 @@ class TaskMetrics {
   void SetSensitiveOpGroups(std::uint32_t count);
   // Background tasks only (ignored for foreground ones).
   void SetRecommendedBatchSize(std::uint32_t batch_size);
+  // Whether the cheat detector flags the task now (cheat_detector.h). Background tasks only.
+  void SetCheating(bool cheating);
 
  private:
   friend class AgentMetrics;
@@ -206,6 +208,8 @@ class AgentMetrics {
   void CountReport(ReportType type);
   void CountProtocolError(ProtocolErrorKind kind);
   void CountReclaimedSlot();
+  // wavepool_agent_cheating_detections_total: a background task was flagged.
+  void CountCheatingDetection();
   void CountRegistration(Role role, RegistrationResult result);
   void SetHeartbeat(std::chrono::system_clock::time_point now);
 

@@ -116,9 +116,14 @@ struct TrainingJobStatus {
   std::vector<Condition> conditions;
   std::int64_t observed_generation = 0;
   std::optional<PlanSummary> plan;
+  // GPUs the current plan uses (Plan::gpus): what `kubectl get tj` shows, which may be fewer
+  // than spec.gpus (the most a Foreground job may use). Unset until the job is planned.
+  std::optional<std::int64_t> gpus;
   std::vector<PodPlacement> placement;
   std::optional<TrainingProgress> progress;
-  std::int64_t restarts = 0;  // Gang restarts after failed pods (counted against backoffLimit).
+  // Gang restarts after failed pods (counted against backoffLimit). Encoded, 0 included, once
+  // the job has a phase, so that `kubectl get tj -o wide` shows 0 rather than a blank.
+  std::int64_t restarts = 0;
   // The generation of the job's pods (`<job>-g<gangGeneration>-<rank>`): raised before every
   // gang restart or re-placement, so that the new pods never clash with the old ones.
   std::int64_t gang_generation = 0;

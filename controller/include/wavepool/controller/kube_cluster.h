@@ -13,16 +13,16 @@
 //   GPUNodes       decoded once per resourceVersion (ListGpuNodes)
 //   Nodes          Ready condition and wavepool.dev/managed label (NodeStates)
 //
-// Assignments() is kept incrementally: a ledger of AssignmentFromPod per pod, updated by the pod
-// informer's events, so a call copies the ledger instead of parsing every pod. A pod created
-// through CreatePod is "assumed" (its GPUs count at once) until the pod informer shows that
+// Assignments() is kept incrementally in a GpuClaims (gpu_claims.h): AssignmentFromPod per pod,
+// updated by the pod informer's events, so a call copies it instead of parsing every pod. A pod
+// created through CreatePod is "assumed" (its GPUs count at once) until the pod informer shows that
 // incarnation (uid) or `assume_timeout` passes, whichever comes first; the timeout bounds what
 // a pod deleted before the cache ever saw it can hold. That is what keeps two reconciles that
 // run back to back from giving one GPU to two pods while the watch is behind.
 //
 // Thread-safe. Handlers the caller adds to the informers (informers()) run after KubeCluster's
 // own on the same informer thread, so a handler that enqueues a job key is never ahead of the
-// ledger and the decoded caches. `client` and options.clock outlive the KubeCluster.
+// GpuClaims and the decoded caches. `client` and options.clock outlive the KubeCluster.
 #ifndef WAVEPOOL_CONTROLLER_KUBE_CLUSTER_H_
 #define WAVEPOOL_CONTROLLER_KUBE_CLUSTER_H_
 
