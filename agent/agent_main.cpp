@@ -18,6 +18,7 @@
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/gpunode_publisher.h"
 #include "wavepool/agent/peer_identity.h"
+#include "wavepool/agent/placement_records.h"
 #include "wavepool/agent/simulated_gpu.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/kubeconfig.h"
@@ -34,6 +35,7 @@ struct Flags {
   int sample_period_ms = 10;
   int telemetry_period_ms = 1000;
   int control_period_ms = 100;
+  double cheat_quiet_period_s = 10;
   // GPUNode publishing.
   std::string kubeconfig;  // empty: the in-cluster configuration
   std::string node_name;
@@ -109,9 +111,11 @@ absl::StatusOr<std::unique_ptr<wavepool::kube::Client>> ConnectKubernetes(const 
   return wavepool::kube::Client::Connect(*config);
 }
 
-// Who workers are: their pods, as the API server lists them on this node (peer_identity.h).
+// Who workers are: their pods, as the API server lists them on this node (peer_identity.h),
+// placed there by their TrainingJob (placement_records.h).
 struct Identity {
   PodSourcePtr pods;
+  PlacementRecordsPtr placements;
   PeerIdentityPtr peers;
 };
 
@@ -121,9 +125,14 @@ absl::StatusOr<Identity> StartIdentity(const Flags& flags, wavepool::kube::Clien
   options.node_name = flags.node_name;
   absl::StatusOr<PodSourcePtr> pods = MakeKubePodSource(client, options, clock);
   if (!pods.ok()) return pods.status();
+  absl::StatusOr<PlacementRecordsPtr> placements =
+      MakeKubePlacementRecords(client, flags.node_name);
+  if (!placements.ok()) return placements.status();
   Identity identity;
   identity.pods = *std::move(pods);
-  identity.peers = std::make_unique<KubernetesPeerIdentity>(identity.pods.get());
+  identity.placements = *std::move(placements);
+  identity.peers =
+      std::make_unique<KubernetesPeerIdentity>(identity.pods.get(), identity.placements.get());
   return identity;
 }
 
@@ -170,12 +179,16 @@ int main(int argc, char** argv) {
   o.metrics_address = "0.0.0.0";
   o.metrics_port = 9402;
   CLI::App app{"wavepool-agent: the wavepool node agent"};
+  app.set_version_flag("--version", "wavepool-agent " WAVEPOOL_VERSION);
   app.add_option("--dir", o.directory, "Host directory for the socket, gates and MPS pipes")
       ->capture_default_str();
-  app.add_option("--hostname", o.hostname, "Node name for the metrics")->capture_default_str();
+  app.add_option("--hostname", o.hostname,
+                 "Node name for the metrics (default: --node-name when given, else the host's)")
+      ->capture_default_str();
   app.add_option("--devices", flags.devices, "auto, nvml or simulated:N")->capture_default_str();
   app.add_option("--mps", flags.mps, "auto, on or off")->capture_default_str();
-  app.add_option("--socket-group", flags.socket_group, "Group allowed to use the socket");
+  app.add_option("--socket-group", flags.socket_group,
+                 "Group allowed to use the socket: a name, or a numeric gid");
   app.add_option("--metrics-address", o.metrics_address, "Address of /metrics ('' to disable)")
       ->capture_default_str();
   app.add_option("--metrics-port", o.metrics_port, "Port of /metrics")->capture_default_str();
@@ -192,6 +205,19 @@ int main(int argc, char** argv) {
                  "Utilisation, per-process use and SM occupancy")
       ->capture_default_str();
   app.add_option("--control-period-ms", flags.control_period_ms)->capture_default_str();
+  app.add_option("--cheat-sm-threshold", o.cheat.sm_threshold,
+                 "SM share (0..1) of a background process that counts as GPU use when its gate "
+                 "holds it")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  app.add_option("--cheat-flag-after", o.cheat.flag_after,
+                 "Consecutive suspicious samples before a background process is flagged")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--cheat-quiet-period", flags.cheat_quiet_period_s,
+                 "Seconds without a suspicious sample before a flag clears")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
   if (const char* node = std::getenv("NODE_NAME"); node != nullptr) flags.node_name = node;
   app.add_option("--kubeconfig", flags.kubeconfig,
                  "Kubeconfig for the GPUNode (default: the in-cluster service account)");
@@ -211,13 +237,21 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  // The metrics' hostname label names the same node as the GPUNode unless told otherwise.
+  if (app.count("--hostname") == 0 && !flags.node_name.empty()) o.hostname = flags.node_name;
   absl::StatusOr<MpsMode> mps = ParseMps(flags.mps);
   if (!mps.ok()) return Fail(mps.status());
   o.mps.mode = *mps;
   o.sample_period = std::chrono::milliseconds(flags.sample_period_ms);
   o.control_period = std::chrono::milliseconds(flags.control_period_ms);
   o.telemetry_period = std::chrono::milliseconds(flags.telemetry_period_ms);
-  if (!flags.socket_group.empty()) {
+  o.cheat.quiet_period = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(flags.cheat_quiet_period_s));
+  // A numeric gid needs no entry in this image's /etc/group: the pods' gid is what counts.
+  std::uint32_t gid = 0;
+  if (absl::SimpleAtoi(flags.socket_group, &gid)) {
+    o.group = gid;
+  } else if (!flags.socket_group.empty()) {
     const group* g = getgrnam(flags.socket_group.c_str());
     if (g == nullptr)
       return Fail(absl::NotFoundError("--socket-group: no group " + flags.socket_group));

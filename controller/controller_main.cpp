@@ -33,6 +33,7 @@ struct Flags {
   std::string kubeconfig;
   std::int64_t heartbeat_timeout_s = 60;
   std::int64_t pod_start_timeout_s = 600;
+  std::int64_t cheating_quarantine_s = 600;
 };
 
 std::string DefaultIdentity() {
@@ -124,8 +125,18 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "elsewhere (0: never)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{7 * 24 * 3600}))
       ->capture_default_str();
+  app.add_option("--cheating-quarantine", flags.cheating_quarantine_s,
+                 "Seconds a background job is kept off a node whose agent caught it using the "
+                 "GPU outside its launch gate (it is restarted elsewhere)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{30 * 24 * 3600}))
+      ->capture_default_str();
   app.add_option("--default-device", o.reconciler.default_device,
                  "Planner device when no GPUNode names a known GPU model")
+      ->capture_default_str();
+  app.add_option("--agent-socket-gid", objects.agent_socket_gid,
+                 "Group id of the agent's --socket-group: added to worker pods' "
+                 "supplementalGroups (-1: none)")
+      ->check(CLI::Range(std::int64_t{-1}, std::int64_t{4294967294}))
       ->capture_default_str();
   app.add_option("--agent-dir", objects.agent_directory, "The node agent's --dir on the hosts")
       ->capture_default_str();
@@ -163,6 +174,7 @@ int main(int argc, char** argv) {
   Flags flags;
   flags.options.identity = DefaultIdentity();
   CLI::App app{"wavepool-controller: the wavepool TrainingJob controller"};
+  app.set_version_flag("--version", "wavepool-controller " WAVEPOOL_VERSION);
   AddFlags(app, flags);
   try {
     app.parse(argc, argv);
@@ -172,6 +184,7 @@ int main(int argc, char** argv) {
   ManagerOptions& options = flags.options;
   options.reconciler.heartbeat_timeout = std::chrono::seconds(flags.heartbeat_timeout_s);
   options.reconciler.start_timeout = std::chrono::seconds(flags.pod_start_timeout_s);
+  options.reconciler.cheating_quarantine = std::chrono::seconds(flags.cheating_quarantine_s);
   if (absl::Status status = CheckTemplateFlags(options); !status.ok()) return Fail(status, 2);
 
   absl::StatusOr<wavepool::kube::ClientConfig> config = LoadConfig(flags.kubeconfig);

@@ -10,6 +10,10 @@ int main(int argc, char** argv) {
   wavepool::runtime::InstallStopHandlers();
   wavepool::runtime::KeepFreedMemoryForReuse();
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && args[0] == "--version") {
+    std::cout << "wavepool-worker " WAVEPOOL_VERSION "\n";
+    return 0;
+  }
   absl::StatusOr<wavepool::runtime::WorkerOptions> options = wavepool::runtime::ParseWorkerOptions(
       args, [](std::string_view name) -> std::optional<std::string> {
         const char* value = std::getenv(std::string(name).c_str());

@@ -233,10 +233,12 @@ void Agent::JudgeBackground(Gpu& gpu, const GpuSample& sample) {
     if (task->labels.gpu != gpu.info.index || task->labels.role != Role::kBackground) continue;
     // Workers that are threads of one process (trust_register, local mode) share a pid: NVML
     // cannot tell their work apart, so none of them is judged.
-    const bool shared_pid = std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& other) {
-      return other.second != task && other.second->labels.gpu == gpu.info.index &&
-             other.second->pid == task->pid;
-    });
+    // An init-capture: C++17 does not let a lambda capture a structured binding itself.
+    const bool shared_pid =
+        std::any_of(tasks_.begin(), tasks_.end(), [&, &judged = task](const auto& other) {
+          return other.second != judged && other.second->labels.gpu == gpu.info.index &&
+                 other.second->pid == judged->pid;
+        });
     if (shared_pid) continue;
     double used = 0;
     for (const ProcessUtilization& p : sample.processes) {
@@ -453,6 +455,7 @@ absl::StatusOr<Registered> Agent::OnRegister(SessionId session, const PeerCreden
   if (request.role == Role::kForeground) {
     task->feedback =
         std::make_unique<SlowdownFeedback>(request.max_foreground_slowdown, options_.feedback);
+    task->metrics->SetForegroundSlowdownSlo(task->feedback->max_slowdown());
   } else {
     task->advisor = std::make_unique<BackgroundAdvisor>(options_.advisor_patience);
   }

@@ -147,18 +147,6 @@ api::Condition CheatingCondition(const AgentStatus& snapshot) {
 
 }  // namespace
 
-std::vector<std::string> CheatingPods(const api::GpuNodeStatus& status) {
-  std::vector<std::string> pods;
-  const api::Condition* condition =
-      api::FindCondition(status.conditions, kGpuNodeBackgroundCheating);
-  if (condition == nullptr || condition->status != api::ConditionStatus::kTrue) return pods;
-  for (absl::string_view entry : absl::StrSplit(condition->message, "; ")) {
-    const std::size_t end = entry.find(" (GPU ");
-    if (end != absl::string_view::npos) pods.emplace_back(entry.substr(0, end));
-  }
-  return pods;
-}
-
 api::GpuNodeStatus MakeGpuNodeStatus(const AgentStatus& snapshot,
                                      const GpuNodeStatusInputs& inputs) {
   api::GpuNodeStatus status;
@@ -269,14 +257,14 @@ absl::StatusOr<api::GpuNode> GpuNodePublisher::Publish() {
 }
 
 void GpuNodePublisher::RecordFailure(const absl::Status& error) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++state_.failures;
   ++state_.consecutive_failures;
   state_.last_error = error;
 }
 
 absl::StatusOr<api::GpuNode> GpuNodePublisher::PublishOnce() {
-  std::lock_guard<std::mutex> publish_lock(publish_mu_);
+  absl::MutexLock publish_lock(&publish_mu_);
   AgentStatus snapshot = snapshot_();
   for (const std::string& dropped : DropUnpublishableTasks(&snapshot)) {
     Log(absl::StrCat("GPUNode ", options_.node_name, ": ", dropped));
@@ -300,7 +288,7 @@ absl::StatusOr<api::GpuNode> GpuNodePublisher::PublishOnce() {
     absl::StatusOr<api::GpuNode> written = gpunodes.UpdateStatus(desired);
     if (written.ok()) {
       current_ = *written;
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (state_.consecutive_failures > 0) {
         Log(absl::StrCat("GPUNode ", options_.node_name, ": published again after ",
                          state_.consecutive_failures, " failures"));
@@ -331,7 +319,7 @@ std::chrono::nanoseconds GpuNodePublisher::Backoff(std::int64_t failures) const 
 }
 
 void GpuNodePublisher::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (started_ || stopping_) return;
   started_ = true;
   loop_ = std::thread([this] { Loop(); });
@@ -339,17 +327,16 @@ void GpuNodePublisher::Start() {
 
 void GpuNodePublisher::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (loop_.joinable()) loop_.join();
 }
 
 void GpuNodePublisher::Loop() {
   for (;;) {
     absl::StatusOr<api::GpuNode> published = Publish();
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     std::chrono::nanoseconds delay = options_.interval;
     if (!published.ok()) {
       delay = Backoff(state_.consecutive_failures);
@@ -358,7 +345,7 @@ void GpuNodePublisher::Loop() {
                        std::chrono::duration<double>(delay).count(), " s"));
     }
     const MonotonicNanos deadline = clock_->Now() + delay.count();
-    if (clock_->WaitUntil(lock, cv_, deadline, [this] { return stopping_; })) return;
+    if (clock_->WaitUntil(mu_, deadline, absl::Condition(&stopping_))) return;
   }
 }
 
@@ -387,7 +374,7 @@ void GpuNodePublisher::RecordCheatEvents(const AgentStatus& snapshot) {
 }
 
 GpuNodePublisherState GpuNodePublisher::State() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return state_;
 }
 

@@ -101,6 +101,9 @@ Families RegisterFamilies(prometheus::Registry& registry, const std::string& hos
   f.task_launches = counter("wavepool_task_launches_total", "Launch credits the task acquired.");
   f.task_slowdown = gauge("wavepool_task_foreground_slowdown_ratio",
                           "Foreground iteration time with background work over its solo time.");
+  f.task_slowdown_slo = gauge("wavepool_task_foreground_slowdown_slo_ratio",
+                              "The slowdown the agent holds the foreground under: its job's "
+                              "maxForegroundSlowdown, or the agent's default.");
   f.task_sensitive_groups = gauge("wavepool_task_sensitive_op_groups",
                                   "Foreground op groups marked sensitive (background paused).");
   f.task_recommended_batch = gauge("wavepool_task_recommended_batch_size",

@@ -43,6 +43,7 @@ struct Families {
   Family<Counter>* task_paused;
   Family<Counter>* task_launches;
   Family<Gauge>* task_slowdown;
+  Family<Gauge>* task_slowdown_slo;
   Family<Gauge>* task_sensitive_groups;
   Family<Gauge>* task_recommended_batch;
   Family<Gauge>* task_cheating;  // background only

@@ -102,6 +102,7 @@ struct TaskMetrics::Series {
   Counter& paused;
   Counter& launches;
   Gauge* slowdown;           // foreground only
+  Gauge* slowdown_slo;       // foreground only
   Gauge* sensitive_groups;   // foreground only
   Gauge* recommended_batch;  // background only
   Gauge* cheating;           // background only
@@ -127,7 +128,7 @@ absl::Status TaskMetrics::ObserveIteration(Seconds duration, std::uint64_t sampl
 void TaskMetrics::ObserveGate(const GateReading& reading) {
   series_->credit_limit.Set(reading.credit_limit);
   series_->credits_in_flight.Set(reading.credits_in_flight);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   series_->launches.Increment(
       static_cast<double>(Growth(last_gate_.launches_total, reading.launches_total)));
   series_->gate_wait.Increment(
@@ -139,6 +140,10 @@ void TaskMetrics::ObserveGate(const GateReading& reading) {
 
 void TaskMetrics::SetForegroundSlowdown(double ratio) {
   if (series_->slowdown != nullptr) series_->slowdown->Set(ratio);
+}
+
+void TaskMetrics::SetForegroundSlowdownSlo(double max_slowdown) {
+  if (series_->slowdown_slo != nullptr) series_->slowdown_slo->Set(max_slowdown);
 }
 
 void TaskMetrics::SetSensitiveOpGroups(std::uint32_t count) {
@@ -267,6 +272,7 @@ std::unique_ptr<TaskMetrics::Series> AgentMetrics::Impl::NewTaskSeries(const Lab
       f.task_paused->Add(labels),
       f.task_launches->Add(labels),
       foreground ? &f.task_slowdown->Add(labels) : nullptr,
+      foreground ? &f.task_slowdown_slo->Add(labels) : nullptr,
       foreground ? &f.task_sensitive_groups->Add(labels) : nullptr,
       foreground ? nullptr : &f.task_recommended_batch->Add(labels),
       foreground ? nullptr : &f.task_cheating->Add(labels),
@@ -283,6 +289,7 @@ void AgentMetrics::Impl::RemoveTaskSeries(const TaskMetrics::Series& series) {
   f.task_paused->Remove(&series.paused);
   f.task_launches->Remove(&series.launches);
   if (series.slowdown != nullptr) f.task_slowdown->Remove(series.slowdown);
+  if (series.slowdown_slo != nullptr) f.task_slowdown_slo->Remove(series.slowdown_slo);
   if (series.sensitive_groups != nullptr) f.task_sensitive_groups->Remove(series.sensitive_groups);
   if (series.recommended_batch != nullptr) {
     f.task_recommended_batch->Remove(series.recommended_batch);

@@ -4,17 +4,18 @@
 // or driver lacks becomes a GpuInfo limitation and is never called again, while a transient
 // failure of a supported feature leaves that field of one sample empty.
 #include <algorithm>
-#include <chrono>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/agent/gpu_device.h"
 #include "wavepool/agent/nvml_api.h"
 
@@ -40,14 +41,14 @@ struct NvmlGpu {
   bool has_process_utilization = false;
   bool has_gpm = false;
 
-  std::mutex mu;  // guards everything below
-  unsigned long long last_seen_timestamp_us = 0;
+  absl::Mutex mu;
+  unsigned long long last_seen_timestamp_us ABSL_GUARDED_BY(mu) = 0;
   // GPM window: `gpm_previous` was read at `gpm_previous_ns`; each rotation reads `gpm_next`,
   // computes the metric over (previous, next) and swaps them.
-  nvmlGpmSample_t gpm_previous = nullptr;
-  nvmlGpmSample_t gpm_next = nullptr;
-  MonotonicNanos gpm_previous_ns = 0;
-  std::optional<double> sm_occupancy;  // over the last completed window
+  nvmlGpmSample_t gpm_previous ABSL_GUARDED_BY(mu) = nullptr;
+  nvmlGpmSample_t gpm_next ABSL_GUARDED_BY(mu) = nullptr;
+  MonotonicNanos gpm_previous_ns ABSL_GUARDED_BY(mu) = 0;
+  std::optional<double> sm_occupancy ABSL_GUARDED_BY(mu);  // over the last completed window
   std::unique_ptr<nvmlGpmMetricsGet_t> metrics_get;
 };
 
@@ -64,7 +65,10 @@ class NvmlDevices final : public GpuDevices {
   }
 
   ~NvmlDevices() override {
-    for (auto& gpu : devices_) FreeGpm(*gpu);
+    for (auto& gpu : devices_) {
+      absl::MutexLock lock(&gpu->mu);
+      FreeGpm(*gpu);
+    }
     if (initialized_) api_.nvmlShutdown();
     // keep_loaded_ (the dlopen handle) is released after this body: after nvmlShutdown.
   }
@@ -123,7 +127,7 @@ class NvmlDevices final : public GpuDevices {
         sample.utilization = std::min(utilization.gpu, 100u) / 100.0;
       }
     }
-    std::lock_guard<std::mutex> lock(gpu->mu);
+    absl::MutexLock lock(&gpu->mu);
     sample.time_ns = clock_->Now();
     if (gpu->has_process_utilization) sample.processes = ReadProcesses(*gpu);
     if (gpu->has_gpm) sample.sm_occupancy = RotateGpm(*gpu, sample.time_ns);
@@ -255,6 +259,7 @@ class NvmlDevices final : public GpuDevices {
           "sm_occupancy: GPM not supported on this GPU (Hopper or newer required)");
       return;
     }
+    absl::MutexLock lock(&gpu.mu);  // uncontended: nothing samples before Open returns
     absl::Status started = StartGpm(gpu);
     if (!started.ok()) {
       FreeGpm(gpu);
@@ -265,7 +270,7 @@ class NvmlDevices final : public GpuDevices {
   }
 
   // Allocates the two sample buffers and reads the first window's start.
-  absl::Status StartGpm(NvmlGpu& gpu) {
+  absl::Status StartGpm(NvmlGpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(gpu.mu) {
     for (nvmlGpmSample_t* sample : {&gpu.gpm_previous, &gpu.gpm_next}) {
       if (nvmlReturn_t r = api_.nvmlGpmSampleAlloc(sample); r != NVML_SUCCESS) {
         *sample = nullptr;
@@ -280,7 +285,7 @@ class NvmlDevices final : public GpuDevices {
     return absl::OkStatus();
   }
 
-  void FreeGpm(NvmlGpu& gpu) {
+  void FreeGpm(NvmlGpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(gpu.mu) {
     for (nvmlGpmSample_t* sample : {&gpu.gpm_previous, &gpu.gpm_next}) {
       if (*sample != nullptr) api_.nvmlGpmSampleFree(*sample);
       *sample = nullptr;
@@ -289,8 +294,9 @@ class NvmlDevices final : public GpuDevices {
 
   // Closes the GPM window when it is at least kGpmMinIntervalNanos long and returns the
   // occupancy over the last closed window. A failed read or metric clears it until the next
-  // window closes. REQUIRES: gpu.mu held, gpu.has_gpm.
-  std::optional<double> RotateGpm(NvmlGpu& gpu, MonotonicNanos now) {
+  // window closes. REQUIRES: gpu.has_gpm.
+  std::optional<double> RotateGpm(NvmlGpu& gpu, MonotonicNanos now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(gpu.mu) {
     if (now - gpu.gpm_previous_ns < kGpmMinIntervalNanos) return gpu.sm_occupancy;
     gpu.sm_occupancy.reset();
     if (api_.nvmlGpmSampleGet(gpu.device, gpu.gpm_next) != NVML_SUCCESS) {
@@ -311,16 +317,17 @@ class NvmlDevices final : public GpuDevices {
     return gpu.sm_occupancy;
   }
 
-  // Samples newer than the last call's, merged by pid. REQUIRES: gpu.mu held.
-  std::vector<ProcessUtilization> ReadProcesses(NvmlGpu& gpu) {
+  // Samples newer than the last call's, merged by pid.
+  std::vector<ProcessUtilization> ReadProcesses(NvmlGpu& gpu)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(gpu.mu) {
     // NVML scans every buffered sample newer than lastSeenTimeStamp: from 0 that takes
     // milliseconds (measured on an H100: 27% of a core at 100 Hz), so never look further back
     // than a second of the CPU clock NVML stamps its samples with.
     if (wall_micros_) {
       const std::uint64_t now = wall_micros_();
       if (now > kProcessLookbackMicros) {
-        gpu.last_seen_timestamp_us = std::max<unsigned long long>(
-            gpu.last_seen_timestamp_us, now - kProcessLookbackMicros);
+        gpu.last_seen_timestamp_us =
+            std::max<unsigned long long>(gpu.last_seen_timestamp_us, now - kProcessLookbackMicros);
       }
     }
     unsigned int count = 0;
@@ -377,8 +384,8 @@ absl::StatusOr<GpuDevicesPtr> OpenNvmlDevicesWithApi(const NvmlApi& api, Clock* 
     return absl::InvalidArgumentError(
         absl::StrCat("NVML function table: ", missing, " is null, and it is required"));
   }
-  auto devices = std::make_unique<NvmlDevices>(api, clock, std::move(keep_loaded),
-                                               std::move(wall_micros));
+  auto devices =
+      std::make_unique<NvmlDevices>(api, clock, std::move(keep_loaded), std::move(wall_micros));
   if (absl::Status status = devices->Open(); !status.ok()) return status;
   return devices;
 }
@@ -388,13 +395,11 @@ absl::StatusOr<GpuDevicesPtr> OpenNvmlDevicesWithApi(const NvmlApi& api, Clock* 
 absl::StatusOr<GpuDevicesPtr> OpenNvmlDevices(const NvmlOptions& options) {
   absl::StatusOr<nvml::NvmlLibrary> library = nvml::LoadNvmlLibrary(options.library);
   if (!library.ok()) return library.status();
-  return nvml::OpenNvmlDevicesWithApi(library->api, options.clock, std::move(library->handle),
-                                      [] {
-                                        return static_cast<std::uint64_t>(
-                                            std::chrono::duration_cast<std::chrono::microseconds>(
-                                                std::chrono::system_clock::now().time_since_epoch())
-                                                .count());
-                                      });
+  return nvml::OpenNvmlDevicesWithApi(library->api, options.clock, std::move(library->handle), [] {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+  });
 }
 
 }  // namespace wavepool::agent

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "wavepool/agent/placement_records.h"
 #include "wavepool/kube/core_types.h"
 #include "wavepool/kube/typed_client.h"
 
@@ -112,8 +113,12 @@ class KubePodSource final : public PodSource {
     pods_.clear();
     for (const kube::Pod& pod : pods->items) {
       if (!pod.metadata.deletion_timestamp.empty()) continue;  // terminating: never a new worker
-      pods_[pod.metadata.uid] = {pod.metadata.uid, pod.metadata.namespace_, pod.metadata.name,
-                                 pod.metadata.labels, pod.metadata.annotations};
+      PodRecord& record = pods_[pod.metadata.uid];
+      record = {pod.metadata.uid,    pod.metadata.namespace_,  pod.metadata.name,
+                pod.metadata.labels, pod.metadata.annotations, std::nullopt};
+      for (const api::OwnerReference& owner : pod.metadata.owner_references) {
+        if (owner.controller.value_or(false)) record.controller_owner = owner;
+      }
     }
     listed_ns_ = now;
     return absl::OkStatus();
@@ -200,8 +205,9 @@ absl::StatusOr<PodSourcePtr> MakeKubePodSource(kube::Client* client, KubePodSour
   return PodSourcePtr(std::make_unique<KubePodSource>(client, std::move(options), clock));
 }
 
-KubernetesPeerIdentity::KubernetesPeerIdentity(PodSource* pods, std::string proc_root)
-    : pods_(pods), proc_root_(std::move(proc_root)) {}
+KubernetesPeerIdentity::KubernetesPeerIdentity(PodSource* pods, PlacementRecords* placements,
+                                               std::string proc_root)
+    : pods_(pods), placements_(placements), proc_root_(std::move(proc_root)) {}
 
 absl::StatusOr<std::string> KubernetesPeerIdentity::PodUidOf(pid_t pid) const {
   const std::string path = absl::StrCat(proc_root_, "/", pid, "/cgroup");
@@ -236,7 +242,12 @@ absl::StatusOr<WorkerIdentity> KubernetesPeerIdentity::Resolve(pid_t pid) {
     return absl::Status(pod.status().code(),
                         absl::StrCat("process ", pid, ": ", pod.status().message()));
   }
-  return IdentityOfPod(*pod);
+  absl::StatusOr<WorkerIdentity> identity = IdentityOfPod(*pod);
+  if (!identity.ok() || placements_ == nullptr) return identity;
+  if (absl::Status placed = placements_->Confirm(*pod, *identity); !placed.ok()) {
+    return absl::Status(placed.code(), absl::StrCat("process ", pid, ": ", placed.message()));
+  }
+  return identity;
 }
 
 std::string KubernetesPeerIdentity::ConnectionGroup(pid_t pid) {

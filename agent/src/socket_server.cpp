@@ -243,7 +243,7 @@ void SocketServer::Loop::Close(Connection& c, bool said_goodbye) {
   server_->connection_count_.store(connections_.size(), std::memory_order_relaxed);
   if (registered) {
     {
-      std::lock_guard<std::mutex> lock(server_->mu_);
+      absl::MutexLock lock(&server_->mu_);
       server_->open_sessions_.erase(id);
     }
     server_->handler_->OnClosed(id, said_goodbye);
@@ -358,13 +358,13 @@ bool SocketServer::Loop::HandleFrame(Connection& c, Frame& frame) {
 
 bool SocketServer::Loop::Register(Connection& c, const RegisterRequest& request) {
   {
-    std::lock_guard<std::mutex> lock(server_->mu_);
+    absl::MutexLock lock(&server_->mu_);
     server_->open_sessions_.insert(c.id);  // so that OnRegister may Send already
   }
   absl::StatusOr<Registered> registered = server_->handler_->OnRegister(c.id, c.peer, request);
   if (!registered.ok()) {
     {
-      std::lock_guard<std::mutex> lock(server_->mu_);
+      absl::MutexLock lock(&server_->mu_);
       server_->open_sessions_.erase(c.id);
     }
     return Fail(c, registered.status());
@@ -442,7 +442,7 @@ bool SocketServer::Loop::Fail(Connection& c, const absl::Status& error, bool pro
 void SocketServer::Loop::DeliverOutbox() {
   std::vector<Outgoing> outbox;
   {
-    std::lock_guard<std::mutex> lock(server_->mu_);
+    absl::MutexLock lock(&server_->mu_);
     outbox.swap(server_->outbox_);
     server_->outbox_bytes_ = 0;
   }
@@ -532,7 +532,7 @@ absl::Status SocketServer::Enqueue(SessionId session, const Message& message) {
   absl::StatusOr<std::vector<SharedFd>> fds = DescriptorsOf(message);
   if (!fds.ok()) return fds.status();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (open_sessions_.count(session) == 0) {
       return absl::NotFoundError(absl::StrCat("agent socket: session ", session, " is not open"));
     }
@@ -549,11 +549,11 @@ absl::Status SocketServer::Enqueue(SessionId session, const Message& message) {
 void SocketServer::Stop() {
   stop_requested_.store(true, std::memory_order_release);
   if (std::this_thread::get_id() == thread_.get_id()) return;  // from a handler callback
-  std::lock_guard<std::mutex> lock(stop_mu_);
+  absl::MutexLock lock(&stop_mu_);
   if (wake_fd_ >= 0) eventfd_write(wake_fd_, 1);
   if (thread_.joinable()) thread_.join();
   loop_.reset();  // closes the sockets and removes the socket file
-  std::lock_guard<std::mutex> sends(mu_);
+  absl::MutexLock sends(&mu_);
   open_sessions_.clear();
   if (wake_fd_ >= 0) close(std::exchange(wake_fd_, -1));
 }

@@ -38,6 +38,7 @@ void PrintSample(const wavepool::agent::GpuSample& s, wavepool::agent::Monotonic
 
 int main(int argc, char** argv) {
   CLI::App app{"wavepool-gpus: the GPUs and samples the node agent's NVML telemetry sees"};
+  app.set_version_flag("--version", "wavepool-gpus " WAVEPOOL_VERSION);
   int samples = 5;
   int interval_ms = 100;
   wavepool::agent::NvmlOptions options;

@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "absl/time/time.h"
+
 namespace wavepool {
 namespace {
 
@@ -17,11 +19,15 @@ class MonotonicClock final : public Clock {
 
   void SleepFor(std::chrono::nanoseconds d) override { std::this_thread::sleep_for(d); }
 
-  bool WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-                 MonotonicNanos deadline, const std::function<bool()>& done) override {
-    // libstdc++'s steady_clock is CLOCK_MONOTONIC, the epoch Now() reads.
-    const auto until = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline));
-    return cv.wait_until(lock, until, done);
+  bool WaitUntil(absl::Mutex& mu, MonotonicNanos deadline, const absl::Condition& done) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    // absl::Mutex times its waits on the wall clock, so a wait can end early if the wall clock
+    // steps forward: the deadline is re-checked against CLOCK_MONOTONIC until it really passed.
+    for (;;) {
+      const MonotonicNanos now = Now();
+      if (now >= deadline) return done.Eval();
+      if (mu.AwaitWithTimeout(done, absl::Nanoseconds(deadline - now))) return true;
+    }
   }
 };
 

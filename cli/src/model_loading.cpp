@@ -4,15 +4,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "wavepool/planner/compute_source.h"
-#include "wavepool/planner/layer_table.h"
-#include "wavepool/planner/zoo.h"
+#include "wavepool/planner/compute_cost.h"
 
 namespace wavepool::cli {
 
@@ -29,58 +26,16 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
-absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags,
-                                              std::string* layer_table_text) {
-  if (flags.model.empty() == flags.layer_table.empty()) {
-    return absl::InvalidArgumentError("give exactly one of --model and --layer-table");
-  }
-  if (!flags.model.empty()) return planner::BuiltinModel(flags.model);
-  absl::StatusOr<std::string> text = ReadFile(flags.layer_table);
-  if (!text.ok()) return text.status();
-  const std::string name = std::filesystem::path(flags.layer_table).stem().string();
-  absl::StatusOr<planner::ModelGraph> model = planner::ParseLayerTable(name, *text);
-  if (!model.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flags.layer_table, ": ", model.status().message()));
-  }
-  if (layer_table_text != nullptr) *layer_table_text = *std::move(text);
-  return model;
-}
+namespace {
 
-absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(const PlanFlags& flags,
-                                                             const planner::ModelGraph& model,
-                                                             const planner::DeviceSpec& device) {
-  std::optional<planner::Precision> precision;
+// --precision's value.
+absl::StatusOr<planner::Precision> ParsePrecision(const std::string& value) {
   for (planner::Precision p :
        {planner::Precision::kMixed, planner::Precision::kTf32, planner::Precision::kFp32}) {
-    if (flags.precision == planner::PrecisionName(p)) precision = p;
+    if (value == planner::PrecisionName(p)) return p;
   }
-  if (!precision) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--precision: must be mixed, tf32 or fp32, got ", flags.precision));
-  }
-  if (flags.analytic && !flags.profile.empty()) {
-    return absl::InvalidArgumentError("give at most one of --analytic and --profile");
-  }
-  if (flags.analytic) return planner::MakeAnalyticCostModel(device, *precision);
-  std::optional<planner::LayerProfile> profile;
-  if (!flags.profile.empty()) {
-    absl::StatusOr<std::string> text = ReadFile(flags.profile);
-    if (!text.ok()) return text.status();
-    absl::StatusOr<planner::LayerProfile> picked = planner::PickProfile(*text, model);
-    if (!picked.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flags.profile, ": ", picked.status().message()));
-    }
-    profile = *std::move(picked);
-  }
-  absl::StatusOr<planner::ComputeCostModelPtr> compute =
-      planner::ChooseComputeCost(profile, model, device, *precision);
-  if (!compute.ok() && profile.has_value()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flags.profile, ": ", compute.status().message()));
-  }
-  return compute;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--precision: must be mixed, tf32 or fp32, got ", value));
 }
 
 // A preset's name has no '/' or '.' (which every file path has but one in the working directory
@@ -89,26 +44,52 @@ bool NamesAPreset(const std::string& value) {
   return value.find_first_of("/.") == std::string::npos && !std::filesystem::exists(value);
 }
 
-absl::StatusOr<planner::NetworkModel> LoadNetwork(const PlanFlags& flags,
-                                                  const planner::DeviceSpec& device) {
-  if (flags.network.empty()) return planner::DefaultNetworkModel(device);
-  if (NamesAPreset(flags.network)) {
-    absl::StatusOr<planner::NetworkModel> preset =
-        planner::FindNetworkPreset(flags.network, device);
-    if (!preset.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--network: ", preset.status().message(), " (or give a JSON or YAML file)"));
-    }
-    return preset;
+}  // namespace
+
+absl::StatusOr<planner::ModelSource> ModelSourceFor(const PlanFlags& flags) {
+  if (flags.model.empty() == flags.layer_table.empty()) {
+    return absl::InvalidArgumentError("give exactly one of --model and --layer-table");
   }
+  // BuiltinModel's NotFound quotes the name: no prefix needed.
+  if (!flags.model.empty()) return planner::BuiltinModelSource{flags.model, ""};
+  absl::StatusOr<std::string> text = ReadFile(flags.layer_table);
+  if (!text.ok()) return text.status();
+  return planner::LayerTableSource{std::filesystem::path(flags.layer_table).stem().string(),
+                                   *std::move(text), flags.layer_table};
+}
+
+absl::StatusOr<planner::ComputeSource> ComputeSourceFor(const PlanFlags& flags) {
+  absl::StatusOr<planner::Precision> precision = ParsePrecision(flags.precision);
+  if (!precision.ok()) return precision.status();
+  if (flags.analytic && !flags.profile.empty()) {
+    return absl::InvalidArgumentError("give at most one of --analytic and --profile");
+  }
+  planner::ComputeSource source;
+  source.precision = *precision;
+  if (flags.analytic) {
+    source.times = planner::AnalyticSource{};
+  } else if (flags.profile.empty()) {
+    source.times = planner::ShippedProfileSource{""};
+  } else {
+    absl::StatusOr<std::string> text = ReadFile(flags.profile);
+    if (!text.ok()) return text.status();
+    source.times = planner::MeasuredProfileSource{*std::move(text), flags.profile};
+  }
+  return source;
+}
+
+absl::StatusOr<planner::NetworkSource> NetworkSourceFor(const PlanFlags& flags) {
+  if (flags.network.empty()) return planner::DefaultNetworkSource{};
+  if (NamesAPreset(flags.network)) return planner::NetworkPresetSource{flags.network, "--network"};
   absl::StatusOr<std::string> text = ReadFile(flags.network);
   if (!text.ok()) return text.status();
-  absl::StatusOr<planner::NetworkModel> network = planner::ParseNetworkModel(*text);
-  if (!network.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flags.network, ": ", network.status().message()));
-  }
-  return network;
+  return planner::NetworkFileSource{*std::move(text), flags.network};
+}
+
+absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags) {
+  absl::StatusOr<planner::ModelSource> source = ModelSourceFor(flags);
+  if (!source.ok()) return source.status();
+  return planner::ResolveModel(*source);
 }
 
 }  // namespace wavepool::cli

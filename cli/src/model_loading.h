@@ -1,5 +1,5 @@
-// What `wavepool plan` reads from files and flags: the model, its compute cost model and the
-// network model. The planner itself does no I/O.
+// What `wavepool plan` reads from files and flags: the sources of the model, its compute cost model
+// and the network model. The planner itself does no I/O.
 #ifndef WAVEPOOL_CLI_SRC_MODEL_LOADING_H_
 #define WAVEPOOL_CLI_SRC_MODEL_LOADING_H_
 
@@ -7,32 +7,31 @@
 
 #include "absl/status/statusor.h"
 #include "wavepool/cli/plan_command.h"
-#include "wavepool/planner/comm.h"
-#include "wavepool/planner/compute_cost.h"
-#include "wavepool/planner/device.h"
 #include "wavepool/planner/model.h"
+#include "wavepool/planner/plan_pipeline.h"
 
 namespace wavepool::cli {
 
 // The whole content of a file; NotFound / PermissionDenied name the path.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
-// The built-in model --model names, or the layer table --layer-table points at (exactly one).
-// With a layer table and `layer_table_text` not null, the file's text is stored there: the Plan
-// carries it, so that the workers build the very model that was planned.
-absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags,
-                                              std::string* layer_table_text = nullptr);
+// The planner's sources (plan_pipeline.h) from the flags, with the files they name read; what the
+// files hold is checked when the planner resolves them, its errors naming the file's path.
 
-// --profile's measured profile, else the shipped profile of the model on the device, else (or
-// with --analytic) the analytical model of the device (planner::ChooseComputeCost).
-absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(const PlanFlags& flags,
-                                                             const planner::ModelGraph& model,
-                                                             const planner::DeviceSpec& device);
+// The built-in model --model names, or the text of the layer table --layer-table points at
+// (exactly one; the model is named after the file's stem).
+absl::StatusOr<planner::ModelSource> ModelSourceFor(const PlanFlags& flags);
 
-// --network's preset (planner::FindNetworkPreset: a name without '/' or '.' that is not a file)
-// or file, else the device's default network.
-absl::StatusOr<planner::NetworkModel> LoadNetwork(const PlanFlags& flags,
-                                                  const planner::DeviceSpec& device);
+// --profile's measured profile, else the shipped profile of the model on the device, else the
+// analytical model in --precision; with --analytic the analytical model alone.
+absl::StatusOr<planner::ComputeSource> ComputeSourceFor(const PlanFlags& flags);
+
+// --network's preset (a name without '/' or '.' that is not a file) or file, else the device's
+// default network.
+absl::StatusOr<planner::NetworkSource> NetworkSourceFor(const PlanFlags& flags);
+
+// The model ModelSourceFor names, resolved (planner::ResolveModel).
+absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags);
 
 }  // namespace wavepool::cli
 

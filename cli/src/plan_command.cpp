@@ -17,7 +17,7 @@
 #include "wavepool/api/enums.h"
 #include "wavepool/api/plan.h"
 #include "wavepool/planner/comm.h"
-#include "wavepool/planner/planner.h"
+#include "wavepool/planner/plan_pipeline.h"
 
 namespace wavepool::cli {
 namespace {
@@ -67,7 +67,7 @@ absl::StatusOr<planner::PlanRequest> MakeRequest(const PlanFlags& flags) {
   r.cpu_split = *split;
   r.preload = *preload;
   r.weight_compression = *compression;
-  r.optimizer_moments = *optimizer == api::Optimizer::kSgd ? 1 : 2;
+  r.optimizer = *optimizer;
   return r;
 }
 
@@ -102,6 +102,36 @@ absl::StatusOr<api::PlanTraining> MakeTraining(const PlanFlags& flags) {
   return training;
 }
 
+// What the flags ask the planner to plan, the files they name read.
+absl::StatusOr<planner::PlanSources> SourcesFor(const PlanFlags& flags) {
+  absl::StatusOr<planner::ModelSource> model = ModelSourceFor(flags);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<planner::ComputeSource> compute = ComputeSourceFor(flags);
+  if (!compute.ok()) return compute.status();
+  absl::StatusOr<planner::NetworkSource> network = NetworkSourceFor(flags);
+  if (!network.ok()) return network.status();
+  absl::StatusOr<planner::PlanRequest> request = MakeRequest(flags);
+  if (!request.ok()) return request.status();
+  return planner::PlanSources{*std::move(model), *std::move(compute), flags.device,
+                              *std::move(network), *std::move(request)};
+}
+
+// The planned job as --json, --compare and --layers ask for it.
+std::string Format(const PlanFlags& flags, const planner::ResolvedPlan& planned,
+                   api::Strategy asked) {
+  const planner::PlanReport& report = planned.report;
+  if (flags.json && flags.compare) {
+    return ComparisonJson(report, asked, planned.device).dump(2) + "\n";
+  }
+  if (flags.json) return api::ToJson(report.plan).dump(2) + "\n";
+  std::string out =
+      FormatPlan(report, planned.model, planned.device, planned.network, flags.gpus, flags.layers);
+  if (flags.compare) {
+    absl::StrAppend(&out, "\nstrategies:\n", FormatComparison(report, asked, planned.device));
+  }
+  return out;
+}
+
 absl::StatusOr<std::string> Plan(const PlanFlags& flags) {
   // --json prints only documents; dropping the layer table silently would hide a mistake.
   if (flags.json && flags.layers) {
@@ -111,32 +141,12 @@ absl::StatusOr<std::string> Plan(const PlanFlags& flags) {
   }
   absl::StatusOr<api::PlanTraining> training = MakeTraining(flags);
   if (!training.ok()) return training.status();
-  absl::StatusOr<planner::DeviceSpec> device = planner::FindDevice(flags.device);
-  if (!device.ok()) return device.status();
-  std::string layer_table;
-  absl::StatusOr<planner::ModelGraph> model = LoadModel(flags, &layer_table);
-  if (!model.ok()) return model.status();
-  absl::StatusOr<planner::ComputeCostModelPtr> compute = LoadComputeCost(flags, *model, *device);
-  if (!compute.ok()) return compute.status();
-  absl::StatusOr<planner::NetworkModel> network = LoadNetwork(flags, *device);
-  if (!network.ok()) return network.status();
-  absl::StatusOr<planner::PlanRequest> request = MakeRequest(flags);
-  if (!request.ok()) return request.status();
-  const planner::CommModel comm(*network);
-  const planner::PlanContext context{*model, *device, **compute, comm};
-  absl::StatusOr<planner::PlanReport> report = planner::MakePlan(context, *request);
-  if (!report.ok()) return report.status();
-  report->plan.training = *training;
-  report->plan.layer_table = std::move(layer_table);  // Empty for a built-in model.
-  if (flags.json && flags.compare) {
-    return ComparisonJson(*report, request->strategy, *device).dump(2) + "\n";
-  }
-  if (flags.json) return api::ToJson(report->plan).dump(2) + "\n";
-  std::string out = FormatPlan(*report, *model, *device, comm.network(), flags.gpus, flags.layers);
-  if (flags.compare) {
-    absl::StrAppend(&out, "\nstrategies:\n", FormatComparison(*report, request->strategy, *device));
-  }
-  return out;
+  absl::StatusOr<planner::PlanSources> sources = SourcesFor(flags);
+  if (!sources.ok()) return sources.status();
+  absl::StatusOr<planner::ResolvedPlan> planned = planner::PlanFromSources(*sources);
+  if (!planned.ok()) return planned.status();
+  planned->report.plan.training = *training;
+  return Format(flags, *planned, sources->request.strategy);
 }
 
 }  // namespace

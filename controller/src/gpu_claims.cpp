@@ -60,7 +60,7 @@ absl::Status GpuClaims::ObservePod(const nlohmann::json& pod) {
   const std::string key = kube::ObjectKey(pod);
   const std::string uid = UidOf(pod);
   absl::StatusOr<std::optional<GpuAssignment>> assignment = AssignmentFromPod(pod);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   RememberUidLocked(uid);
   const auto assumed = assumed_.find(key);
   if (assumed != assumed_.end() && assumed->second.uid == uid) assumed_.erase(assumed);
@@ -75,7 +75,7 @@ absl::Status GpuClaims::ObservePod(const nlohmann::json& pod) {
 void GpuClaims::ObservePodDeleted(const nlohmann::json& pod) {
   const std::string key = kube::ObjectKey(pod);
   const std::string uid = UidOf(pod);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   RememberUidLocked(uid);
   held_.erase(key);
   const auto assumed = assumed_.find(key);
@@ -86,7 +86,7 @@ void GpuClaims::AssumeCreated(const nlohmann::json& pod) {
   absl::StatusOr<std::optional<GpuAssignment>> assignment = AssignmentFromPod(pod);
   if (!assignment.ok() || !assignment->has_value()) return;
   const std::string uid = UidOf(pod);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (observed_uids_.count(uid) != 0) return;  // the cache was faster
   const MonotonicNanos expires_at = clock_.Now() + assume_timeout_.count();
   assumed_[kube::ObjectKey(pod)] = Assumed{uid, **std::move(assignment), expires_at};
@@ -109,7 +109,7 @@ void GpuClaims::ExpireAssumedLocked() const {
 }
 
 std::vector<GpuAssignment> GpuClaims::PodAssignments() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ExpireAssumedLocked();
   std::vector<GpuAssignment> out;
   out.reserve(held_.size() + assumed_.size());
@@ -121,40 +121,40 @@ std::vector<GpuAssignment> GpuClaims::PodAssignments() const {
 }
 
 std::size_t GpuClaims::AssumedCount() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   ExpireAssumedLocked();
   return assumed_.size();
 }
 
 void GpuClaims::Reserve(const std::string& job, Reservation reservation) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   reserved_[job] = std::move(reservation);
 }
 
 std::optional<Reservation> GpuClaims::ReservationOf(const std::string& job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = reserved_.find(job);
   if (it == reserved_.end()) return std::nullopt;
   return it->second;
 }
 
 void GpuClaims::Release(const std::string& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   reserved_.erase(job);
 }
 
 void GpuClaims::Nominate(const std::string& job, Nomination nomination) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   nominated_[job] = std::move(nomination);
 }
 
 void GpuClaims::DropNomination(const std::string& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   nominated_.erase(job);
 }
 
 std::optional<Nomination> GpuClaims::NominationOf(const std::string& job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = nominated_.find(job);
   if (it == nominated_.end()) return std::nullopt;
   return it->second;
@@ -165,7 +165,7 @@ std::vector<GpuAssignment> GpuClaims::StandingIntents(const std::string& self,
                                                       const JobLookup& lookup,
                                                       std::set<std::string>& seen) {
   std::vector<GpuAssignment> intents;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   AddStanding(self, reserved_, lookup, ReservationStands, seen, intents);
   AddStanding(
       self, nominated_, lookup,
@@ -179,7 +179,7 @@ std::vector<GpuAssignment> GpuClaims::StandingIntents(const std::string& self,
 void GpuClaims::RememberPreempted(const std::string& pod, const std::string& victim,
                                   const std::string& by,
                                   std::chrono::system_clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto it = preempted_.begin(); it != preempted_.end();) {
     it = now - it->second.when > preempted_memory_ ? preempted_.erase(it) : std::next(it);
   }
@@ -188,14 +188,14 @@ void GpuClaims::RememberPreempted(const std::string& pod, const std::string& vic
 
 std::optional<std::string> GpuClaims::PreemptorOf(const std::string& pod,
                                                   const std::string& job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = preempted_.find(pod);
   if (it == preempted_.end() || it->second.job != job) return std::nullopt;
   return it->second.by;
 }
 
 void GpuClaims::ForgetJob(const std::string& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   reserved_.erase(job);
   nominated_.erase(job);
   for (auto it = preempted_.begin(); it != preempted_.end();) {

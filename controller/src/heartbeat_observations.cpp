@@ -6,7 +6,7 @@ namespace wavepool::controller::internal {
 bool HeartbeatObservations::ObserveFresh(const std::string& node, const std::string& heartbeat,
                                          std::chrono::system_clock::time_point now,
                                          std::chrono::nanoseconds timeout) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = seen_.find(node);
   if (it == seen_.end() || it->second.heartbeat != heartbeat) {
     // A new value: the agent is alive now, whatever its clock says the time is.
@@ -17,7 +17,7 @@ bool HeartbeatObservations::ObserveFresh(const std::string& node, const std::str
 }
 
 void HeartbeatObservations::RetainOnly(const std::set<std::string>& nodes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto it = seen_.begin(); it != seen_.end();) {
     it = nodes.count(it->first) == 0 ? seen_.erase(it) : std::next(it);
   }

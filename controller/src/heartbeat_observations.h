@@ -14,9 +14,11 @@
 
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace wavepool::controller::internal {
 
@@ -37,8 +39,8 @@ class HeartbeatObservations {
     std::string heartbeat;                          // The value last seen.
     std::chrono::system_clock::time_point changed;  // When it was first seen with that value.
   };
-  std::mutex mu_;
-  std::map<std::string, Seen> seen_;  // guarded by mu_; by GPUNode name
+  absl::Mutex mu_;
+  std::map<std::string, Seen> seen_ ABSL_GUARDED_BY(mu_);  // by GPUNode name
 };
 
 }  // namespace wavepool::controller::internal

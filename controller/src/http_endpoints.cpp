@@ -9,14 +9,15 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
@@ -149,7 +150,7 @@ class BeastEndpoints final : public HttpEndpoints {
   int port() const override { return port_; }
 
   void Stop() override {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    absl::MutexLock lock(&stop_mu_);
     if (stopped_) return;
     stopped_ = true;
     io_.stop();
@@ -183,8 +184,8 @@ class BeastEndpoints final : public HttpEndpoints {
   const Handler handler_;
   const HttpLimits limits_;
   ConnectionSlots slots_;
-  std::mutex stop_mu_;
-  bool stopped_ = false;  // guarded by stop_mu_
+  absl::Mutex stop_mu_;
+  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
   int port_ = 0;
   asio::io_context io_;
   tcp::acceptor acceptor_{io_};

@@ -1,6 +1,6 @@
-// Planning a TrainingJob in the cluster (job_planner.h): the job's spec becomes a PlanRequest, its
-// model and compute cost come from the zoo, the referenced ConfigMaps' text or the profiles that
-// ship with the planner, and MakePlan decides. Pure and deterministic.
+// Planning a TrainingJob in the cluster (job_planner.h): the job's spec and the referenced
+// ConfigMaps' text become the planner's PlanSources (plan_pipeline.h), which resolves the model,
+// compute cost, device and network as `wavepool plan` does and plans. Pure and deterministic.
 #include "wavepool/controller/job_planner.h"
 
 #include <algorithm>
@@ -20,13 +20,8 @@
 #include "wavepool/api/enums.h"
 #include "wavepool/api/validation.h"
 #include "wavepool/controller/placement.h"
-#include "wavepool/planner/comm.h"
-#include "wavepool/planner/compute_cost.h"
-#include "wavepool/planner/compute_source.h"
 #include "wavepool/planner/device.h"
-#include "wavepool/planner/layer_table.h"
-#include "wavepool/planner/planner.h"
-#include "wavepool/planner/zoo.h"
+#include "wavepool/planner/plan_pipeline.h"
 
 namespace wavepool::controller {
 namespace {
@@ -65,7 +60,6 @@ absl::Status NameSpecField(const absl::Status& status, api::Role role) {
       {"global batch", "spec.globalBatchSize"},
       {"amplification limit:", "spec.parallelism.amplificationLimit"},
       {"dataset samples:", "spec.datasetSamples"},
-      {"optimizer moments:", "spec.optimizer"},
       {"tick-tock:", "spec.parallelism.tickTock"},
       {"job:", "metadata"},
   };
@@ -79,15 +73,10 @@ absl::Status NameSpecField(const absl::Status& status, api::Role role) {
   return status;
 }
 
-absl::StatusOr<planner::ModelGraph> LoadModel(const api::ModelSpec& spec,
-                                              const std::optional<std::string>& layer_table) {
-  if (spec.name.has_value()) {
-    absl::StatusOr<planner::ModelGraph> model = planner::BuiltinModel(*spec.name);
-    if (!model.ok()) {
-      return absl::Status(model.status().code(), Field("spec.model.name", model.status()));
-    }
-    return model;
-  }
+// The job's model as the planner's source: spec.model.name, or spec.model.layerTable's text.
+absl::StatusOr<planner::ModelSource> ModelSourceOf(const api::ModelSpec& spec,
+                                                   const std::optional<std::string>& layer_table) {
+  if (spec.name.has_value()) return planner::BuiltinModelSource{*spec.name, "spec.model.name"};
   if (!spec.layer_table.has_value()) {
     return absl::InvalidArgumentError("spec.model: give exactly one of name and layerTable");
   }
@@ -97,40 +86,28 @@ absl::StatusOr<planner::ModelGraph> LoadModel(const api::ModelSpec& spec,
                      " key ", spec.layer_table->key, " was not read"));
   }
   // The model is named after its ConfigMap, the object the user created for it.
-  absl::StatusOr<planner::ModelGraph> model =
-      planner::ParseLayerTable(spec.layer_table->config_map, *layer_table);
-  if (!model.ok()) {
-    return absl::InvalidArgumentError(Field("spec.model.layerTable", model.status()));
-  }
-  return model;
+  return planner::LayerTableSource{spec.layer_table->config_map, *layer_table,
+                                   "spec.model.layerTable"};
 }
 
-// The compute cost as `wavepool plan` chooses it: the given profile, else the one shipped for
-// this model and device, else the analytical model (mixed precision, as the workers train).
-absl::StatusOr<planner::ComputeCostModelPtr> LoadComputeCost(
-    const api::ModelSpec& spec, const std::optional<std::string>& profile_text,
-    const planner::ModelGraph& model, const planner::DeviceSpec& device) {
+// The compute cost as `wavepool plan` chooses it: spec.model.profile's text, else the profile
+// shipped for this model and device, else the analytical model (mixed precision, as the workers
+// train).
+absl::StatusOr<planner::ComputeSource> ComputeSourceOf(
+    const api::ModelSpec& spec, const std::optional<std::string>& profile_text) {
   if (spec.profile.has_value() && !profile_text.has_value()) {
     return absl::FailedPreconditionError(absl::StrCat("spec.model.profile: the text of ConfigMap ",
                                                       spec.profile->config_map, " key ",
                                                       spec.profile->key, " was not read"));
   }
-  std::optional<planner::LayerProfile> profile;
+  planner::ComputeSource source;
+  source.precision = planner::Precision::kMixed;
   if (profile_text.has_value()) {
-    absl::StatusOr<planner::LayerProfile> picked = planner::PickProfile(*profile_text, model);
-    if (!picked.ok()) {
-      return absl::InvalidArgumentError(Field("spec.model.profile", picked.status()));
-    }
-    profile = std::move(*picked);
+    source.times = planner::MeasuredProfileSource{*profile_text, "spec.model.profile"};
+  } else {
+    source.times = planner::ShippedProfileSource{"spec.model"};
   }
-  absl::StatusOr<planner::ComputeCostModelPtr> compute =
-      planner::ChooseComputeCost(profile, model, device, planner::Precision::kMixed);
-  if (!compute.ok()) {
-    return absl::Status(
-        compute.status().code(),
-        Field(profile_text.has_value() ? "spec.model.profile" : "spec.model", compute.status()));
-  }
-  return compute;
+  return source;
 }
 
 absl::StatusOr<planner::PlanRequest> MakeRequest(const api::TrainingJob& job) {
@@ -158,11 +135,22 @@ absl::StatusOr<planner::PlanRequest> MakeRequest(const api::TrainingJob& job) {
   r.cpu_split = d.cpu_split.value_or(r.cpu_split);
   r.preload = d.preload.value_or(r.preload);
   r.weight_compression = d.weight_compression.value_or(r.weight_compression);
-  // SGD with momentum keeps one moment per parameter, Adam and AdamW two.
-  r.optimizer_moments =
-      spec.optimizer.value_or(api::Optimizer::kSgd) == api::Optimizer::kSgd ? 1 : 2;
+  r.optimizer = spec.optimizer.value_or(api::kDefaultOptimizer);
   r.dataset_samples = spec.dataset_samples.value_or(r.dataset_samples);
   return r;
+}
+
+// What the planner plans `job` from; `inputs` supply the device and the ConfigMaps' text.
+absl::StatusOr<planner::PlanSources> SourcesFor(const api::TrainingJob& job,
+                                                const PlanInputs& inputs) {
+  absl::StatusOr<planner::ModelSource> model = ModelSourceOf(job.spec.model, inputs.layer_table);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<planner::ComputeSource> compute = ComputeSourceOf(job.spec.model, inputs.profile);
+  if (!compute.ok()) return compute.status();
+  absl::StatusOr<planner::PlanRequest> request = MakeRequest(job);
+  if (!request.ok()) return request.status();
+  return planner::PlanSources{*std::move(model), *std::move(compute), inputs.device,
+                              planner::DefaultNetworkSource{}, *std::move(request)};
 }
 
 // "0.125 s", or "8.12 ms" below a tenth of a second, so that small models do not read "0.000 s".
@@ -309,29 +297,18 @@ absl::StatusOr<api::PlanTraining> TrainingFor(const api::TrainingJob& job, const
 }
 
 absl::StatusOr<JobPlan> PlanJob(const api::TrainingJob& job, const PlanInputs& inputs) {
-  absl::StatusOr<planner::DeviceSpec> device = planner::FindDevice(inputs.device);
-  if (!device.ok()) return device.status();
-  absl::StatusOr<planner::ModelGraph> model = LoadModel(job.spec.model, inputs.layer_table);
-  if (!model.ok()) return model.status();
-  absl::StatusOr<planner::ComputeCostModelPtr> compute =
-      LoadComputeCost(job.spec.model, inputs.profile, *model, *device);
-  if (!compute.ok()) return compute.status();
-  absl::StatusOr<planner::PlanRequest> request = MakeRequest(job);
-  if (!request.ok()) return request.status();
-  const planner::CommModel comm(planner::DefaultNetworkModel(*device));
-  const planner::PlanContext context{*model, *device, **compute, comm};
-  absl::StatusOr<planner::PlanReport> report = planner::MakePlan(context, *request);
-  if (!report.ok()) {
-    return NameSpecField(report.status(), job.spec.role.value_or(api::Role::kForeground));
+  absl::StatusOr<planner::PlanSources> sources = SourcesFor(job, inputs);
+  if (!sources.ok()) return sources.status();
+  absl::StatusOr<planner::ResolvedPlan> planned = planner::PlanFromSources(*sources);
+  if (!planned.ok()) {
+    return NameSpecField(planned.status(), job.spec.role.value_or(api::Role::kForeground));
   }
-  api::Plan& plan = report->plan;
+  // plan.layer_table already holds a layer table's text: the workers build the model from the
+  // same text the planner read (plan.h).
+  api::Plan& plan = planned->report.plan;
   absl::StatusOr<api::PlanTraining> training = TrainingFor(job, plan);
   if (!training.ok()) return training.status();
   plan.training = *training;
-  // The workers build the model from the same text the planner read (plan.h).
-  if (!job.spec.model.name.has_value() && inputs.layer_table.has_value()) {
-    plan.layer_table = *inputs.layer_table;
-  }
   if (absl::Status valid = api::Validate(plan); !valid.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec: the plan made for this job is invalid: ", valid.message()));

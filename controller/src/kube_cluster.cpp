@@ -187,7 +187,7 @@ KubeCluster::Informers KubeCluster::informers() {
 
 void KubeCluster::Start() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    absl::MutexLock lock(&state_->mu);
     if (state_->started) return;
     state_->started = true;
   }
@@ -202,7 +202,7 @@ void KubeCluster::Start() {
 
 void KubeCluster::Stop() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    absl::MutexLock lock(&state_->mu);
     if (!state_->started || state_->stopped) return;
     state_->stopped = true;
   }

@@ -5,14 +5,15 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/api/training_job.h"
@@ -41,14 +42,14 @@ class DecodedCache {
     const std::string key = kube::ObjectKey(object);
     const std::string version = object.value("/metadata/resourceVersion"_json_pointer, "");
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       const auto it = entries_.find(key);
       if (it != entries_.end() && !version.empty() && it->second.resource_version == version) {
         return absl::OkStatus();
       }
     }
     absl::StatusOr<T> decoded = T::FromJson(object);
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!decoded.ok()) {
       entries_.erase(key);
       return decoded.status();
@@ -57,13 +58,13 @@ class DecodedCache {
     return absl::OkStatus();
   }
   void Remove(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     entries_.erase(key);
   }
   std::optional<T> Get(const std::string& key) const {
     std::shared_ptr<const T> value;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       const auto it = entries_.find(key);
       if (it == entries_.end()) return std::nullopt;
       value = it->second.value;
@@ -74,7 +75,7 @@ class DecodedCache {
   std::vector<T> List() const {
     std::vector<std::shared_ptr<const T>> values;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       values.reserve(entries_.size());
       for (const auto& [key, entry] : entries_) values.push_back(entry.value);
     }
@@ -89,8 +90,8 @@ class DecodedCache {
     std::string resource_version;
     std::shared_ptr<const T> value;  // immutable: copied outside the lock
   };
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> entries_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace wavepool::controller::internal
@@ -117,9 +118,9 @@ struct KubeCluster::State {
   GpuClaims claims;
   std::unique_ptr<kube::EventRecorder> recorder;
 
-  std::mutex mu;
-  bool started = false;  // guarded by mu
-  bool stopped = false;  // guarded by mu
+  absl::Mutex mu;
+  bool started ABSL_GUARDED_BY(mu) = false;
+  bool stopped ABSL_GUARDED_BY(mu) = false;
 };
 
 }  // namespace wavepool::controller

@@ -130,7 +130,7 @@ ControllerManager::~ControllerManager() { Stop(); }
 absl::Status ControllerManager::Start() {
   Impl& m = *impl_;
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    absl::MutexLock lock(&m.mu);
     if (m.started) return absl::FailedPreconditionError("ControllerManager: Start called twice");
   }
   if (m.options.http_port >= 0) {
@@ -141,7 +141,7 @@ absl::Status ControllerManager::Start() {
     m.http = *std::move(http);
   }
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    absl::MutexLock lock(&m.mu);
     m.started = true;
   }
   m.cluster->Start();
@@ -158,11 +158,10 @@ absl::Status ControllerManager::Start() {
 void ControllerManager::Stop() {
   Impl& m = *impl_;
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    absl::MutexLock lock(&m.mu);
     if (!m.started || m.stopped) return;
     m.stopped = true;
   }
-  m.cv.notify_all();
   if (m.elector != nullptr) {
     m.elector->Stop();  // ends the term (its workers stop) and releases the Lease
   } else {
@@ -181,7 +180,7 @@ bool ControllerManager::WaitForSync(std::chrono::nanoseconds timeout) const {
 bool ControllerManager::IsLeader() const {
   const Impl& m = *impl_;
   if (m.elector != nullptr) return m.elector->IsLeader();
-  std::lock_guard<std::mutex> lock(m.mu);
+  absl::MutexLock lock(&m.mu);
   return m.started && !m.stopped;
 }
 
@@ -194,7 +193,7 @@ bool ControllerManager::WaitForIdle(std::chrono::nanoseconds timeout) const {
   while (true) {
     bool idle = false;
     {
-      std::lock_guard<std::mutex> lock(m.mu);
+      absl::MutexLock lock(&m.mu);
       idle = m.queue == nullptr || (m.queue->Len() == 0 && m.active == 0 &&
                                     m.in_get == static_cast<int>(m.workers.size()));
     }

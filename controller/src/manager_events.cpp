@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/api/gpu_node_conditions.h"
 #include "wavepool/controller/owned_objects.h"
 
 namespace wavepool::controller::internal {
@@ -123,6 +124,31 @@ std::set<std::string> JobsWithChangedTasks(const nlohmann::json& old_node,
   }
   for (const auto& [task, progress] : before) {
     if (after.count(task) == 0) jobs.insert(JobOfTask(task));
+  }
+  return jobs;
+}
+
+std::set<std::string> JobsFlaggedCheating(const nlohmann::json& gpu_node) {
+  api::GpuNodeStatus status;
+  const nlohmann::json& conditions = Field(Field(gpu_node, "status"), "conditions");
+  if (!conditions.is_array()) return {};
+  for (const nlohmann::json& c : conditions) {
+    if (StringField(c, "type") != api::kGpuNodeBackgroundCheating) continue;
+    api::Condition condition;
+    condition.type = api::kGpuNodeBackgroundCheating;
+    condition.status = StringField(c, "status") == "True" ? api::ConditionStatus::kTrue
+                                                          : api::ConditionStatus::kFalse;
+    condition.message = StringField(c, "message");
+    status.conditions.push_back(std::move(condition));
+  }
+  const std::vector<std::string> pods = api::CheatingPods(status);
+  if (pods.empty()) return {};
+  const std::set<std::string> flagged(pods.begin(), pods.end());
+  std::set<std::string> jobs;
+  for (const auto& [task, progress] : Tasks(gpu_node)) {
+    const std::string job = JobOfTask(task);  // "<namespace>/<job>"
+    const std::string pod = task.substr(task.rfind('/') + 1);
+    if (flagged.count(absl::StrCat(job.substr(0, job.find('/')), "/", pod)) > 0) jobs.insert(job);
   }
   return jobs;
 }

@@ -42,6 +42,10 @@ bool JobDeletionStarted(const nlohmann::json& old_job, const nlohmann::json& new
 std::set<std::string> JobsWithChangedTasks(const nlohmann::json& old_node,
                                            const nlohmann::json& new_node);
 
+// Jobs ("<namespace>/<job>") of the tasks whose pods the GPUNode's BackgroundCheating condition
+// names (api/gpu_node_conditions.h): their reconcile restarts them elsewhere.
+std::set<std::string> JobsFlaggedCheating(const nlohmann::json& gpu_node);
+
 }  // namespace wavepool::controller::internal
 
 #endif  // WAVEPOOL_CONTROLLER_SRC_MANAGER_EVENTS_H_

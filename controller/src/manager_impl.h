@@ -6,17 +6,17 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "heartbeat_observations.h"
 #include "http_endpoints.h"
 #include "nlohmann/json.hpp"
@@ -78,19 +78,20 @@ struct ControllerManager::Impl {
   // is retried at once instead of missing the event.
   std::atomic<std::uint64_t> gpus_freed{0};
 
-  mutable std::mutex mu;
-  std::condition_variable cv;              // stop, housekeeping
-  bool started = false;                    // guarded by mu
-  bool stopped = false;                    // guarded by mu
-  std::shared_ptr<kube::WorkQueue> queue;  // guarded by mu: this term's; null while not leading
-  std::vector<std::thread> workers;        // guarded by mu
-  std::set<std::string> waiting;           // guarded by mu: jobs waiting for GPUs
+  // The housekeeping loop waits on mu for stop.
+  mutable absl::Mutex mu;
+  bool started ABSL_GUARDED_BY(mu) = false;
+  bool stopped ABSL_GUARDED_BY(mu) = false;
+  // This term's; null while not leading.
+  std::shared_ptr<kube::WorkQueue> queue ABSL_GUARDED_BY(mu);
+  std::vector<std::thread> workers ABSL_GUARDED_BY(mu);
+  std::set<std::string> waiting ABSL_GUARDED_BY(mu);  // jobs waiting for GPUs
   // Jobs deleted (or being deleted) whose next reconcile frees their reserved or nominated GPUs:
   // waiting jobs are requeued once it has run.
-  std::set<std::string> deleted;  // guarded by mu
-  std::string lease_problem;      // guarded by mu: the last leader election problem logged
-  int active = 0;                 // guarded by mu: reconciles running
-  int in_get = 0;                 // guarded by mu: workers asking the queue for a key
+  std::set<std::string> deleted ABSL_GUARDED_BY(mu);
+  std::string lease_problem ABSL_GUARDED_BY(mu);  // the last leader election problem logged
+  int active ABSL_GUARDED_BY(mu) = 0;             // reconciles running
+  int in_get ABSL_GUARDED_BY(mu) = 0;             // workers asking the queue for a key
   std::thread housekeeping;
   // When each GPUNode's heartbeat was last seen to change (the reconciler keeps its own).
   internal::HeartbeatObservations heartbeats;

@@ -31,7 +31,7 @@ void ControllerManager::Impl::AddHandlers() {
   jobs.on_update = [this](const nlohmann::json& old_job, const nlohmann::json& job) {
     const std::string key = kube::ObjectKey(job);
     if (internal::JobDeletionStarted(old_job, job)) {
-      std::lock_guard<std::mutex> lock(mu);
+      absl::MutexLock lock(&mu);
       deleted.insert(key);
     }
     Enqueue(key);
@@ -39,7 +39,7 @@ void ControllerManager::Impl::AddHandlers() {
   jobs.on_delete = [this](const nlohmann::json& job) {
     const std::string key = kube::ObjectKey(job);
     {
-      std::lock_guard<std::mutex> lock(mu);
+      absl::MutexLock lock(&mu);
       waiting.erase(key);
       deleted.insert(key);
     }
@@ -89,6 +89,7 @@ void ControllerManager::Impl::AddHandlers() {
       OnGpuNodeHeartbeat(old_node, node);
     }
     for (const std::string& job : internal::JobsWithChangedTasks(old_node, node)) Enqueue(job);
+    for (const std::string& job : internal::JobsFlaggedCheating(node)) Enqueue(job);
   };
   gpu_nodes.on_delete = [this](const nlohmann::json& node) {
     for (const std::string& job : internal::JobsWithChangedTasks(node, nullptr)) Enqueue(job);
@@ -115,7 +116,7 @@ void ControllerManager::Impl::AddHandlers() {
 void ControllerManager::Impl::Enqueue(const std::string& key) {
   std::shared_ptr<kube::WorkQueue> q;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     q = queue;
   }
   // Not leading: the next term starts by enqueueing every job.
@@ -130,7 +131,7 @@ void ControllerManager::Impl::EnqueueWaiting() {
   gpus_freed.fetch_add(1);
   std::vector<std::string> keys;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     keys.assign(waiting.begin(), waiting.end());
   }
   for (const std::string& key : keys) Enqueue(key);
@@ -167,7 +168,7 @@ void ControllerManager::Impl::RunWorkers() {
   kube::WorkQueue::Options queue_options;
   queue_options.clock = options.clock;  // DefaultControllerRateLimiter on the same clock
   auto q = std::make_shared<kube::WorkQueue>(std::move(queue_options));
-  std::lock_guard<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   if (stopped || queue != nullptr) return;
   queue = q;
   // A new term looks at every job once: events seen while following were not queued.
@@ -181,7 +182,7 @@ void ControllerManager::Impl::StopWorkers() {
   std::shared_ptr<kube::WorkQueue> q;
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     q = std::move(queue);
     queue = nullptr;
     threads = std::move(workers);
@@ -203,12 +204,12 @@ void ControllerManager::Impl::WorkerLoop(kube::WorkQueue& q) {
   }
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu);
+      absl::MutexLock lock(&mu);
       ++in_get;
     }
     std::optional<std::string> key = q.Get();
     {
-      std::lock_guard<std::mutex> lock(mu);
+      absl::MutexLock lock(&mu);
       --in_get;
       if (key) ++active;
     }
@@ -217,10 +218,9 @@ void ControllerManager::Impl::WorkerLoop(kube::WorkQueue& q) {
     Process(q, *key);
     q.Done(*key);
     {
-      std::lock_guard<std::mutex> lock(mu);
+      absl::MutexLock lock(&mu);
       --active;
     }
-    cv.notify_all();
   }
 }
 
@@ -247,7 +247,7 @@ void ControllerManager::Impl::Process(kube::WorkQueue& q, const std::string& key
   q.Forget(key);
   bool freed = false;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     freed = deleted.erase(key) > 0;
     if (result->waiting_for_gpus) {
       waiting.insert(key);
@@ -273,7 +273,7 @@ void ControllerManager::Impl::RefreshGauges() {
   metrics.SetJobsByPhase(by_phase);
   std::shared_ptr<kube::WorkQueue> q;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     q = queue;
   }
   metrics.SetQueueDepth(q == nullptr ? 0 : q->Len());
@@ -281,7 +281,7 @@ void ControllerManager::Impl::RefreshGauges() {
 
 std::string ControllerManager::Impl::LeaderElectionProblem() {
   if (elector == nullptr || elector->IsLeader() || !elector->GetLeader().empty()) {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     lease_problem.clear();
     return "";
   }
@@ -299,7 +299,7 @@ std::string ControllerManager::Impl::LeaderElectionProblem() {
   }
   bool news = false;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     news = problem != lease_problem;
     lease_problem = problem;
   }
@@ -308,21 +308,21 @@ std::string ControllerManager::Impl::LeaderElectionProblem() {
 }
 
 void ControllerManager::Impl::HousekeepingLoop() {
-  std::unique_lock<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   while (!stopped) {
-    lock.unlock();
+    mu.Unlock();
     RefreshGauges();
     LeaderElectionProblem();
-    lock.lock();
+    mu.Lock();
     const MonotonicNanos next = clock.Now() + std::chrono::nanoseconds(kHousekeepingPeriod).count();
-    clock.WaitUntil(lock, cv, next, [this] { return stopped; });
+    clock.WaitUntil(mu, next, absl::Condition(&stopped));
   }
 }
 
 internal::HttpAnswer ControllerManager::Impl::Answer(std::string_view path) {
   bool running = false;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     running = started && !stopped;
   }
   if (path == "/healthz") {

@@ -22,13 +22,13 @@ using prometheus::Histogram;
 // Reconciles and plans take milliseconds; placement decisions microseconds to milliseconds;
 // placement latency (job created -> placed) includes waiting for GPUs, so it reaches hours.
 const Histogram::BucketBoundaries& DurationBuckets() {
-  static const Histogram::BucketBoundaries buckets = {
-      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
-      10};
+  static const Histogram::BucketBoundaries buckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                      0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
+                                                      1,      2.5,     5,      10};
   return buckets;
 }
 const Histogram::BucketBoundaries& LatencyBuckets() {
-  static const Histogram::BucketBoundaries buckets = {0.01, 0.05, 0.1, 0.25, 0.5, 1,    2.5,
+  static const Histogram::BucketBoundaries buckets = {0.01, 0.05, 0.1, 0.25, 0.5, 1,   2.5,
                                                       5,    10,   30,  60,   300, 900, 3600};
   return buckets;
 }
@@ -190,9 +190,7 @@ void ControllerMetrics::SetJobsByPhase(const std::map<std::string, std::size_t>&
   }
 }
 
-void ControllerMetrics::SetLeader(bool leading) {
-  impl_->leader.Add({}).Set(leading ? 1.0 : 0.0);
-}
+void ControllerMetrics::SetLeader(bool leading) { impl_->leader.Add({}).Set(leading ? 1.0 : 0.0); }
 
 std::string ControllerMetrics::Serialize() const {
   return prometheus::TextSerializer().Serialize(impl_->registry->Collect());

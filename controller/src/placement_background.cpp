@@ -12,6 +12,7 @@ namespace {
 using Gpu = Inventory::Gpu;
 
 struct Tally {
+  int excluded = 0;
   int not_schedulable = 0;
   int background_disallowed = 0;
   int background_full = 0;
@@ -28,8 +29,12 @@ const GpuAssignment* ForegroundOn(const Inventory& inv, const Gpu& gpu) {
   return nullptr;
 }
 
-// Whether `gpu` may take a bg pod of `memory` bytes; counts the reason when not.
-bool Admits(const Inventory& inv, const Gpu& gpu, Bytes memory, Tally& tally) {
+// Whether `gpu` may take the bg pod of `request`; counts the reason when not.
+bool Admits(const Inventory& inv, const Gpu& gpu, const BackgroundRequest& request, Tally& tally) {
+  if (request.excluded_nodes.count(gpu.node) > 0) {
+    ++tally.excluded;
+    return false;
+  }
   if (!gpu.schedulable) {
     ++tally.not_schedulable;
     return false;
@@ -45,7 +50,7 @@ bool Admits(const Inventory& inv, const Gpu& gpu, Bytes memory, Tally& tally) {
     return false;
   }
   const Bytes headroom = inv.HeadroomBytes(gpu);
-  if (memory > headroom) {
+  if (request.memory_bytes > headroom) {
     ++tally.too_little_memory;
     if (!tally.best_headroom || headroom > *tally.best_headroom) {
       tally.best_headroom = headroom;
@@ -79,7 +84,7 @@ absl::StatusOr<BackgroundPlacement> PlaceBackground(const BackgroundRequest& req
   const Gpu* best = nullptr;
   std::tuple<bool, double, Bytes> best_score;
   for (const Gpu& gpu : inventory.gpus()) {
-    if (!Admits(inventory, gpu, request.memory_bytes, tally)) continue;
+    if (!Admits(inventory, gpu, request, tally)) continue;
     const GpuAssignment* fg = ForegroundOn(inventory, gpu);
     const bool shared = fg != nullptr && inventory.options().prefer_shared_gpus;
     const double idle = fg != nullptr ? fg->idle_fraction : 1.0;
@@ -94,13 +99,18 @@ absl::StatusOr<BackgroundPlacement> PlaceBackground(const BackgroundRequest& req
                                ? absl::StrFormat(" (most headroom: %s on %s)",
                                                  GiB(*tally.best_headroom), tally.best_headroom_gpu)
                                : "";
+    const std::string excluded =
+        tally.excluded == 0
+            ? ""
+            : absl::StrFormat(", %d on nodes where it used the GPU outside its launch gate",
+                              tally.excluded);
     return absl::ResourceExhaustedError(absl::StrFormat(
         "%s needs 1 GPU with %s free; no GPU takes it: %d on nodes not ready, unmanaged or "
         "without a fresh heartbeat, %d whose foreground job disallows background, %d already "
-        "running %d background pod(s), %d with too little memory%s",
+        "running %d background pod(s), %d with too little memory%s%s",
         request.job.empty() ? "job" : request.job, GiB(request.memory_bytes), tally.not_schedulable,
         tally.background_disallowed, tally.background_full,
-        inventory.options().max_background_per_gpu, tally.too_little_memory, headroom));
+        inventory.options().max_background_per_gpu, tally.too_little_memory, excluded, headroom));
   }
   const GpuAssignment* fg = ForegroundOn(inventory, *best);
   return BackgroundPlacement{best->node, best->index, best->uuid, fg != nullptr ? fg->job : ""};

@@ -323,8 +323,22 @@ void MergeWorker(const Inputs& in, json& spec, json& worker) {
   worker["env"] = MergeList(WavepoolEnv(in), worker.value("env", json::array()), "name", nullptr);
 }
 
-// spec fields wavepool decides: binding, restarts, the gang's DNS names, background priority and
-// grace period.
+// The agent's socket is mode 0660 in its group: the worker joins that group whatever user it runs
+// as. The template's own supplementary groups are kept.
+void AddSocketGroup(std::int64_t gid, json& spec) {
+  if (gid < 0) return;
+  json& context = spec["securityContext"];
+  if (!context.is_object()) context = json::object();
+  json& groups = context["supplementalGroups"];
+  if (!groups.is_array()) groups = json::array();
+  for (const json& g : groups) {
+    if (g.is_number_integer() && g.get<std::int64_t>() == gid) return;
+  }
+  groups.push_back(gid);
+}
+
+// spec fields wavepool decides: binding, restarts, the gang's DNS names, the agent's socket group,
+// background priority and grace period.
 void SetSpecFields(const Inputs& in, json& spec) {
   spec["nodeName"] = in.assignment.node_name;  // Bound here: the GPUs are chosen on this node.
   spec["restartPolicy"] = "Never";             // The controller restarts whole gangs.
@@ -332,6 +346,7 @@ void SetSpecFields(const Inputs& in, json& spec) {
   // Service (BuildGangService), which is how the ranks find rank 0's store.
   spec["hostname"] = PodHostname(in.job.metadata.name, in.gang_generation, in.assignment.rank);
   spec["subdomain"] = GangServiceName(in.job.metadata.name, in.gang_generation);
+  AddSocketGroup(in.options.agent_socket_gid, spec);
   if (!IsBackground(in)) return;
   if (!in.options.background_priority_class.empty()) {
     spec["priorityClassName"] = in.options.background_priority_class;

@@ -8,16 +8,19 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "heartbeat_observations.h"
 #include "nlohmann/json.hpp"
+#include "node_quarantine.h"
+#include "wavepool/api/gpu_node_conditions.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/controller/cluster.h"
 #include "wavepool/controller/gpu_claims.h"
@@ -35,6 +38,7 @@ inline constexpr std::string_view kReasonBackoffLimitExceeded = "BackoffLimitExc
 inline constexpr std::string_view kReasonPreempting = "Preempting";
 inline constexpr std::string_view kReasonSlowdownAboveSlo = "SlowdownAboveSLO";
 inline constexpr std::string_view kReasonNameClash = "NameClash";
+inline constexpr std::string_view kReasonLaunchesOutsideGate = api::kReasonLaunchesOutsideGate;
 
 struct PendingEvent {
   bool warning = false;
@@ -77,14 +81,17 @@ inline constexpr std::chrono::seconds kNominationHold{10};
 inline constexpr std::chrono::minutes kPreemptedPodMemory{30};
 
 struct PlacementLedger {
-  // Held for a whole placement decision (inventory, decision, preemption, intent write).
-  std::mutex mu;
+  // Held for a whole placement decision (inventory, decision, preemption, intent write); the
+  // functions that expect it held say so with ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu).
+  absl::Mutex mu;
   // Reservations, nominations and preempted pods (keyed "ns/job" and "ns/pod"); the pods
   // themselves are counted by the ClusterReader (Assignments()).
   GpuClaims claims{RealClock(), std::chrono::seconds(30), kPreemptedPodMemory};
   // Not a claim on GPUs, but shared by every worker like the rest: when each GPUNode's
   // heartbeat was last seen to change (NodeStatesWithHeartbeats). Its own lock, not mu.
   HeartbeatObservations heartbeats;
+  // The nodes each background job is kept off after cheating there. Its own lock, not mu.
+  NodeQuarantine quarantine;
 };
 
 struct ReconcileContext {
@@ -224,8 +231,8 @@ class PlanCache {
   void ForgetJob(std::string_view uid);
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, JobPlan> plans_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, JobPlan> plans_ ABSL_GUARDED_BY(mu_);
 };
 
 // Plans the job (cached by uid, generation and inputs) and stores the Plan ConfigMap. A result
@@ -261,8 +268,8 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
 // namespace/name), oldest first, so that ctx.job gets only what they leave: a preempted bg job is
 // placed again before newer ones, whichever reconciles first, and a newer one still takes what
 // the older ones cannot use. Returns how many were placed ahead (reconcile_queueing.cpp).
-// REQUIRES: ctx.ledger.mu held.
-int PlaceQueuedEarlier(const ReconcileContext& ctx, Inventory& inventory);
+int PlaceQueuedEarlier(const ReconcileContext& ctx, Inventory& inventory)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu);
 
 // Drops the job's reservation (its pods exist, or it has no placement any more).
 void ReleaseReservation(ReconcileContext& ctx);

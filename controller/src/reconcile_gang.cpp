@@ -27,12 +27,38 @@ json Meta(const json& pod) {
 
 // What the look at the gang found, most decisive first.
 struct Finding {
-  enum Kind { kNothing, kSucceeded, kPreempted, kPreemptedGone, kFailed, kLost } kind = kNothing;
+  enum Kind {
+    kNothing,
+    kSucceeded,
+    kPreempted,
+    kPreemptedGone,
+    kCheating,
+    kFailed,
+    kLost
+  } kind = kNothing;
   std::string pod;
   std::string detail;  // For conditions, Events.
-  std::string by;      // kPreempted: "<ns>/<job>" of the preempting gang.
-  std::string metric;  // kLost: the gang restart reason label.
+  // kPreempted: "<ns>/<job>" of the preempting gang; kCheating: the node it was caught on.
+  std::string by;
+  std::string metric;  // kCheating, kFailed, kLost: the gang restart reason label.
 };
+
+// The pods of this namespace that a GPUNode's BackgroundCheating condition names, with the node
+// of that GPUNode. Foreground jobs are never judged (the agent flags only background tasks).
+std::map<std::string, std::string> CheatingPodsOf(const ReconcileContext& ctx,
+                                                  const std::vector<api::GpuNode>& nodes) {
+  std::map<std::string, std::string> flagged;
+  if (ctx.foreground()) return flagged;
+  for (const api::GpuNode& node : nodes) {
+    for (const std::string& key : api::CheatingPods(node.status)) {
+      const std::size_t slash = key.find('/');
+      if (slash != std::string::npos && key.substr(0, slash) == ctx.ns()) {
+        flagged[key.substr(slash + 1)] = node.spec.node_name;
+      }
+    }
+  }
+  return flagged;
+}
 
 // "exit code 137 (OOMKilled)" or the pod's own reason ("Evicted: ...").
 std::string FailureOf(const json& pod) {
@@ -84,8 +110,30 @@ std::optional<Finding> LostPod(const ReconcileContext& ctx, const json& pod,
   return std::nullopt;
 }
 
+// A running pod of the gang that its node's agent caught using the GPU outside its launch gate
+// on the node the pod runs on.
+std::optional<Finding> CheatingPod(const ReconcileContext& ctx,
+                                   const std::map<std::string, const json*>& current,
+                                   const std::map<std::string, std::string>& cheating) {
+  for (const api::PodPlacement& p : ctx.job.status.placement) {
+    const auto it = current.find(p.pod);
+    const auto flagged = cheating.find(p.pod);
+    if (it == current.end() || flagged == cheating.end() || IsTerminating(*it->second) ||
+        PodPhaseOf(*it->second) != "Running" ||
+        it->second->value("spec", json::object()).value("nodeName", "") != flagged->second) {
+      continue;
+    }
+    return Finding{Finding::kCheating, p.pod,
+                   absl::StrCat("used the GPU beyond what its launch gate allowed on node ",
+                                flagged->second, " (GPUNode condition BackgroundCheating)"),
+                   flagged->second, "cheating"};
+  }
+  return std::nullopt;
+}
+
 Finding Look(ReconcileContext& ctx, const std::map<std::string, const json*>& current,
-             const std::map<std::string, NodeState>& states) {
+             const std::map<std::string, NodeState>& states,
+             const std::map<std::string, std::string>& cheating) {
   const auto& placement = ctx.job.status.placement;
   std::size_t succeeded = 0;
   for (const api::PodPlacement& p : placement) {
@@ -110,6 +158,7 @@ Finding Look(ReconcileContext& ctx, const std::map<std::string, const json*>& cu
     if (PodPhaseOf(*it->second) == "Succeeded") ++succeeded;
   }
   if (succeeded == placement.size()) return {Finding::kSucceeded, "", "", "", ""};
+  if (std::optional<Finding> cheater = CheatingPod(ctx, current, cheating)) return *cheater;
   for (const api::PodPlacement& p : placement) {
     const auto it = current.find(p.pod);
     if (it != current.end() && PodPhaseOf(*it->second) == "Failed") {
@@ -138,11 +187,16 @@ Finding Look(ReconcileContext& ctx, const std::map<std::string, const json*>& cu
   return {};
 }
 
+// What happened to the pod of a counted restart: "failed (exit code 1)", or what it did.
+std::string WhatHappened(const Finding& f) {
+  return f.kind == Finding::kCheating ? f.detail : absl::StrCat("failed (", f.detail, ")");
+}
+
 // The job fails: past spec.backoffLimit. Failed pods stay for their logs.
 absl::StatusOr<ReconcileResult> FailJob(ReconcileContext& ctx, const Finding& f,
                                         const std::vector<json>& gang) {
   const std::string message = absl::StrCat(
-      "pod ", f.pod, " failed (", f.detail, "); ", ctx.job.status.restarts,
+      "pod ", f.pod, " ", WhatHappened(f), "; ", ctx.job.status.restarts,
       " restarts reached spec.backoffLimit (", ctx.job.spec.backoff_limit.value_or(0), ")");
   ctx.job.status.phase = api::JobPhase::kFailed;
   SetCondition(ctx, api::kConditionFailed, ConditionStatus::kTrue, kReasonBackoffLimitExceeded,
@@ -158,7 +212,7 @@ absl::StatusOr<ReconcileResult> FailJob(ReconcileContext& ctx, const Finding& f,
 // controller stopped in between finds the old pods at an old generation and deletes them.
 absl::StatusOr<ReconcileResult> RestartGang(ReconcileContext& ctx, const Finding& f,
                                             const std::vector<json>& gang) {
-  const bool counted = f.kind == Finding::kFailed;
+  const bool counted = f.kind == Finding::kFailed || f.kind == Finding::kCheating;
   if (counted && ctx.job.status.restarts + 1 > ctx.job.spec.backoff_limit.value_or(0)) {
     return FailJob(ctx, f, gang);
   }
@@ -166,17 +220,25 @@ absl::StatusOr<ReconcileResult> RestartGang(ReconcileContext& ctx, const Finding
   ++ctx.job.status.gang_generation;
   ctx.job.status.placement.clear();
   ctx.job.status.phase = api::JobPhase::kPending;
-  const std::string message =
-      counted ? absl::StrCat("pod ", f.pod, " failed (", f.detail, "): restart ",
-                             ctx.job.status.restarts, " of at most ",
-                             ctx.job.spec.backoff_limit.value_or(0), " after ",
-                             RestartBackoff(ctx.options, ctx.job.status.restarts).count(), " s")
-              : absl::StrCat("pod ", f.pod, " lost (", f.detail,
-                             "): gang restarted, not counted against spec.backoffLimit");
+  std::string message =
+      counted
+          ? absl::StrCat("pod ", f.pod, " ", WhatHappened(f), ": restart ", ctx.job.status.restarts,
+                         " of at most ", ctx.job.spec.backoff_limit.value_or(0), " after ",
+                         RestartBackoff(ctx.options, ctx.job.status.restarts).count(), " s")
+          : absl::StrCat("pod ", f.pod, " lost (", f.detail,
+                         "): gang restarted, not counted against spec.backoffLimit");
+  const bool cheating = f.kind == Finding::kCheating;
+  if (cheating) {
+    absl::StrAppend(&message, ", kept off node ", f.by, " for ",
+                    ctx.options.cheating_quarantine.count(), " s");
+  }
   SetCondition(ctx, api::kConditionPlaced, ConditionStatus::kFalse,
-               counted ? kReasonRestartBackoff : kReasonGangRestart, message);
+               cheating  ? kReasonLaunchesOutsideGate
+               : counted ? kReasonRestartBackoff
+                         : kReasonGangRestart,
+               message);
   SetCondition(ctx, api::kConditionRunning, ConditionStatus::kFalse, kReasonGangRestart, message);
-  QueueEvent(ctx, true, kReasonGangRestart, message);
+  QueueEvent(ctx, true, cheating ? kReasonLaunchesOutsideGate : kReasonGangRestart, message);
   if (absl::Status s = WriteStatus(ctx); !s.ok()) return s;
   if (ctx.metrics != nullptr) ctx.metrics->CountGangRestart(f.metric);
   if (absl::Status s = DeletePods(ctx, gang, /*keep_finished=*/false); !s.ok()) return s;
@@ -259,7 +321,8 @@ absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx
     current[PodNameOf(pod)] = &pod;
     gang.push_back(pod);
   }
-  const Finding f = Look(ctx, current, NodeStatesWithHeartbeats(ctx, nodes));
+  const Finding f =
+      Look(ctx, current, NodeStatesWithHeartbeats(ctx, nodes), CheatingPodsOf(ctx, nodes));
   switch (f.kind) {
     case Finding::kNothing:
       return std::optional<ReconcileResult>();
@@ -299,6 +362,11 @@ absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx
       }
       ReleaseReservation(ctx);
       return std::optional<ReconcileResult>();
+    case Finding::kCheating:
+      // Kept off the node before the restart: the next placement must not choose it again.
+      ctx.ledger.quarantine.Add(ctx.key, ctx.job.metadata.uid, f.by,
+                                ctx.now + ctx.options.cheating_quarantine);
+      [[fallthrough]];
     case Finding::kFailed:
     case Finding::kLost: {
       absl::StatusOr<ReconcileResult> result = RestartGang(ctx, f, gang);

@@ -66,7 +66,8 @@ bool KnownBefore(const Reservation& r, const std::string& resource_version) {
 // hold no pod yet: a controller stopped between its status write and its pod creations left
 // them; they count as taken so that the job re-creating them later finds its GPUs free.
 // REQUIRES: ctx.ledger.mu held.
-std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<std::string>& held) {
+std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<std::string>& held)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   std::set<std::string> seen = held;
   // A reservation whose write's outcome the cache shows is counted by the loop over the jobs.
   std::vector<GpuAssignment> intents = ctx.ledger.claims.StandingIntents(
@@ -91,7 +92,8 @@ std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<s
 
 // The inventory as every other pod holds it. REQUIRES: ctx.ledger.mu held.
 absl::StatusOr<Inventory> BuildInventory(const ReconcileContext& ctx,
-                                         const std::vector<api::GpuNode>& nodes) {
+                                         const std::vector<api::GpuNode>& nodes)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   std::set<std::string> own_current;
   const std::int64_t ranks = std::max<std::int64_t>(
       ctx.job.spec.gpus.value_or(1), static_cast<std::int64_t>(ctx.job.status.placement.size()));
@@ -118,7 +120,8 @@ absl::StatusOr<Inventory> BuildInventory(const ReconcileContext& ctx,
 
 // Annotates and deletes the victims still running; the gang waits until they are gone.
 // REQUIRES: ctx.ledger.mu held.
-absl::Status Preempt(ReconcileContext& ctx, const std::vector<Preemption>& victims) {
+absl::Status Preempt(ReconcileContext& ctx, const std::vector<Preemption>& victims)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   for (const Preemption& v : victims) {
     const auto [ns, job] = SplitKey(v.job);
     const auto [pod_ns, pod] = SplitKey(v.pod);
@@ -149,7 +152,8 @@ struct Decision {
 };
 
 absl::StatusOr<Decision> Decide(const ReconcileContext& ctx, const JobPlan& plan,
-                                const Inventory& inventory) {
+                                const Inventory& inventory)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   if (ctx.foreground()) {
     ForegroundRequest request;
     request.job = ctx.key;
@@ -164,7 +168,9 @@ absl::StatusOr<Decision> Decide(const ReconcileContext& ctx, const JobPlan& plan
   Inventory queued = inventory;
   const int ahead = PlaceQueuedEarlier(ctx, queued);
   absl::StatusOr<BackgroundPlacement> placed =
-      PlaceBackground({ctx.key, plan.memory_per_gpu_bytes}, queued);
+      PlaceBackground({ctx.key, plan.memory_per_gpu_bytes,
+                       ctx.ledger.quarantine.NodesFor(ctx.key, ctx.job.metadata.uid, ctx.now)},
+                      queued);
   if (!placed.ok() && ahead > 0 && IsNotPlaceable(placed.status())) {
     return absl::ResourceExhaustedError(
         absl::StrCat(placed.status().message(), "; ", ahead,
@@ -201,7 +207,8 @@ void ObserveLatency(const ReconcileContext& ctx) {
 // takes what it can get. `decision` is nullptr when nothing fits now: the nomination is kept for
 // the same while (or a victim's job would be placed right back onto those GPUs). The wait when
 // holding, nullopt otherwise. REQUIRES: ctx.ledger.mu held.
-std::optional<ReconcileResult> HoldNomination(ReconcileContext& ctx, const Decision* decision) {
+std::optional<ReconcileResult> HoldNomination(ReconcileContext& ctx, const Decision* decision)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   std::optional<Nomination> nomination = ctx.ledger.claims.NominationOf(ctx.key);
   if (!nomination.has_value() || ctx.now > nomination->expires ||
       nomination->uid != ctx.job.metadata.uid ||
@@ -242,7 +249,8 @@ struct PlaceOutcome {
 
 // Decides where the job goes. REQUIRES: ctx.ledger.mu held.
 absl::StatusOr<PlaceOutcome> DecideReservation(ReconcileContext& ctx, const JobPlan& plan,
-                                               const std::vector<api::GpuNode>& nodes) {
+                                               const std::vector<api::GpuNode>& nodes)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   const api::Role role = ctx.job.spec.role.value_or(api::Role::kForeground);
   absl::StatusOr<Inventory> inventory = BuildInventory(ctx, nodes);
   if (!inventory.ok()) return inventory.status();
@@ -308,7 +316,8 @@ absl::StatusOr<PlaceOutcome> DecideReservation(ReconcileContext& ctx, const JobP
 // one fg pod per GPU, no bg pod beside a fg job that wants its GPUs alone, at most
 // max_background_per_gpu bg pods. REQUIRES: ctx.ledger.mu held.
 std::optional<std::string> TakenBy(const ReconcileContext& ctx, const Inventory& inventory,
-                                   const Inventory::Gpu& gpu) {
+                                   const Inventory::Gpu& gpu)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   const bool exclusive = ctx.foreground() && !ctx.job.spec.collocation.allow_background.value_or(
                                                  api::kDefaultAllowBackground);
   int background = 0;
@@ -328,7 +337,7 @@ std::optional<std::string> TakenBy(const ReconcileContext& ctx, const Inventory&
 
 absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, const JobPlan& plan,
                                                         const std::vector<api::GpuNode>& nodes) {
-  std::lock_guard<std::mutex> lock(ctx.ledger.mu);
+  absl::MutexLock lock(&ctx.ledger.mu);
   Reservation reservation;
   const std::optional<Reservation> earlier = ctx.ledger.claims.ReservationOf(ctx.key);
   if (earlier.has_value() && KnownBefore(*earlier, ctx.job.metadata.resource_version)) {
@@ -383,7 +392,7 @@ std::optional<std::string> RecordedPlacementConflict(ReconcileContext& ctx, cons
       return message;
     }
   }
-  std::lock_guard<std::mutex> lock(ctx.ledger.mu);
+  absl::MutexLock lock(&ctx.ledger.mu);
   absl::StatusOr<Inventory> inventory = BuildInventory(ctx, nodes);
   if (!inventory.ok()) return std::nullopt;  // Decided when placing; nothing to compare with.
   for (const api::PodPlacement& p : ctx.job.status.placement) {

@@ -71,19 +71,19 @@ absl::Status StorePlan(ReconcileContext& ctx, const api::Plan& plan) {
 }  // namespace
 
 std::optional<JobPlan> PlanCache::Find(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = plans_.find(key);
   if (it == plans_.end()) return std::nullopt;
   return it->second;
 }
 
 void PlanCache::Store(const std::string& key, const JobPlan& plan) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   plans_[key] = plan;
 }
 
 void PlanCache::ForgetJob(std::string_view uid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string prefix = absl::StrCat(std::string(uid), "/");
   for (auto it = plans_.lower_bound(prefix);
        it != plans_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {

@@ -58,7 +58,9 @@ int PlaceQueuedEarlier(const ReconcileContext& ctx, Inventory& inventory) {
   for (const auto& [queued, job] : earlier) {
     const Bytes memory = job->status.plan->memory_per_gpu_bytes;
     absl::StatusOr<BackgroundPlacement> placed =
-        PlaceBackground({queued.second, memory}, inventory);
+        PlaceBackground({queued.second, memory,
+                         ctx.ledger.quarantine.NodesFor(queued.second, job->metadata.uid, ctx.now)},
+                        inventory);
     if (!placed.ok()) continue;  // It waits on; younger jobs may take what it cannot use.
     GpuAssignment ahead;
     ahead.job = queued.second;

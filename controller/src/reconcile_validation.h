@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "reconcile_context.h"
 #include "wavepool/api/training_job.h"
@@ -36,8 +37,9 @@ std::optional<SpecProblem> FindSpecProblem(const api::TrainingJob& job,
 // generation), Placed and Running turn False, the status is written, then its live pods are
 // deleted (finished ones kept for their logs), its gangs' Services deleted, and its reservation,
 // nomination and preemption memory forgotten. Idempotent: a second call with nothing changed
-// writes nothing. REQUIRES: ctx.ledger.mu not held.
-absl::Status HoldNothing(ReconcileContext& ctx, std::string_view reason);
+// writes nothing.
+absl::Status HoldNothing(ReconcileContext& ctx, std::string_view reason)
+    ABSL_LOCKS_EXCLUDED(ctx.ledger.mu);
 
 }  // namespace wavepool::controller::internal
 

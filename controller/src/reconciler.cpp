@@ -293,6 +293,7 @@ absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::
   // Step 1: gone or going; garbage collection removes what it owned.
   if (!read.has_value() || !read->metadata.deletion_timestamp.empty()) {
     internal::ForgetJob(s.ledger, ctx.key);
+    s.ledger.quarantine.Forget(ctx.key);
     return ReconcileResult{};
   }
   ctx.now = s.options.wall_now ? s.options.wall_now() : std::chrono::system_clock::now();

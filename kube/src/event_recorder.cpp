@@ -65,10 +65,9 @@ EventRecorder::EventRecorder(Client& client, std::string component, std::string 
 
 EventRecorder::~EventRecorder() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   thread_.join();
 }
 
@@ -77,10 +76,10 @@ void EventRecorder::Event(const nlohmann::json& object, EventType type, std::str
   Pending pending{ReferenceTo(object), type == EventType::kWarning ? "Warning" : "Normal",
                   std::string(reason), std::string(message), std::chrono::system_clock::now()};
   const std::string name = StringField(pending.involved, "name");
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   if (name.empty() || queue_.size() >= options_.queue_capacity || stopping_) {
     ++dropped_;
-    lock.unlock();
+    lock.Release();
     Log(absl::StrCat("dropped event ", pending.reason, " (",
                      name.empty() ? "the object has no name" : "the queue is full",
                      "): ", pending.message));
@@ -88,17 +87,18 @@ void EventRecorder::Event(const nlohmann::json& object, EventType type, std::str
   }
   queue_.push_back(std::move(pending));
   ++queued_total_;
-  cv_.notify_all();
 }
 
 void EventRecorder::Flush() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::uint64_t target = queued_total_;
-  cv_.wait(lock, [&] { return done_total_ >= target; });
+  const auto written = [this, target]()
+                           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_total_ >= target; };
+  mu_.Await(absl::Condition(&written));
 }
 
 std::size_t EventRecorder::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return dropped_;
 }
 
@@ -112,17 +112,19 @@ void EventRecorder::Log(std::string_view message) const {
 }
 
 void EventRecorder::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
+  const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !queue_.empty();
+  };
   for (;;) {
-    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    mu_.Await(absl::Condition(&woken));
     if (queue_.empty()) return;  // stopping, and everything queued was written
     Pending pending = std::move(queue_.front());
     queue_.pop_front();
-    lock.unlock();
+    mu_.Unlock();
     Write(pending);
-    lock.lock();
+    mu_.Lock();
     ++done_total_;
-    cv_.notify_all();
   }
 }
 

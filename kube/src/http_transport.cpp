@@ -10,7 +10,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -18,10 +17,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "cpprest/containerstream.h"
 #include "cpprest/http_client.h"
 #include "wavepool/kube/api_error.h"
@@ -55,7 +56,7 @@ class TokenFile {
 
   absl::StatusOr<std::string> Token() {
     struct stat info {};
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (::stat(path_.c_str(), &info) != 0) return Fallback("cannot stat it");
     const Version version{info.st_mtim.tv_sec, info.st_mtim.tv_nsec,
                           static_cast<std::int64_t>(info.st_size),
@@ -80,15 +81,15 @@ class TokenFile {
   };
 
   // A rotation in progress may leave the file briefly missing: keep the last token.
-  absl::StatusOr<std::string> Fallback(const char* problem) {
+  absl::StatusOr<std::string> Fallback(const char* problem) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (token_) return *token_;
     return absl::UnauthenticatedError(absl::StrCat("bearer token file ", path_, ": ", problem));
   }
 
   const std::string path_;
-  std::mutex mu_;
-  std::optional<std::string> token_;  // guarded by mu_
-  Version version_;                   // guarded by mu_
+  absl::Mutex mu_;
+  std::optional<std::string> token_ ABSL_GUARDED_BY(mu_);
+  Version version_ ABSL_GUARDED_BY(mu_);
 };
 
 struct TlsMaterial {
@@ -319,7 +320,7 @@ class HttpTransport : public Transport {
   // reused.
   std::shared_ptr<http_client::http_client> ClientFor(std::chrono::milliseconds timeout,
                                                       bool fresh) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     std::shared_ptr<http_client::http_client>& client = clients_[timeout.count()];
     // Replacing a client leaves its requests in flight running: cpprest's requests hold its
     // pipeline, and its pooled connections close when the last of them ends.
@@ -341,8 +342,8 @@ class HttpTransport : public Transport {
   std::atomic<bool> warned_plain_http_{false};
   std::atomic<bool> warned_insecure_tls_{false};
   std::unique_ptr<TokenFile> token_file_;
-  std::mutex mu_;
-  std::map<std::int64_t, std::shared_ptr<http_client::http_client>> clients_;  // guarded by mu_
+  absl::Mutex mu_;
+  std::map<std::int64_t, std::shared_ptr<http_client::http_client>> clients_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

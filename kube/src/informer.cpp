@@ -34,7 +34,7 @@ SharedInformer::SharedInformer(Client& client, ResourceType type, Options option
 SharedInformer::~SharedInformer() { Stop(); }
 
 absl::Status SharedInformer::AddEventHandler(ResourceEventHandlers handlers) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (running_) {
     return absl::FailedPreconditionError(
         absl::StrCat("informer for ", type_.plural, ": add handlers before Run"));
@@ -45,7 +45,7 @@ absl::Status SharedInformer::AddEventHandler(ResourceEventHandlers handlers) {
 
 absl::Status SharedInformer::AddIndexer(const std::string& name, IndexFunc index) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (running_) {
       return absl::FailedPreconditionError(
           absl::StrCat("informer for ", type_.plural, ": add indexers before Run"));
@@ -55,7 +55,7 @@ absl::Status SharedInformer::AddIndexer(const std::string& name, IndexFunc index
 }
 
 void SharedInformer::Run() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (running_ || stopping_) return;
   running_ = true;
   reflector_ = std::thread([this] { ReflectorLoop(); });
@@ -64,28 +64,28 @@ void SharedInformer::Run() {
 
 void SharedInformer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     if (watch_) watch_->Stop();
   }
-  cv_.notify_all();
   if (reflector_.joinable()) reflector_.join();
   if (dispatcher_.joinable()) dispatcher_.join();
 }
 
 bool SharedInformer::HasSynced() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return synced_;
 }
 
 bool SharedInformer::WaitForSync(std::chrono::nanoseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const MonotonicNanos deadline = clock_.Now() + timeout.count();
-  return clock_.WaitUntil(lock, cv_, deadline, [this] { return synced_ || stopping_; }) && synced_;
+  const auto ended = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return synced_ || stopping_; };
+  return clock_.WaitUntil(mu_, deadline, absl::Condition(&ended)) && synced_;
 }
 
 std::string SharedInformer::LastSyncResourceVersion() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return last_resource_version_;
 }
 
@@ -99,8 +99,8 @@ void SharedInformer::Log(std::string_view message) const {
 }
 
 bool SharedInformer::WaitForBackoff(std::chrono::nanoseconds delay) {
-  std::unique_lock<std::mutex> lock(mu_);
-  clock_.WaitUntil(lock, cv_, clock_.Now() + delay.count(), [this] { return stopping_; });
+  absl::MutexLock lock(&mu_);
+  clock_.WaitUntil(mu_, clock_.Now() + delay.count(), absl::Condition(&stopping_));
   return !stopping_;
 }
 
@@ -109,7 +109,7 @@ void SharedInformer::ReflectorLoop() {
   std::chrono::nanoseconds backoff = options_.initial_backoff;
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
     absl::Status status = need_list ? ListAndReplace() : WatchOnce();
@@ -120,7 +120,7 @@ void SharedInformer::ReflectorLoop() {
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) return;  // the failure is Stop() cancelling the watch
     }
     if (IsGone(status)) {
@@ -174,7 +174,7 @@ absl::Status SharedInformer::ListAndReplace() {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     last_resource_version_ = list->resource_version;
   }
   if (!listed_once_) {
@@ -199,7 +199,7 @@ absl::Status SharedInformer::WatchOnce() {
 
   WatchStream* watch = stream->get();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     watch_ = std::move(*stream);
     if (stopping_) watch_->Stop();  // Stop() came between the request and now
   }
@@ -213,7 +213,7 @@ absl::Status SharedInformer::WatchOnce() {
     if (!event->has_value()) break;  // the server ended the stream
     ApplyEvent(**event);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   watch_.reset();
   return result;
 }
@@ -240,41 +240,43 @@ void SharedInformer::ApplyEvent(const WatchEvent& event) {
       break;
   }
   if (!version.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     last_resource_version_ = version;
   }
 }
 
 void SharedInformer::Enqueue(Notice notice) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     notices_.push_back(std::move(notice));
   }
-  cv_.notify_all();
 }
 
 void SharedInformer::DispatchLoop() {
   const bool resyncs = options_.resync_period.count() > 0;
   MonotonicNanos next_resync = clock_.Now() + options_.resync_period.count();
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
+  const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !notices_.empty();
+  };
   for (;;) {
     const MonotonicNanos now = clock_.Now();
     const MonotonicNanos deadline =
         resyncs ? next_resync : now + std::chrono::nanoseconds(kIdleWait).count();
-    clock_.WaitUntil(lock, cv_, deadline, [this] { return stopping_ || !notices_.empty(); });
+    clock_.WaitUntil(mu_, deadline, absl::Condition(&woken));
     if (stopping_) return;
     if (!notices_.empty()) {
       Notice notice = std::move(notices_.front());
       notices_.pop_front();
-      lock.unlock();
+      mu_.Unlock();
       Deliver(notice);
-      lock.lock();
+      mu_.Lock();
       continue;
     }
     if (resyncs && clock_.Now() >= next_resync) {
-      lock.unlock();
+      mu_.Unlock();
       Resync();
-      lock.lock();
+      mu_.Lock();
       next_resync = clock_.Now() + options_.resync_period.count();
     }
   }
@@ -283,10 +285,9 @@ void SharedInformer::DispatchLoop() {
 void SharedInformer::Deliver(const Notice& notice) {
   if (notice.type == NoticeType::kSynced) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       synced_ = true;
     }
-    cv_.notify_all();
     return;
   }
   for (const ResourceEventHandlers& handlers : handlers_) {

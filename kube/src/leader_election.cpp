@@ -23,26 +23,25 @@ double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double
 }  // namespace
 
 bool StopSignal::stopped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stopped_;
 }
 
 void StopSignal::Wait() const {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return stopped_; });
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&stopped_));
 }
 
 bool StopSignal::WaitFor(std::chrono::nanoseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return clock_.WaitUntil(lock, cv_, clock_.Now() + timeout.count(), [this] { return stopped_; });
+  absl::MutexLock lock(&mu_);
+  return clock_.WaitUntil(mu_, clock_.Now() + timeout.count(), absl::Condition(&stopped_));
 }
 
 void StopSignal::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopped_ = true;
   }
-  cv_.notify_all();
 }
 
 absl::Status ValidateLeaderElectionConfig(const LeaderElectionConfig& c) {
@@ -78,7 +77,7 @@ LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config)
 LeaderElector::~LeaderElector() { Stop(); }
 
 void LeaderElector::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (started_ || stopping_) return;
   started_ = true;
   thread_ = std::thread([this] { Loop(); });
@@ -86,31 +85,30 @@ void LeaderElector::Start() {
 
 void LeaderElector::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 bool LeaderElector::IsLeader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return leading_;
 }
 
 std::string LeaderElector::GetLeader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return leader_;
 }
 
 bool LeaderElector::Stopping() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stopping_;
 }
 
 bool LeaderElector::WaitFor(std::chrono::nanoseconds delay) {
-  std::unique_lock<std::mutex> lock(mu_);
-  clock_.WaitUntil(lock, cv_, clock_.Now() + delay.count(), [this] { return stopping_; });
+  absl::MutexLock lock(&mu_);
+  clock_.WaitUntil(mu_, clock_.Now() + delay.count(), absl::Condition(&stopping_));
   return !stopping_;
 }
 
@@ -140,7 +138,7 @@ bool LeaderElector::Acquire() {
 void LeaderElector::Lead() {
   auto stop = std::make_shared<StopSignal>(clock_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     leading_ = true;
   }
   Log("became leader");
@@ -156,7 +154,7 @@ void LeaderElector::Lead() {
   }
   // Stop acting first: this runs before the Lease can have expired for anyone else.
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     leading_ = false;
   }
   stop->Stop();
@@ -187,7 +185,7 @@ void LeaderElector::Observe(const nlohmann::json& spec) {
   const std::string holder = spec.value("holderIdentity", "");
   std::string previous;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     previous = std::exchange(leader_, holder);
   }
   if (!holder.empty() && holder != previous && config_.callbacks.on_new_leader) {

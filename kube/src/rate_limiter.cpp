@@ -15,7 +15,7 @@ ItemExponentialFailureRateLimiter::ItemExponentialFailureRateLimiter(nanoseconds
 nanoseconds ItemExponentialFailureRateLimiter::When(const std::string& key) {
   int exponent = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     exponent = failures_[key]++;
   }
   // Computed in double so that 2^exponent cannot overflow; anything past max_delay is capped.
@@ -26,12 +26,12 @@ nanoseconds ItemExponentialFailureRateLimiter::When(const std::string& key) {
 }
 
 void ItemExponentialFailureRateLimiter::Forget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   failures_.erase(key);
 }
 
 int ItemExponentialFailureRateLimiter::NumRequeues(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = failures_.find(key);
   return it == failures_.end() ? 0 : it->second;
 }
@@ -40,7 +40,7 @@ BucketRateLimiter::BucketRateLimiter(Clock& clock, double qps, int burst)
     : clock_(clock), qps_(qps), burst_(burst), tokens_(burst), last_(clock.Now()) {}
 
 nanoseconds BucketRateLimiter::When(const std::string& /*key*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const MonotonicNanos now = std::max(clock_.Now(), last_);
   const double elapsed_s = static_cast<double>(now - last_) * 1e-9;
   tokens_ = std::min(burst_, tokens_ + elapsed_s * qps_);

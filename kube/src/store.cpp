@@ -136,7 +136,7 @@ Store::Store() {
 }
 
 absl::Status Store::AddIndexer(const std::string& name, IndexFunc index) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (indexes_.count(name) > 0) {
     return absl::AlreadyExistsError(absl::StrCat("store index \"", name, "\" already exists"));
   }
@@ -164,14 +164,14 @@ void Store::IndexLocked(const std::string& key, const nlohmann::json& object, bo
 }
 
 std::optional<nlohmann::json> Store::Get(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = items_.find(key);
   if (it == items_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<std::string> Store::ListKeys() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<std::string> keys;
   keys.reserve(items_.size());
   for (const auto& [key, object] : items_) keys.push_back(key);
@@ -179,7 +179,7 @@ std::vector<std::string> Store::ListKeys() const {
 }
 
 std::vector<nlohmann::json> Store::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<nlohmann::json> objects;
   objects.reserve(items_.size());
   for (const auto& [key, object] : items_) objects.push_back(object);
@@ -189,7 +189,7 @@ std::vector<nlohmann::json> Store::List() const {
 absl::StatusOr<std::vector<nlohmann::json>> Store::List(std::string_view label_selector) const {
   absl::StatusOr<LabelSelector> selector = LabelSelector::Parse(label_selector);
   if (!selector.ok()) return selector.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<nlohmann::json> objects;
   for (const auto& [key, object] : items_) {
     // Looked up in place: copying each object's metadata would cost more than the match.
@@ -206,7 +206,7 @@ absl::StatusOr<std::vector<nlohmann::json>> Store::List(std::string_view label_s
 
 absl::StatusOr<std::vector<nlohmann::json>> Store::ByIndex(const std::string& index,
                                                            const std::string& value) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto found = indexes_.find(index);
   if (found == indexes_.end()) {
     return absl::NotFoundError(absl::StrCat("store index \"", index, "\" does not exist"));
@@ -223,13 +223,13 @@ std::vector<nlohmann::json> Store::ByLabel(const std::string& key, const std::st
 }
 
 std::size_t Store::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return items_.size();
 }
 
 std::optional<nlohmann::json> Store::Upsert(nlohmann::json object) {
   const std::string key = ObjectKey(object);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::optional<nlohmann::json> previous;
   const auto it = items_.find(key);
   if (it != items_.end()) {
@@ -245,7 +245,7 @@ std::optional<nlohmann::json> Store::Upsert(nlohmann::json object) {
 }
 
 std::optional<nlohmann::json> Store::Remove(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = items_.find(key);
   if (it == items_.end()) return std::nullopt;
   IndexLocked(key, it->second, /*add=*/false);

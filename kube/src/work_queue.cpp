@@ -26,15 +26,14 @@ WorkQueue::WorkQueue(Options options)
 WorkQueue::~WorkQueue() {
   ShutDown();
   {
-    std::lock_guard<std::mutex> lock(delay_mu_);
+    absl::MutexLock lock(&delay_mu_);
     stop_delay_ = true;
   }
-  delay_cv_.notify_all();
   delay_thread_.join();
 }
 
 void WorkQueue::Add(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   AddLocked(key);
 }
 
@@ -44,13 +43,15 @@ void WorkQueue::AddLocked(const std::string& key) {
   // A key being processed is queued again by Done, so that no two workers hold it.
   if (processing_.count(key) > 0) return;
   queue_.push_back(key);
-  ready_cv_.notify_one();
 }
 
 std::optional<std::string> WorkQueue::Get() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // As client-go's, a queue that shuts down still hands out what was queued before.
-  ready_cv_.wait(lock, [this] { return !queue_.empty() || shutting_down_; });
+  const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !queue_.empty() || shutting_down_;
+  };
+  mu_.Await(absl::Condition(&ready));
   if (queue_.empty()) return std::nullopt;
   std::string key = std::move(queue_.front());
   queue_.pop_front();
@@ -60,13 +61,9 @@ std::optional<std::string> WorkQueue::Get() {
 }
 
 void WorkQueue::Done(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   processing_.erase(key);
-  if (dirty_.count(key) > 0) {
-    queue_.push_back(key);
-    ready_cv_.notify_one();
-  }
-  processing_cv_.notify_all();
+  if (dirty_.count(key) > 0) queue_.push_back(key);
 }
 
 void WorkQueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay) {
@@ -76,7 +73,7 @@ void WorkQueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay)
     return;
   }
   const MonotonicNanos ready_at = clock_.Now() + delay.count();
-  std::lock_guard<std::mutex> lock(delay_mu_);
+  absl::MutexLock lock(&delay_mu_);
   const auto existing = delayed_by_key_.find(key);
   if (existing != delayed_by_key_.end()) {
     if (existing->second.ready_at <= ready_at) return;  // already due sooner
@@ -87,11 +84,13 @@ void WorkQueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay)
   delayed_.emplace(entry, key);
   delayed_by_key_.emplace(key, entry);
   delay_changed_ = true;
-  delay_cv_.notify_all();
 }
 
 void WorkQueue::DelayLoop() {
-  std::unique_lock<std::mutex> lock(delay_mu_);
+  absl::MutexLock lock(&delay_mu_);
+  const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(delay_mu_) {
+    return stop_delay_ || delay_changed_;
+  };
   while (!stop_delay_) {
     const MonotonicNanos now = clock_.Now();
     while (!delayed_.empty() && delayed_.begin()->first.ready_at <= now) {
@@ -104,7 +103,7 @@ void WorkQueue::DelayLoop() {
                                         ? now + std::chrono::nanoseconds(kIdleWait).count()
                                         : delayed_.begin()->first.ready_at;
     delay_changed_ = false;
-    clock_.WaitUntil(lock, delay_cv_, deadline, [this] { return stop_delay_ || delay_changed_; });
+    clock_.WaitUntil(delay_mu_, deadline, absl::Condition(&woken));
   }
 }
 
@@ -115,32 +114,31 @@ void WorkQueue::Forget(const std::string& key) { rate_limiter_->Forget(key); }
 int WorkQueue::NumRequeues(const std::string& key) const { return rate_limiter_->NumRequeues(key); }
 
 std::size_t WorkQueue::Len() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return queue_.size();
 }
 
 void WorkQueue::ShutDown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   shutting_down_ = true;
   draining_ = false;
-  ready_cv_.notify_all();
-  processing_cv_.notify_all();
 }
 
 void WorkQueue::ShutDownWithDrain() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   shutting_down_ = true;
   draining_ = true;
-  ready_cv_.notify_all();
   // Workers keep taking what was queued; wait until nothing is queued or held (or a ShutDown
   // gives up on the drain).
-  processing_cv_.wait(lock,
-                      [this] { return !draining_ || (processing_.empty() && queue_.empty()); });
+  const auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !draining_ || (processing_.empty() && queue_.empty());
+  };
+  mu_.Await(absl::Condition(&drained));
   draining_ = false;
 }
 
 bool WorkQueue::ShuttingDown() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return shutting_down_;
 }
 

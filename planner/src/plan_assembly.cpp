@@ -309,7 +309,7 @@ Bytes MaxMemoryPerGpu(const PlanContext& context, const PlanRequest& request,
   for (const Layer& layer : context.model.layers()) {
     const LayerSchedule& s = evaluation.layers[layer.id];
     const std::int64_t shard = problem.counts.shard[assignment.count[layer.id]];
-    Bytes bytes = ResidentStateBytes(layer.params, request.optimizer_moments) +
+    Bytes bytes = ResidentStateBytes(layer.params, OptimizerMoments(request.optimizer)) +
                   LayerActivationBytes(layer, shard);
     if (layer.inputs.empty()) bytes += InputBatchBytes(context.model, shard);
     for (int r = s.first_rank; r < s.first_rank + s.gpus; ++r) per_rank[r] += bytes;

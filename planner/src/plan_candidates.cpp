@@ -18,7 +18,7 @@ Bytes UniformMemoryPerGpu(const PlanContext& context, const PlanRequest& request
                           std::int64_t shard) {
   Bytes bytes = 0;
   for (const Layer& layer : context.model.layers()) {
-    bytes += ResidentStateBytes(layer.params, request.optimizer_moments) +
+    bytes += ResidentStateBytes(layer.params, OptimizerMoments(request.optimizer)) +
              LayerActivationBytes(layer, shard);
     if (layer.inputs.empty()) bytes += InputBatchBytes(context.model, shard);
   }

@@ -1,7 +1,6 @@
 #include "wavepool/planner/planner.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
@@ -11,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "plan_assembly.h"
 #include "plan_candidates.h"
+#include "plan_request.h"
 #include "wavepool/api/validation.h"
 #include "wavepool/planner/burst_search.h"
 
@@ -18,57 +18,6 @@ namespace wavepool::planner {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-// Bounds that keep every product of sizes and times in 64-bit integers.
-constexpr int kMaxGpus = 1 << 16;
-constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 31;
-
-absl::Status ValidateJobName(const std::string& job) {
-  if (job.empty()) return absl::OkStatus();
-  const size_t slash = job.find('/');
-  if (slash == std::string::npos || !api::IsDns1123Label(job.substr(0, slash)) ||
-      !api::IsDns1123Subdomain(job.substr(slash + 1))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job: must be namespace/name (a DNS-1123 label, a slash, a DNS-1123 subdomain), got \"",
-        job, "\""));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateRequest(const PlanRequest& r) {
-  if (r.gpus < 1 || r.gpus > kMaxGpus) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gpus: must be in [1, ", kMaxGpus, "], got ", r.gpus));
-  }
-  if (r.global_batch > kMaxGlobalBatch) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("global batch: must be <= ", kMaxGlobalBatch, ", got ", r.global_batch));
-  }
-  if (absl::Status s = ValidateJobName(r.job); !s.ok()) return s;
-  if (r.global_batch < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("global batch: must be >= 1, got ", r.global_batch));
-  }
-  if (r.global_batch < r.gpus) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("global batch ", r.global_batch, " is smaller than the ", r.gpus,
-                     " GPUs: every GPU needs at least one sample (use at most ", r.global_batch,
-                     " GPUs or a global batch of at least ", r.gpus, ")"));
-  }
-  if (!(r.amplification_limit >= 1.0) || !std::isfinite(r.amplification_limit)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("amplification limit: must be >= 1.0, got ", r.amplification_limit));
-  }
-  if (r.optimizer_moments < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("optimizer moments: must be >= 0, got ", r.optimizer_moments));
-  }
-  if (r.dataset_samples < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset samples: must be >= 1, got ", r.dataset_samples));
-  }
-  return absl::OkStatus();
-}
 
 std::string Millis(double seconds) { return absl::StrFormat("%.2f ms", seconds * 1e3); }
 std::string GiB(Bytes bytes) {
@@ -162,7 +111,7 @@ absl::Status DecideTickTock(const PlanContext& c, const PlanRequest& r, bool for
   TickTockRequest request;
   request.per_wave_batch = plan.stages.front().per_gpu_batch;
   request.device_memory = c.device.memory_bytes;
-  request.memory.optimizer_moments = r.optimizer_moments;
+  request.memory.optimizer_moments = OptimizerMoments(r.optimizer);
   absl::StatusOr<TickTockAnalysis> analysis = AnalyzeTickTock(c.model, c.compute, request);
   if (!analysis.ok()) return analysis.status();
   const bool use = forced ? analysis->fits : analysis->verdict == TickTockVerdict::kRecommended;
@@ -231,7 +180,7 @@ absl::Status PlanModelParallel(const PlanContext& c, const PlanRequest& r, PlanR
   request.stage_starts = *starts;
   request.per_wave_batch = r.global_batch;
   request.device_memory = c.device.memory_bytes;
-  request.memory.optimizer_moments = r.optimizer_moments;
+  request.memory.optimizer_moments = OptimizerMoments(r.optimizer);
   request.placement = WavePlacement::kStationary;
   absl::StatusOr<ModelParallelWavesAnalysis> stationary =
       AnalyzeModelParallelWaves(c.model, c.compute, request);
@@ -317,22 +266,30 @@ absl::StatusOr<std::optional<BoundedSearch>> BoundSearchByMemory(const PlanConte
   return bounded;
 }
 
-}  // namespace
+// The search's optimum and data parallelism on every GPU, assembled as plans.
+struct SearchedPlans {
+  BurstProblem problem;
+  BurstAssignment optimum;  // the search's; the memory-bounded search's once it ran
+  api::Plan burst_plan;
+  api::Plan data_parallel_plan;
+};
 
-absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) {
-  if (absl::Status s = ValidateRequest(r); !s.ok()) return s;
-  PlanReport report;
-  report.compute_source = c.compute.Description();
-  // Every memory check keeps the same reserve for the framework and CUDA context (ticktock.h).
-  const Bytes usable = c.device.memory_bytes - kDefaultMemoryReserve;
-
+BurstOptions SearchOptions(const PlanRequest& r) {
   BurstOptions options;
   options.max_gpus = r.gpus;
   options.global_batch = r.global_batch;
   options.amplification_limit = r.amplification_limit;
   options.gpu_counts = r.gpu_counts;
   options.amplification_exempt_below = r.amplification_exempt_below;
-  absl::StatusOr<BurstProblem> problem = BuildBurstProblem(c.model, c.compute, c.comm, options);
+  return options;
+}
+
+// Runs the burst search (deeppool-burst-parallel §4) and prices data parallelism on every GPU
+// under the same cost model; the report gets both evaluations and their figures.
+absl::StatusOr<SearchedPlans> SearchPlans(const PlanContext& c, const PlanRequest& r, Bytes usable,
+                                          PlanReport* report) {
+  absl::StatusOr<BurstProblem> problem =
+      BuildBurstProblem(c.model, c.compute, c.comm, SearchOptions(r));
   if (!problem.ok()) return problem.status();
   absl::StatusOr<BurstSearchResult> search = SearchBurstAssignment(*problem);
   if (!search.ok()) return search.status();
@@ -341,40 +298,59 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
   BurstAssignment data_parallel;
   absl::StatusOr<BurstEvaluation> dp = EvaluateDataParallel(*problem, &data_parallel);
   if (!dp.ok()) return dp.status();
-  report.burst = *burst;
-  report.data_parallel = *dp;
-  api::Plan burst_plan = AssembleBurstPlan(c, r, *problem, search->assignment, *burst);
-  api::Plan dp_plan = AssembleBurstPlan(c, r, *problem, data_parallel, *dp);
-  report.burst_figures = FiguresOf(burst_plan, usable);
-  report.data_parallel_figures = FiguresOf(dp_plan, usable);
-  const size_t search_decision = report.decisions.size();
-  report.decisions.emplace_back();  // filled in once the input copy is known
+  report->burst = *burst;
+  report->data_parallel = *dp;
+  SearchedPlans plans{*std::move(problem), search->assignment, {}, {}};
+  plans.burst_plan = AssembleBurstPlan(c, r, plans.problem, plans.optimum, *burst);
+  plans.data_parallel_plan = AssembleBurstPlan(c, r, plans.problem, data_parallel, *dp);
+  report->burst_figures = FiguresOf(plans.burst_plan, usable);
+  report->data_parallel_figures = FiguresOf(plans.data_parallel_plan, usable);
+  return plans;
+}
 
-  // An optimum too large for the device is searched again where every layer's batch fits.
+// An optimum too large for the device is searched again where every layer's batch fits, when
+// the search decides the plan (Auto, BurstParallel).
+absl::Status BoundByMemory(const PlanContext& c, const PlanRequest& r, Bytes usable,
+                           SearchedPlans* plans, PlanReport* report) {
   const bool search_decides =
       r.strategy == api::Strategy::kAuto || r.strategy == api::Strategy::kBurstParallel;
-  std::optional<BoundedSearch> bounded;
-  if (search_decides && !report.burst_figures.fits_memory) {
-    absl::StatusOr<std::optional<BoundedSearch>> b =
-        BoundSearchByMemory(c, r, *problem, usable, &report, &burst_plan);
-    if (!b.ok()) return b.status();
-    bounded = *std::move(b);
-  }
-  for (const LayerSchedule& s : report.burst.layers) report.burst_gpus.push_back(s.gpus);
+  if (!search_decides || report->burst_figures.fits_memory) return absl::OkStatus();
+  absl::StatusOr<std::optional<BoundedSearch>> bounded =
+      BoundSearchByMemory(c, r, plans->problem, usable, report, &plans->burst_plan);
+  if (!bounded.ok()) return bounded.status();
+  if (bounded->has_value()) plans->optimum = (*bounded)->assignment;
+  return absl::OkStatus();
+}
 
+// The ParaDL strategies ranked for the request (paradl-oracle §4).
+absl::Status RankOracle(const PlanContext& c, const PlanRequest& r, PlanReport* report) {
   OracleConfig oracle;
   oracle.dataset_samples = r.dataset_samples;
   oracle.global_batch = r.global_batch;
   oracle.gpus = r.gpus;
   oracle.device_memory = c.device.memory_bytes;
-  oracle.optimizer_state_per_param = r.optimizer_moments;
+  oracle.optimizer_state_per_param = OptimizerMoments(r.optimizer);
   absl::StatusOr<std::vector<Prediction>> ranking =
       RankStrategies(c.model, c.compute, c.comm, oracle);
   if (!ranking.ok()) return ranking.status();
-  report.oracle = *std::move(ranking);
+  report->oracle = *std::move(ranking);
+  return absl::OkStatus();
+}
 
+std::string StrategyDecision(const PlanRequest& r, bool uniform, const PlanReport& report) {
+  if (r.strategy != api::Strategy::kAuto) {
+    return absl::StrCat("strategy ", std::string(api::ToString(r.strategy)), " was asked for");
+  }
+  if (!uniform) return "layers scale unevenly: burst-parallel";
+  return absl::StrCat("every layer runs best on the same ", report.burst.layers.front().gpus,
+                      " GPUs under the limit: data-parallel");
+}
+
+// The strategy the request resolves to (Auto: data-parallel when every layer runs best on the
+// same GPUs, else burst-parallel), and the plan it starts from in report->plan.
+api::Strategy ChooseStrategy(const PlanRequest& r, SearchedPlans* plans, PlanReport* report) {
+  const bool uniform = IsUniform(plans->optimum);
   api::Strategy strategy = r.strategy;
-  const bool uniform = IsUniform(bounded ? bounded->assignment : search->assignment);
   if (strategy == api::Strategy::kAuto) {
     strategy = uniform ? api::Strategy::kDataParallel : api::Strategy::kBurstParallel;
   }
@@ -382,60 +358,92 @@ absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) 
   // uniform optimum, which the amplification limit may keep on fewer GPUs.
   const bool on_every_gpu =
       r.strategy == api::Strategy::kDataParallel || r.strategy == api::Strategy::kTickTock;
-  report.plan = on_every_gpu ? std::move(dp_plan) : std::move(burst_plan);
-  api::Plan& plan = report.plan;
-  plan.strategy = strategy == api::Strategy::kTickTock ? api::Strategy::kDataParallel : strategy;
-  report.decisions.push_back(
-      r.strategy != api::Strategy::kAuto
-          ? absl::StrCat("strategy ", std::string(api::ToString(r.strategy)), " was asked for")
-      : uniform
-          ? absl::StrCat("every layer runs best on the same ", report.burst.layers.front().gpus,
-                         " GPUs under the limit: data-parallel")
-          : std::string("layers scale unevenly: burst-parallel"));
+  report->plan = on_every_gpu ? std::move(plans->data_parallel_plan) : std::move(plans->burst_plan);
+  report->plan.strategy =
+      strategy == api::Strategy::kTickTock ? api::Strategy::kDataParallel : strategy;
+  report->decisions.push_back(StrategyDecision(r, uniform, *report));
+  return strategy;
+}
 
-  // A model too large for data or burst parallelism on any GPU count falls back to model-parallel
-  // waves.
+// Model-parallel waves when asked for, or (Auto) when the model is too large for data or burst
+// parallelism on any GPU count.
+absl::Status SplitModelIfNeeded(const PlanContext& c, const PlanRequest& r, api::Strategy strategy,
+                                Bytes usable, PlanReport* report) {
+  api::Plan& plan = report->plan;
   const bool too_large = plan.predictions.memory_per_gpu_bytes > usable;
-  if (strategy == api::Strategy::kModelParallelWaves ||
-      (too_large && r.strategy == api::Strategy::kAuto)) {
-    plan.strategy = api::Strategy::kModelParallelWaves;
-    if (too_large) {
-      report.decisions.push_back(absl::StrCat("the data/burst-parallel plan needs ",
-                                              GiB(plan.predictions.memory_per_gpu_bytes),
-                                              " per GPU; splitting the model into stages"));
-    }
-    if (absl::Status s = PlanModelParallel(c, r, &report); !s.ok()) return s;
+  if (strategy != api::Strategy::kModelParallelWaves &&
+      !(too_large && r.strategy == api::Strategy::kAuto)) {
+    return absl::OkStatus();
   }
-  const bool data_parallel_plan = plan.strategy == api::Strategy::kDataParallel;
-  if (data_parallel_plan &&
+  plan.strategy = api::Strategy::kModelParallelWaves;
+  if (too_large) {
+    report->decisions.push_back(absl::StrCat("the data/burst-parallel plan needs ",
+                                             GiB(plan.predictions.memory_per_gpu_bytes),
+                                             " per GPU; splitting the model into stages"));
+  }
+  return PlanModelParallel(c, r, report);
+}
+
+// Tick-tock waves for a data-parallel plan unless switched off (forced by strategy TickTock or
+// tick-tock On); On for any other plan is an error naming the switch.
+absl::Status DecideWaves(const PlanContext& c, const PlanRequest& r, api::Strategy strategy,
+                         PlanReport* report) {
+  const api::Strategy planned = report->plan.strategy;
+  if (planned == api::Strategy::kDataParallel &&
       (strategy == api::Strategy::kTickTock || r.tick_tock != api::Toggle::kOff)) {
     const bool forced = strategy == api::Strategy::kTickTock || r.tick_tock == api::Toggle::kOn;
-    if (absl::Status s = DecideTickTock(c, r, forced, &report); !s.ok()) return s;
-  } else if (r.tick_tock == api::Toggle::kOn) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "tick-tock: On needs a data-parallel plan, but the plan is ",
-        plan.strategy == api::Strategy::kModelParallelWaves ? "model-parallel" : "burst-parallel",
-        " (set strategy DataParallel or TickTock)"));
+    return DecideTickTock(c, r, forced, report);
   }
-  if (absl::Status s = DecideDataMovement(c, r, &report); !s.ok()) return s;
-  report.decisions[search_decision] = SearchDecision(report, r);
+  if (r.tick_tock != api::Toggle::kOn) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "tick-tock: On needs a data-parallel plan, but the plan is ",
+      planned == api::Strategy::kModelParallelWaves ? "model-parallel" : "burst-parallel",
+      " (set strategy DataParallel or TickTock)"));
+}
 
-  if (plan.predictions.memory_per_gpu_bytes > usable) {
+// The last checks: the plan fits the device, carries the request's settings, and is a valid Plan.
+absl::Status FinishPlan(const PlanContext& c, const PlanRequest& r, Bytes usable, api::Plan* plan) {
+  if (plan->predictions.memory_per_gpu_bytes > usable) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "model ", c.model.name(), " needs ", GiB(plan.predictions.memory_per_gpu_bytes),
+        "model ", c.model.name(), " needs ", GiB(plan->predictions.memory_per_gpu_bytes),
         " on its busiest GPU with this plan, more than the ", GiB(usable), " usable of the ",
         GiB(c.device.memory_bytes), " of ", c.device.name,
         " (use more GPUs or a smaller global batch)"));
   }
-  plan.job = r.job;
-  plan.model = c.model.name();
-  plan.device = c.device.name;
-  plan.global_batch_size = r.global_batch;
-  plan.amplification_limit = r.amplification_limit;
-  plan.gpu_counts = r.gpu_counts;
-  if (absl::Status s = api::Validate(plan); !s.ok()) {
+  plan->job = r.job;
+  plan->model = c.model.name();
+  plan->device = c.device.name;
+  plan->global_batch_size = r.global_batch;
+  plan->amplification_limit = r.amplification_limit;
+  plan->gpu_counts = r.gpu_counts;
+  if (absl::Status s = api::Validate(*plan); !s.ok()) {
     return absl::InternalError(absl::StrCat("the planner made an invalid plan: ", s.message()));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) {
+  if (absl::Status s = ValidateRequest(r); !s.ok()) return s;
+  PlanReport report;
+  report.compute_source = c.compute.Description();
+  // Every memory check keeps the same reserve for the framework and CUDA context (ticktock.h).
+  const Bytes usable = c.device.memory_bytes - kDefaultMemoryReserve;
+  absl::StatusOr<SearchedPlans> plans = SearchPlans(c, r, usable, &report);
+  if (!plans.ok()) return plans.status();
+  report.decisions.emplace_back();  // the search's line, once the input copy is known
+  if (absl::Status s = BoundByMemory(c, r, usable, &*plans, &report); !s.ok()) return s;
+  for (const LayerSchedule& layer : report.burst.layers) {
+    report.burst_gpus.push_back(layer.gpus);
+  }
+  if (absl::Status s = RankOracle(c, r, &report); !s.ok()) return s;
+  const api::Strategy strategy = ChooseStrategy(r, &*plans, &report);
+  if (absl::Status s = SplitModelIfNeeded(c, r, strategy, usable, &report); !s.ok()) return s;
+  if (absl::Status s = DecideWaves(c, r, strategy, &report); !s.ok()) return s;
+  if (absl::Status s = DecideDataMovement(c, r, &report); !s.ok()) return s;
+  report.decisions.front() = SearchDecision(report, r);
+  if (absl::Status s = FinishPlan(c, r, usable, &report.plan); !s.ok()) return s;
   return report;
 }
 

@@ -185,6 +185,9 @@ TEST_F(AgentEndToEnd, ExportsTaskAndGpuSeries) {
         const std::string text = agent_->metrics().ExpositionText();
         return text.find("wavepool_task_samples_total" + task + " 64") != std::string::npos &&
                text.find("wavepool_task_launch_credit_limit" + task + " 2") != std::string::npos &&
+               // The job's maxForegroundSlowdown from Register (1.10).
+               text.find("wavepool_task_foreground_slowdown_slo_ratio" + task + " 1.1") !=
+                   std::string::npos &&
                text.find("wavepool_gpu_memory_total_bytes{hostname=\"node-a\",UUID=\"GPU-sim-") !=
                    std::string::npos;
       },

@@ -24,6 +24,7 @@
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/client/launch_gate.h"
 #include "wavepool/agent/peer_identity.h"
+#include "wavepool/agent/placement_records.h"
 #include "wavepool/agent/simulated_gpu.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
@@ -44,29 +45,34 @@ namespace apiserver = ::wavepool::testing::apiserver;
 constexpr char kNode[] = "gpu-node-1";
 constexpr std::chrono::seconds kCatchUp(20);  // A safety net for the publisher's thread.
 
-nlohmann::json MinimalGpuNodeCrd() {
+// A wavepool.dev CRD that keeps whatever spec and status it is given.
+nlohmann::json MinimalCrd(const std::string& plural, const std::string& kind,
+                          const std::string& scope, bool status_subresource) {
   const nlohmann::json preserved = {{"type", "object"},
                                     {"x-kubernetes-preserve-unknown-fields", true}};
-  return {{"apiVersion", "apiextensions.k8s.io/v1"},
-          {"kind", "CustomResourceDefinition"},
-          {"metadata", {{"name", "gpunodes.wavepool.dev"}}},
-          {"spec",
-           {{"group", "wavepool.dev"},
-            {"scope", "Cluster"},
-            {"names",
-             {{"plural", "gpunodes"},
-              {"singular", "gpunode"},
-              {"kind", "GPUNode"},
-              {"listKind", "GPUNodeList"}}},
-            {"versions",
-             {{{"name", "v1alpha1"},
-               {"served", true},
-               {"storage", true},
-               {"subresources", {{"status", nlohmann::json::object()}}},
-               {"schema",
-                {{"openAPIV3Schema",
-                  {{"type", "object"},
-                   {"properties", {{"spec", preserved}, {"status", preserved}}}}}}}}}}}}};
+  nlohmann::json version = {
+      {"name", "v1alpha1"},
+      {"served", true},
+      {"storage", true},
+      {"schema",
+       {{"openAPIV3Schema",
+         {{"type", "object"}, {"properties", {{"spec", preserved}, {"status", preserved}}}}}}}};
+  if (status_subresource) version["subresources"] = {{"status", nlohmann::json::object()}};
+  std::string singular = plural.substr(0, plural.size() - 1);
+  return {
+      {"apiVersion", "apiextensions.k8s.io/v1"},
+      {"kind", "CustomResourceDefinition"},
+      {"metadata", {{"name", plural + ".wavepool.dev"}}},
+      {"spec",
+       {{"group", "wavepool.dev"},
+        {"scope", scope},
+        {"names",
+         {{"plural", plural}, {"singular", singular}, {"kind", kind}, {"listKind", kind + "List"}}},
+        {"versions", {version}}}}};
+}
+
+nlohmann::json MinimalGpuNodeCrd() {
+  return MinimalCrd("gpunodes", "GPUNode", "Cluster", /*status_subresource=*/true);
 }
 
 // 2026-05-01T10:00:00Z plus the simulated clock's reading.
@@ -519,6 +525,43 @@ TEST_F(GpuNodePublisherTest, ThePodSourceFindsThisNodesManagedPodsByUid) {
   ASSERT_OK_AND_ASSIGN(found, pods->FindByUid(later["metadata"]["uid"]));
   EXPECT_EQ(found.name, "sweep-2");
   EXPECT_THAT(MakeKubePodSource(client_.get(), KubePodSourceOptions{}, &clock_).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node_name")));
+}
+
+TEST_F(GpuNodePublisherTest, PlacementRecordsReadThePodsTrainingJob) {
+  // Without a status subresource the status is stored as created: the controller's record.
+  ASSERT_OK(client_
+                ->Create(kube::kCustomResourceDefinitions,
+                         MinimalCrd("trainingjobs", "TrainingJob", "Namespaced", false))
+                .status());
+  api::TrainingJob job;
+  job.metadata.namespace_ = "default";
+  job.metadata.name = "sweep";
+  job.spec.role = api::Role::kBackground;
+  job.status.placement = {{"sweep-0", kNode, {"GPU-x"}}};
+  const kube::ResourceType& trainingjobs = kube::kTrainingJobs;
+  ASSERT_OK_AND_ASSIGN(nlohmann::json stored, client_->Create(trainingjobs, api::ToJson(job)));
+  nlohmann::json pod = ManagedPod("sweep-0", kNode);
+  pod["metadata"]["ownerReferences"] = {{{"apiVersion", "wavepool.dev/v1alpha1"},
+                                         {"kind", "TrainingJob"},
+                                         {"name", "sweep"},
+                                         {"uid", stored["metadata"]["uid"]},
+                                         {"controller", true}}};
+  ASSERT_OK_AND_ASSIGN(pod, client_->Create(kube::kPods, pod));
+  KubePodSourceOptions options;
+  options.node_name = kNode;
+  ASSERT_OK_AND_ASSIGN(PodSourcePtr pods, MakeKubePodSource(client_.get(), options, &clock_));
+  ASSERT_OK_AND_ASSIGN(PodRecord found, pods->FindByUid(pod["metadata"]["uid"]));
+  ASSERT_TRUE(found.controller_owner.has_value());
+  EXPECT_EQ(found.controller_owner->name, "sweep");
+  ASSERT_OK_AND_ASSIGN(WorkerIdentity identity, IdentityOfPod(found));
+  ASSERT_OK_AND_ASSIGN(PlacementRecordsPtr placements,
+                       MakeKubePlacementRecords(client_.get(), kNode));
+  EXPECT_OK(placements->Confirm(found, identity));
+  ASSERT_OK(client_->Delete(trainingjobs, "default", "sweep"));
+  EXPECT_THAT(placements->Confirm(found, identity),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("is gone")));
+  EXPECT_THAT(MakeKubePlacementRecords(client_.get(), "").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node_name")));
 }
 

@@ -74,6 +74,7 @@ const std::vector<std::string>& TaskSampleNames() {
                                                   "wavepool_task_paused_seconds_total",
                                                   "wavepool_task_launches_total",
                                                   "wavepool_task_foreground_slowdown_ratio",
+                                                  "wavepool_task_foreground_slowdown_slo_ratio",
                                                   "wavepool_task_sensitive_op_groups",
                                                   "wavepool_task_recommended_batch_size",
                                                   "wavepool_task_cheating"};
@@ -114,6 +115,7 @@ TEST(Metrics, ExportsEveryFamilyWithItsType) {
       {"wavepool_task_paused_seconds_total", "counter"},
       {"wavepool_task_launches_total", "counter"},
       {"wavepool_task_foreground_slowdown_ratio", "gauge"},
+      {"wavepool_task_foreground_slowdown_slo_ratio", "gauge"},
       {"wavepool_task_sensitive_op_groups", "gauge"},
       {"wavepool_task_recommended_batch_size", "gauge"},
       {"wavepool_task_cheating", "gauge"},
@@ -198,6 +200,7 @@ TEST(Metrics, TaskSeriesCarryTheTaskLabelsAndTheValuesSet) {
                      /*wait_ns_total=*/1'500'000'000, /*paused_ns_total=*/500'000'000});
   ASSERT_OK(task->ObserveIteration(Seconds(0.25), 64));
   task->SetForegroundSlowdown(1.08);
+  task->SetForegroundSlowdownSlo(1.2);
   task->SetSensitiveOpGroups(3);
 
   const std::string text = metrics->ExpositionText();
@@ -211,6 +214,8 @@ TEST(Metrics, TaskSeriesCarryTheTaskLabelsAndTheValuesSet) {
   EXPECT_THAT(SampleValue(text, "wavepool_task_iteration_seconds_count", labels), Optional(1.0));
   EXPECT_THAT(SampleValue(text, "wavepool_task_iteration_seconds_sum", labels), Optional(0.25));
   EXPECT_THAT(SampleValue(text, "wavepool_task_foreground_slowdown_ratio", labels), Optional(1.08));
+  EXPECT_THAT(SampleValue(text, "wavepool_task_foreground_slowdown_slo_ratio", labels),
+              Optional(1.2));
   EXPECT_THAT(SampleValue(text, "wavepool_task_sensitive_op_groups", labels), Optional(3.0));
 }
 
@@ -248,9 +253,9 @@ TEST(Metrics, RemovedTaskSeriesDisappear) {
   ASSERT_OK_AND_ASSIGN(TaskMetrics * running, metrics->AddTask(Task("running", Role::kBackground)));
   ended->ObserveGate({2, 1, 10, 1000, 0});
   running->ObserveGate({1, 1, 10, 1000, 0});
-  // Foreground: 6 families every task has, slowdown and sensitive groups, and the histogram's
-  // 14 buckets (13 bounds and +Inf) with _sum and _count: 6 + 2 + 16 = 24.
-  EXPECT_EQ(CountTaskSamples(metrics->ExpositionText(), "ended"), 24);
+  // Foreground: 6 families every task has, slowdown, its objective and sensitive groups, and the
+  // histogram's 14 buckets (13 bounds and +Inf) with _sum and _count: 6 + 3 + 16 = 25.
+  EXPECT_EQ(CountTaskSamples(metrics->ExpositionText(), "ended"), 25);
 
   metrics->RemoveTask(ended);
   const std::string text = metrics->ExpositionText();
@@ -362,13 +367,15 @@ TEST(Metrics, RoleSpecificTaskSeriesExistOnlyForTheirRole) {
   ASSERT_NE(metrics, nullptr);
   ASSERT_OK_AND_ASSIGN(TaskMetrics * fg, metrics->AddTask(Task("fg", Role::kForeground)));
   ASSERT_OK_AND_ASSIGN(TaskMetrics * bg, metrics->AddTask(Task("bg", Role::kBackground)));
-  fg->SetRecommendedBatchSize(16);  // ignored: foreground
-  bg->SetForegroundSlowdown(2.0);   // ignored: background
-  bg->SetSensitiveOpGroups(5);      // ignored: background
+  fg->SetRecommendedBatchSize(16);    // ignored: foreground
+  bg->SetForegroundSlowdown(2.0);     // ignored: background
+  bg->SetForegroundSlowdownSlo(2.0);  // ignored: background
+  bg->SetSensitiveOpGroups(5);        // ignored: background
   bg->SetRecommendedBatchSize(24);
   const std::string text = metrics->ExpositionText();
   EXPECT_EQ(CountSamples(text, "wavepool_task_recommended_batch_size", {{"pod", "fg"}}), 0);
   EXPECT_EQ(CountSamples(text, "wavepool_task_foreground_slowdown_ratio", {{"pod", "bg"}}), 0);
+  EXPECT_EQ(CountSamples(text, "wavepool_task_foreground_slowdown_slo_ratio", {{"pod", "bg"}}), 0);
   EXPECT_EQ(CountSamples(text, "wavepool_task_sensitive_op_groups", {{"pod", "bg"}}), 0);
   EXPECT_THAT(SampleValue(text, "wavepool_task_recommended_batch_size",
                           TaskSeriesLabels("bg", "background")),

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "registration_check.h"
 #include "tests/support/status_matchers.h"
+#include "wavepool/agent/placement_records.h"
 #include "worker_strings.h"
 
 namespace wavepool::agent {
@@ -200,7 +201,7 @@ TEST(KubernetesPeerIdentity, ResolvesAProcessThroughItsCgroupAndItsPod) {
   pods.pods[kUid] = TrainPod();
   proc.SetCgroup(4242, absl::StrCat("0::/kubepods/burstable/pod", kUid, "/c0ffee\n"));
   proc.SetCgroup(4343, "0::/system.slice/sshd.service\n");
-  KubernetesPeerIdentity identity(&pods, proc.root());
+  KubernetesPeerIdentity identity(&pods, /*placements=*/nullptr, proc.root());
   ASSERT_OK_AND_ASSIGN(WorkerIdentity worker, identity.Resolve(4242));
   EXPECT_EQ(worker.pod, "train-0");
   EXPECT_EQ(identity.ConnectionGroup(4242), absl::StrCat("pod:", kUid));
@@ -220,9 +221,95 @@ TEST(KubernetesPeerIdentity, ASymlinkedCgroupFileIsNotFollowed) {
   proc.SetCgroup(1, absl::StrCat("0::/kubepods/pod", kUid, "/c\n"));
   std::filesystem::create_directories(proc.root() + "/2");
   std::filesystem::create_symlink(proc.root() + "/1/cgroup", proc.root() + "/2/cgroup");
-  KubernetesPeerIdentity identity(&pods, proc.root());
+  KubernetesPeerIdentity identity(&pods, /*placements=*/nullptr, proc.root());
   EXPECT_OK(identity.Resolve(1).status());
   EXPECT_THAT(identity.Resolve(2), StatusIs(absl::StatusCode::kNotFound, ::testing::_));
+}
+
+// The TrainingJob that owns TrainPod() and places it on node-a, GPUs GPU-a and GPU-b.
+api::TrainingJob TrainJob() {
+  api::TrainingJob job;
+  job.metadata.namespace_ = "team-a";
+  job.metadata.name = "train";
+  job.metadata.uid = "job-uid-1";
+  job.spec.role = api::Role::kForeground;
+  job.status.placement = {{"train-1", "node-a", {"GPU-c"}},
+                          {"train-0", "node-a", {"GPU-b", "GPU-a"}}};
+  return job;
+}
+
+PodRecord OwnedTrainPod() {
+  PodRecord pod = TrainPod();
+  api::OwnerReference owner;
+  owner.api_version = "wavepool.dev/v1alpha1";
+  owner.kind = "TrainingJob";
+  owner.name = "train";
+  owner.uid = "job-uid-1";
+  owner.controller = true;
+  pod.controller_owner = owner;
+  return pod;
+}
+
+TEST(CheckPlacement, AdmitsOnlyAPodItsTrainingJobPlacesHereAsItsLabelsSay) {
+  const PodRecord pod = OwnedTrainPod();
+  ASSERT_OK_AND_ASSIGN(WorkerIdentity identity, IdentityOfPod(pod));
+  EXPECT_OK(CheckPlacement(TrainJob(), pod, identity, "node-a"));
+
+  auto denied = [](const std::string& what) {
+    return StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr(what));
+  };
+  EXPECT_THAT(CheckPlacement(TrainJob(), pod, identity, "node-b"),
+              denied("team-a/train places it on node node-a, not on node-b"));
+  api::TrainingJob job = TrainJob();
+  job.status.placement[1].gpu_uuids = {"GPU-a"};
+  EXPECT_THAT(CheckPlacement(job, pod, identity, "node-a"),
+              denied("places it on GPUs GPU-a, not on GPU-a,GPU-b"));
+  job = TrainJob();
+  job.status.placement.clear();  // restarted, or never placed by the controller
+  EXPECT_THAT(CheckPlacement(job, pod, identity, "node-a"),
+              denied("team-a/train places no such pod"));
+  job = TrainJob();
+  job.spec.role = api::Role::kBackground;  // the pod's label claims Foreground
+  EXPECT_THAT(CheckPlacement(job, pod, identity, "node-a"),
+              denied("role Foreground but team-a/train is Background"));
+  job = TrainJob();
+  job.metadata.uid = "job-uid-2";  // a job re-created under the name
+  EXPECT_THAT(CheckPlacement(job, pod, identity, "node-a"), denied("of uid job-uid-1, not"));
+
+  PodRecord unowned = TrainPod();  // the controller's labels copied onto a tenant's own pod
+  EXPECT_THAT(CheckPlacement(TrainJob(), unowned, identity, "node-a"),
+              denied("not controlled by a TrainingJob"));
+  PodRecord other_kind = OwnedTrainPod();
+  other_kind.controller_owner->kind = "Job";
+  EXPECT_THAT(CheckPlacement(TrainJob(), other_kind, identity, "node-a"),
+              denied("not controlled by a TrainingJob"));
+  WorkerIdentity other_job = identity;
+  other_job.job = "sweep";
+  EXPECT_THAT(CheckPlacement(TrainJob(), pod, other_job, "node-a"),
+              denied("names job sweep but is owned by team-a/train"));
+}
+
+class FakePlacementRecords : public PlacementRecords {
+ public:
+  absl::Status Confirm(const PodRecord& pod, const WorkerIdentity& identity) override {
+    return CheckPlacement(job, pod, identity, "node-a");
+  }
+  api::TrainingJob job = TrainJob();
+};
+
+TEST(KubernetesPeerIdentity, RefusesAPodThatNoTrainingJobPlaces) {
+  FakeProc proc;
+  FakePodSource pods;
+  pods.pods[kUid] = OwnedTrainPod();
+  proc.SetCgroup(4242, absl::StrCat("0::/kubepods/burstable/pod", kUid, "/c0ffee\n"));
+  FakePlacementRecords placements;
+  KubernetesPeerIdentity identity(&pods, &placements, proc.root());
+  EXPECT_OK(identity.Resolve(4242).status());
+  placements.job.status.placement.clear();
+  EXPECT_THAT(identity.Resolve(4242),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("process 4242: pod team-a/train-0: team-a/train places no such "
+                                 "pod")));
 }
 
 TEST(LocalPeerIdentity, KnowsOnlyTheProcessesItWasToldAbout) {

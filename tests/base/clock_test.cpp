@@ -3,10 +3,9 @@
 #include "wavepool/base/clock.h"
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "tests/support/simulated_clock.h"
 
@@ -29,41 +28,40 @@ TEST(RealClock, ReadingsNeverDecrease) {
 
 TEST(RealClock, WaitUntilEndsWhenTheStateChanges) {
   Clock& clock = RealClock();
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop = false;
+  absl::Mutex mu;
+  bool stop = false;  // guarded by mu
   std::thread stopper([&] {
     std::this_thread::sleep_for(milliseconds(20));
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     stop = true;
-    cv.notify_all();
   });
-  std::unique_lock<std::mutex> lock(mu);
-  // An hour's deadline: only the state change can end this wait.
-  EXPECT_TRUE(clock.WaitUntil(lock, cv, clock.Now() + nanoseconds(seconds(3600)).count(),
-                              [&] { return stop; }));
-  lock.unlock();
+  {
+    absl::MutexLock lock(&mu);
+    // An hour's deadline: only the state change can end this wait.
+    EXPECT_TRUE(clock.WaitUntil(mu, clock.Now() + nanoseconds(seconds(3600)).count(),
+                                absl::Condition(&stop)));
+  }
   stopper.join();
 }
 
 TEST(RealClock, WaitUntilEndsAtTheDeadline) {
   Clock& clock = RealClock();
-  std::mutex mu;
-  std::condition_variable cv;
-  std::unique_lock<std::mutex> lock(mu);
+  absl::Mutex mu;
+  absl::MutexLock lock(&mu);
   const MonotonicNanos deadline = clock.Now() + nanoseconds(milliseconds(10)).count();
-  EXPECT_FALSE(clock.WaitUntil(lock, cv, deadline, [] { return false; }));
+  const bool never = false;
+  EXPECT_FALSE(clock.WaitUntil(mu, deadline, absl::Condition(&never)));
   EXPECT_GE(clock.Now(), deadline);
 }
 
 TEST(SimulatedClock, WaitUntilEndsOnlyWhenTheTestAdvancesTime) {
   testing::SimulatedClock clock;
-  std::mutex mu;
-  std::condition_variable cv;
+  absl::Mutex mu;
+  const bool never = false;
   bool result = true;
   std::thread waiter([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    result = clock.WaitUntil(lock, cv, nanoseconds(seconds(15)).count(), [] { return false; });
+    absl::MutexLock lock(&mu);
+    result = clock.WaitUntil(mu, nanoseconds(seconds(15)).count(), absl::Condition(&never));
   });
   clock.WaitForSleepers(1);
   clock.Advance(seconds(14));
@@ -77,19 +75,17 @@ TEST(SimulatedClock, WaitUntilEndsOnlyWhenTheTestAdvancesTime) {
 
 TEST(SimulatedClock, WaitUntilEndsWhenTheStateChangesWithoutTimeMoving) {
   testing::SimulatedClock clock;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop = false;
+  absl::Mutex mu;
+  bool stop = false;  // guarded by mu
   bool result = false;
   std::thread waiter([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    result = clock.WaitUntil(lock, cv, nanoseconds(seconds(15)).count(), [&] { return stop; });
+    absl::MutexLock lock(&mu);
+    result = clock.WaitUntil(mu, nanoseconds(seconds(15)).count(), absl::Condition(&stop));
   });
   clock.WaitForSleepers(1);
   {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     stop = true;
-    cv.notify_all();
   }
   waiter.join();
   EXPECT_TRUE(result);

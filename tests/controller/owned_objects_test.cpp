@@ -319,6 +319,24 @@ TEST(Pod, BackgroundGetsLowMpsPriorityPriorityClassAndGracePeriod) {
   EXPECT_FALSE((*plain)["spec"].contains("priorityClassName"));
 }
 
+TEST(Pod, WorkersJoinTheAgentsSocketGroupKeepingTheTemplatesGroups) {
+  OwnedObjectOptions options;
+  ASSERT_OK_AND_ASSIGN(json plain, BuildPod(MakeJob(api::Role::kForeground), MakePlan(4),
+                                            MakeAssignment(0), 0, options));
+  EXPECT_FALSE(plain["spec"].contains("securityContext"));  // -1: no socket group
+
+  options.agent_socket_gid = 2000;
+  api::TrainingJob job = MakeJob(api::Role::kBackground);
+  job.spec.pod_template["spec"]["securityContext"] = {{"runAsUser", 1000},
+                                                      {"supplementalGroups", {3000}}};
+  ASSERT_OK_AND_ASSIGN(json pod, BuildPod(job, MakePlan(1), MakeAssignment(0), 0, options));
+  EXPECT_EQ(pod["spec"]["securityContext"]["runAsUser"], 1000);
+  EXPECT_EQ(pod["spec"]["securityContext"]["supplementalGroups"], json({3000, 2000}));
+  job.spec.pod_template["spec"]["securityContext"]["supplementalGroups"] = {2000};
+  ASSERT_OK_AND_ASSIGN(pod, BuildPod(job, MakePlan(1), MakeAssignment(0), 0, options));
+  EXPECT_EQ(pod["spec"]["securityContext"]["supplementalGroups"], json({2000}));  // once
+}
+
 TEST(Pod, EmptyTemplateUsesTheDefaultImage) {
   api::TrainingJob job = MakeJob(api::Role::kForeground);
   job.spec.pod_template = nullptr;

@@ -286,6 +286,23 @@ TEST(PlaceBackground, SkipsGpusWhoseForegroundDisallowsBackground) {
                              HasSubstr("1 already running 1 background pod(s)"))));
 }
 
+TEST(PlaceBackground, NeverOnANodeTheJobIsKeptOff) {
+  Inventory inv = MustBuild({Node("node-a", 2), Node("node-b", 1)}, {});
+  BackgroundRequest request{"ns/bg", kGiB, {"node-a"}};
+  ASSERT_OK_AND_ASSIGN(BackgroundPlacement placement, PlaceBackground(request, inv));
+  EXPECT_EQ(placement.node, "node-b");
+  request.excluded_nodes.insert("node-b");
+  EXPECT_THAT(PlaceBackground(request, inv),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("3 on nodes where it used the GPU outside its launch gate")));
+  // Without exclusions the message does not mention them.
+  ASSERT_OK(inv.Add(Bg("bg-1", Uuid("node-a", 0), kGiB)));
+  ASSERT_OK(inv.Add(Bg("bg-2", Uuid("node-a", 1), kGiB)));
+  ASSERT_OK(inv.Add(Bg("bg-3", Uuid("node-b", 0), kGiB)));
+  EXPECT_THAT(PlaceBackground({"ns/bg", kGiB}, inv),
+              StatusIs(absl::StatusCode::kResourceExhausted, Not(HasSubstr("launch gate"))));
+}
+
 TEST(Placement, DeterministicWhateverTheInputOrder) {
   std::vector<api::GpuNode> nodes = {Node("node-a", 4), Node("node-b", 4), Node("node-c", 4)};
   std::vector<GpuAssignment> held = {Bg("bg-1", Uuid("node-b", 2), kGiB),

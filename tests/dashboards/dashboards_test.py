@@ -47,6 +47,7 @@ PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right
                    "unless", "bool", "offset", "inf", "nan", "atan2"}
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 SLOWDOWN_METRIC = "wavepool_task_foreground_slowdown_ratio"
+SLO_METRIC = "wavepool_task_foreground_slowdown_slo_ratio"
 DEFAULT_SLO = 1.1  # api/include/wavepool/api/defaults.h: kDefaultMaxForegroundSlowdown
 
 
@@ -284,9 +285,9 @@ def check_structure(rel, d, problems):
         if SLOWDOWN_METRIC in exprs:
             steps = panel.get("fieldConfig", {}).get("defaults", {}).get("thresholds", {}).get("steps", [])
             has_slo_threshold = any(s.get("value") == DEFAULT_SLO for s in steps)
-            if not has_slo_threshold and "$slo" not in exprs:
+            if not has_slo_threshold and SLO_METRIC not in exprs:
                 problems.add(where, f"shows {SLOWDOWN_METRIC} without an SLO line "
-                             f"(a threshold at {DEFAULT_SLO} or a $slo target)")
+                             f"(a threshold at {DEFAULT_SLO} or a {SLO_METRIC} target)")
 
 
 def run_json(args):
@@ -326,7 +327,7 @@ CHECK_DURATIONS = {"__rate_interval": "1m", "__interval": "1m", "__range": "1h"}
 
 
 def check_value(name):
-    return "1.1" if name == "slo" else ".*"
+    return ".*"
 
 
 def alert_test_coverage(source_dir, alert_names, problems):

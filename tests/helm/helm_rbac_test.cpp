@@ -135,12 +135,14 @@ TEST_F(HelmRbacTest, DocsTableParsesToTheKnownRows) {
   const Grants docs = GrantsFromDocs(&error);
   ASSERT_EQ(error, "");
   // A parse that lost rows or columns would make the equality below vacuous.
-  EXPECT_EQ(docs.size(), 16u) << Describe(docs);
+  EXPECT_EQ(docs.size(), 17u) << Describe(docs);
   EXPECT_EQ(docs.at({"controller", "Role", "coordination.k8s.io", "leases"}),
             (std::set<std::string>{"get", "create", "update"}));
   EXPECT_EQ(docs.at({"controller", "ClusterRole", "", "events"}),
             (std::set<std::string>{"create", "patch"}));
   EXPECT_EQ(docs.at({"agent", "ClusterRole", "", "pods"}), (std::set<std::string>{"list"}));
+  EXPECT_EQ(docs.at({"agent", "ClusterRole", "wavepool.dev", "trainingjobs"}),
+            (std::set<std::string>{"get"}));
   EXPECT_EQ(docs.at({"agent", "ClusterRole", "", "events"}),
             (std::set<std::string>{"create", "patch"}));
   EXPECT_EQ(docs.at({"controller", "ClusterRole", "", "namespaces"}),

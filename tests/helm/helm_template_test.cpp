@@ -115,7 +115,10 @@ TEST_F(HelmTemplateTest, DefaultValuesRenderTheControllerAgentRbacAndCrds) {
   EXPECT_THAT(FlagValues(args, "--lease-name"), ElementsAre("wavepool-controller"));
   EXPECT_THAT(FlagValues(args, "--http-port"), ElementsAre("8080"));
   EXPECT_THAT(FlagValues(args, "--heartbeat-timeout"), ElementsAre("60"));
+  EXPECT_THAT(FlagValues(args, "--pod-start-timeout"), ElementsAre("600"));
+  EXPECT_THAT(FlagValues(args, "--cheating-quarantine"), ElementsAre("600"));
   EXPECT_THAT(FlagValues(args, "--agent-dir"), ElementsAre("/var/run/wavepool"));
+  EXPECT_THAT(FlagValues(args, "--agent-socket-gid"), IsEmpty());  // no socket group
   EXPECT_THAT(FlagValues(args, "--background-priority-class"), ElementsAre("wavepool-background"));
   EXPECT_THAT(FlagValues(args, "--background-grace-seconds"), ElementsAre("120"));
   EXPECT_THAT(FlagValues(args, "--namespace"), IsEmpty());      // every namespace
@@ -228,6 +231,9 @@ TEST_F(HelmTemplateTest, NonDefaultValuesReachTheFlagsAndTheOptionalObjects) {
   EXPECT_THAT(FlagValues(args, "--workers"), ElementsAre("8"));
   EXPECT_THAT(FlagValues(args, "--http-port"), ElementsAre("9090"));
   EXPECT_THAT(FlagValues(args, "--heartbeat-timeout"), ElementsAre("45"));
+  EXPECT_THAT(FlagValues(args, "--pod-start-timeout"), ElementsAre("900"));
+  EXPECT_THAT(FlagValues(args, "--cheating-quarantine"), ElementsAre("3600"));
+  EXPECT_THAT(FlagValues(args, "--agent-socket-gid"), ElementsAre("2000"));
   EXPECT_THAT(FlagValues(args, "--default-device"), ElementsAre("a100"));
   EXPECT_THAT(FlagValues(args, "--default-image"),
               ElementsAre("registry.example.com/wavepool/worker:0.1.0"));
@@ -265,7 +271,7 @@ TEST_F(HelmTemplateTest, NonDefaultValuesReachTheFlagsAndTheOptionalObjects) {
   EXPECT_THAT(FlagValues(agent_args, "--dir"), ElementsAre("/run/wavepool"));
   EXPECT_THAT(FlagValues(agent_args, "--devices"), ElementsAre("nvml"));
   EXPECT_THAT(FlagValues(agent_args, "--mps"), ElementsAre("on"));
-  EXPECT_THAT(FlagValues(agent_args, "--socket-group"), ElementsAre("wavepool"));
+  EXPECT_THAT(FlagValues(agent_args, "--socket-group"), ElementsAre("2000"));
   EXPECT_THAT(FlagValues(agent_args, "--metrics-port"), ElementsAre("9500"));
   EXPECT_THAT(FlagValues(agent_args, "--slots-per-gpu"), ElementsAre("16"));
   EXPECT_THAT(FlagValues(agent_args, "--max-foreground-slowdown"), ElementsAre("1.05"));

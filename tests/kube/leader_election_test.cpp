@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
@@ -108,22 +110,22 @@ class SteppedClock final : public Clock {
     return now_;
   }
   void SleepFor(std::chrono::nanoseconds d) override {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::unique_lock<std::mutex> lock(mu);
-    WaitUntil(lock, cv, Now() + d.count(), [] { return false; });
+    absl::Mutex mu;
+    absl::MutexLock lock(&mu);
+    const bool never = false;
+    WaitUntil(mu, Now() + d.count(), absl::Condition(&never));
   }
-  bool WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-                 MonotonicNanos deadline, const std::function<bool()>& done) override {
+  bool WaitUntil(absl::Mutex& mu, MonotonicNanos deadline, const absl::Condition& done) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     const int id = Register(deadline);
     bool result = false;
     for (;;) {
-      if (done()) {
+      if (done.Eval()) {
         result = true;
         break;
       }
       if (Now() >= deadline) break;
-      cv.wait_for(lock, milliseconds(1));
+      mu.AwaitWithTimeout(done, absl::Milliseconds(1));
     }
     Unregister(id);
     return result;

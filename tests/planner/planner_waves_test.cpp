@@ -77,7 +77,7 @@ ModelParallelWavesAnalysis Analyze(const Planning& setup, const api::Plan& plan,
   r.stage_starts = StageStarts(plan, setup.model);
   r.per_wave_batch = request.global_batch;
   r.device_memory = setup.device.memory_bytes;
-  r.memory.optimizer_moments = request.optimizer_moments;
+  r.memory.optimizer_moments = OptimizerMoments(request.optimizer);
   r.placement = placement;
   absl::StatusOr<ModelParallelWavesAnalysis> analysis =
       AnalyzeModelParallelWaves(setup.model, *setup.compute, r);

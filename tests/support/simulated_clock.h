@@ -8,10 +8,10 @@
 #define WAVEPOOL_TESTS_SUPPORT_SIMULATED_CLOCK_H_
 
 #include <chrono>
-#include <condition_variable>
-#include <functional>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "wavepool/base/clock.h"
 
 namespace wavepool::testing {
@@ -21,62 +21,61 @@ class SimulatedClock final : public Clock {
  public:
   explicit SimulatedClock(MonotonicNanos start = 0) : now_(start) {}
 
-  MonotonicNanos Now() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+  MonotonicNanos Now() const override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     return now_;
   }
 
-  void SleepFor(std::chrono::nanoseconds d) override {
-    std::unique_lock<std::mutex> lock(mu_);
+  void SleepFor(std::chrono::nanoseconds d) override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     const MonotonicNanos until = now_ + d.count();
     ++sleepers_;
-    changed_.notify_all();
-    changed_.wait(lock, [&] { return now_ >= until; });
+    const auto reached = [this, until]()
+                             ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return now_ >= until; };
+    mu_.Await(absl::Condition(&reached));
     --sleepers_;
   }
 
-  // The caller's condition variable is not ours to notify when time moves (Advance would need
-  // the caller's mutex), so the wait re-checks the clock every millisecond of real time.
-  bool WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-                 MonotonicNanos deadline, const std::function<bool()>& done) override {
+  // Advance does not hold the caller's mutex, so nothing re-evaluates `done` when time moves: the
+  // wait re-checks the clock every millisecond of real time.
+  bool WaitUntil(absl::Mutex& mu, MonotonicNanos deadline, const absl::Condition& done) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) ABSL_LOCKS_EXCLUDED(mu_) {
     AddSleepers(1);
     bool result = false;
     for (;;) {
-      if (done()) {
+      if (done.Eval()) {
         result = true;
         break;
       }
       if (Now() >= deadline) break;
-      cv.wait_for(lock, std::chrono::milliseconds(1));
+      mu.AwaitWithTimeout(done, absl::Milliseconds(1));
     }
     AddSleepers(-1);
     return result;
   }
 
-  void Advance(std::chrono::nanoseconds d) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Advance(std::chrono::nanoseconds d) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     now_ += d.count();
-    changed_.notify_all();
   }
 
   // Blocks until `n` threads are sleeping or waiting on the clock (so that a test can advance
   // past them).
-  void WaitForSleepers(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock, [&] { return sleepers_ >= n; });
+  void WaitForSleepers(int n) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    const auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return sleepers_ >= n; };
+    mu_.Await(absl::Condition(&enough));
   }
 
  private:
-  void AddSleepers(int delta) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void AddSleepers(int delta) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     sleepers_ += delta;
-    changed_.notify_all();
   }
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  MonotonicNanos now_;
-  int sleepers_ = 0;
+  mutable absl::Mutex mu_;
+  MonotonicNanos now_ ABSL_GUARDED_BY(mu_);
+  int sleepers_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace wavepool::testing

@@ -112,7 +112,10 @@ absl::StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(Options option
     return gate.status();
   }
   client->gate_->Bind(std::move(*gate));
-  client->registered_ = registered;
+  {
+    absl::MutexLock lock(&client->mu_);  // uncontended: the thread starts below
+    client->registered_ = registered;
+  }
   client->connection_ = std::move(*connection);
   client->connected_.store(true, std::memory_order_release);
   client->thread_ = std::thread([c = client.get()] { c->Run(); });
@@ -125,7 +128,7 @@ AgentClient::~AgentClient() {
 }
 
 void AgentClient::Close() {
-  std::lock_guard<std::mutex> lock(close_mu_);
+  absl::MutexLock lock(&close_mu_);
   closing_.store(true, std::memory_order_release);
   if (!thread_.joinable()) return;
   WakeUp();
@@ -165,7 +168,7 @@ absl::Status AgentClient::ReportOp(const OpGroupReport& report) {
   }
   bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (closing_.load(std::memory_order_acquire)) {
       return absl::FailedPreconditionError("ReportOp: the agent client is closed");
     }
@@ -186,7 +189,7 @@ absl::Status AgentClient::ReportMemory(const MemorySample& sample) {
   }
   bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (closing_.load(std::memory_order_acquire)) {
       return absl::FailedPreconditionError("ReportMemory: the agent client is closed");
     }
@@ -211,7 +214,7 @@ absl::Status AgentClient::ReportIteration(const agent::ReportIteration& report) 
     return absl::InvalidArgumentError(
         absl::StrCat("ReportIteration: seconds must be a finite value >= 0, got ", report.seconds));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (closing_.load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError("ReportIteration: the agent client is closed");
   }
@@ -222,17 +225,17 @@ absl::Status AgentClient::ReportIteration(const agent::ReportIteration& report) 
 }
 
 std::optional<Policy> AgentClient::LatestPolicy() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return policy_;
 }
 
 Registered AgentClient::registration() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return registered_;
 }
 
 AgentClient::Stats AgentClient::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 
@@ -269,7 +272,7 @@ void AgentClient::Serve(SteadyClock::time_point& next_flush) {
     const absl::Status read = connection_->Read(&messages);
     for (Message& message : messages) {
       if (auto* policy = std::get_if<Policy>(&message)) {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         policy_ = std::move(*policy);
       } else if (auto* foregrounds = std::get_if<Foregrounds>(&message)) {
         // A segment that does not map keeps its foreground's slot pausing this worker.
@@ -292,7 +295,7 @@ void AgentClient::Serve(SteadyClock::time_point& next_flush) {
   }
   bool due = SteadyClock::now() >= next_flush;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     due = due || pending_->flush_now;
   }
   if (due) {
@@ -318,7 +321,7 @@ absl::Status AgentClient::Flush(bool everything) {
     agent::ReportMemory memory;
     std::vector<agent::ReportIteration> iterations;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ops.groups = TakeFront(pending_->ops, options_.batch_size);
       memory.samples = TakeFront(pending_->memory, options_.batch_size);
       iterations = TakeFront(pending_->iterations, kIterationsPerFlush);
@@ -343,7 +346,7 @@ void AgentClient::Disconnect(const absl::Status& why) {
   connected_.store(false, std::memory_order_release);
   gate_->SetAgentAlive(false);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++stats_.disconnects;
   }
   Log(absl::StrCat("agent client: lost the agent at ", options_.socket_path, ": ", why.ToString(),
@@ -371,7 +374,7 @@ void AgentClient::Reconnect() {
       gate_->Bind(std::move(*gate));
       connection_ = std::move(*connection);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         registered_ = registered;
         ++stats_.reconnects;
       }

@@ -156,7 +156,7 @@ LaunchGate::LaunchGate(std::string path, std::unique_ptr<Mapping> control,
 
 absl::Status LaunchGate::WatchForegrounds(const std::vector<ForegroundSegment>& segments) {
   if (role_ != Role::kBackground) return absl::OkStatus();
-  std::lock_guard<std::mutex> lock(views_mu_);
+  absl::MutexLock lock(&views_mu_);
   std::string failures;
   for (const ForegroundSegment& segment : segments) {
     if (absl::Status watched = WatchForeground(segment); !watched.ok()) {

@@ -229,7 +229,7 @@ WorkerGate::Binding* WorkerGate::FreeBindingLocked() {
 }
 
 void WorkerGate::Bind(std::unique_ptr<LaunchGate> gate) {
-  std::lock_guard<std::mutex> lock(writer_mu_);
+  absl::MutexLock lock(&writer_mu_);
   Binding* fresh = FreeBindingLocked();
   fresh->gate = std::move(gate);
   fresh->abandoned.store(false, std::memory_order_seq_cst);
@@ -239,25 +239,25 @@ void WorkerGate::Bind(std::unique_ptr<LaunchGate> gate) {
 }
 
 void WorkerGate::SetAgentAlive(bool alive) {
-  std::lock_guard<std::mutex> lock(writer_mu_);
+  absl::MutexLock lock(&writer_mu_);
   if (Binding* current = current_.load(std::memory_order_seq_cst)) {
     current->gate->SetAgentAlive(alive);
   }
 }
 
 absl::Status WorkerGate::WatchForegrounds(const std::vector<ForegroundSegment>& segments) {
-  std::lock_guard<std::mutex> lock(writer_mu_);
+  absl::MutexLock lock(&writer_mu_);
   Binding* current = current_.load(std::memory_order_seq_cst);
   return current == nullptr ? absl::OkStatus() : current->gate->WatchForegrounds(segments);
 }
 
 void WorkerGate::Heartbeat(std::int64_t now_ns) {
-  std::lock_guard<std::mutex> lock(writer_mu_);
+  absl::MutexLock lock(&writer_mu_);
   if (Binding* current = current_.load(std::memory_order_seq_cst)) current->gate->Heartbeat(now_ns);
 }
 
 std::size_t WorkerGate::CollectRetired() {
-  std::lock_guard<std::mutex> lock(writer_mu_);
+  absl::MutexLock lock(&writer_mu_);
   std::size_t retired = 0;
   for (Binding& binding : bindings_) {
     if (binding.gate == nullptr || &binding == current_.load(std::memory_order_seq_cst)) continue;

@@ -26,7 +26,8 @@ absl::StatusOr<std::unique_ptr<PieceLauncher>> PieceLauncher::Create(LaunchPacer
     Slot& slot = launcher->slots_[i];
     absl::Status s = CudaStatus(cudaEventCreate(&slot.start), "cudaEventCreate");
     if (s.ok()) s = CudaStatus(cudaEventCreate(&slot.end), "cudaEventCreate");
-    if (!s.ok()) return s;  // the destructor frees what was created
+    if (!s.ok()) return s;                 // the destructor frees what was created
+    absl::MutexLock lock(&launcher->mu_);  // uncontended: the poller starts below
     launcher->free_.push_back(i);
   }
   launcher->poller_ = std::thread([l = launcher.get()] { l->Poll(); });
@@ -37,10 +38,9 @@ PieceLauncher::~PieceLauncher() {
   if (poller_.joinable()) {
     (void)Drain();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       stopping_ = true;
     }
-    changed_.notify_all();
     poller_.join();
   }
   for (Slot& slot : slots_) {
@@ -53,8 +53,9 @@ absl::Status PieceLauncher::Launch(OpGroup group, cudaGraphExec_t piece) {
   if (absl::Status s = TakeError(); !s.ok()) return s;
   std::size_t index = 0;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock, [&] { return !free_.empty(); });
+    absl::MutexLock lock(&mu_);
+    const auto slot_free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !free_.empty(); };
+    mu_.Await(absl::Condition(&slot_free));
     index = free_.front();
     free_.pop_front();
   }
@@ -69,21 +70,23 @@ absl::Status PieceLauncher::Launch(OpGroup group, cudaGraphExec_t piece) {
     if (!s.ok()) pacer_.End(*ticket, std::chrono::nanoseconds(0));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     (s.ok() ? pending_ : free_).push_back(index);
   }
-  changed_.notify_all();
   return s;
 }
 
 void PieceLauncher::Poll() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
+  const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !pending_.empty();
+  };
   while (true) {
-    changed_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+    mu_.Await(absl::Condition(&woken));
     if (pending_.empty()) return;  // stopping, nothing left
     const std::size_t index = pending_.front();
     Slot& slot = slots_[index];
-    lock.unlock();
+    mu_.Unlock();
     cudaError_t done = cudaEventQuery(slot.end);
     while (done == cudaErrorNotReady) {
       std::this_thread::sleep_for(kPollInterval);
@@ -95,34 +98,34 @@ void PieceLauncher::Poll() {
       s = CudaStatus(cudaEventElapsedTime(&ms, slot.start, slot.end), "cudaEventElapsedTime");
     const std::chrono::nanoseconds duration(static_cast<std::int64_t>(ms * 1e6));
     pacer_.End(slot.ticket, duration);
-    lock.lock();
+    mu_.Lock();
     pending_.pop_front();
     free_.push_back(index);
     ++completed_;
     gpu_time_ += duration;
     if (!s.ok() && error_.ok()) error_ = s;
-    changed_.notify_all();
   }
 }
 
 absl::Status PieceLauncher::Drain() {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [&] { return pending_.empty(); });
+  absl::MutexLock lock(&mu_);
+  const auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_.empty(); };
+  mu_.Await(absl::Condition(&drained));
   return std::exchange(error_, absl::OkStatus());
 }
 
 absl::Status PieceLauncher::TakeError() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return std::exchange(error_, absl::OkStatus());
 }
 
 std::int64_t PieceLauncher::completed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return completed_;
 }
 
 std::chrono::nanoseconds PieceLauncher::gpu_time() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return gpu_time_;
 }
 

@@ -57,7 +57,7 @@ std::vector<Replica> TickTockExecutor::Replicas() {
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> TickTockExecutor::ExtraState() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (mailbox_.empty()) return {};
   const auto& [step, gradient] = *mailbox_.rbegin();
   return {
@@ -80,7 +80,7 @@ absl::Status TickTockExecutor::LoadExtraState(
   if (!sum.defined() || !step.defined() || step.numel() != 2) {
     return absl::FailedPreconditionError("tick-tock state lacks the previous iteration's gradient");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   mailbox_.clear();
   mailbox_[step[0].item<std::int64_t>()] = {sum, step[1].item<std::int64_t>()};
   return absl::OkStatus();
@@ -110,17 +110,17 @@ absl::Status TickTockExecutor::StartLoaders(std::int64_t first) {
 }
 
 void TickTockExecutor::Fail(absl::Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (error_.ok()) error_ = std::move(status);
-  changed_.notify_all();
 }
 
 bool TickTockExecutor::WaitForTurn(std::int64_t step) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // B.1.1: a wave's forward pass starts when the other wave's previous forward pass has ended.
-  changed_.wait(lock, [&] {
+  const auto turn = [this, step]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !error_.ok() || step >= limit_ || step == first_step_ || forward_done_ >= step - 1;
-  });
+  };
+  mu_.Await(absl::Condition(&turn));
   return error_.ok() && step < limit_;
 }
 
@@ -138,20 +138,21 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
     batches = *std::move(loaded);
   }
   absl::StatusOr<StageEngine::StepResult> result = engine.ComputeGradients(step, batches, 1.0, [&] {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     forward_done_ = std::max(forward_done_, step);
-    changed_.notify_all();
   });
   if (!result.ok()) return result.status();
   const std::int64_t samples = engine.program().samples_per_step();
   LocalGradient mine{FlattenGradients(engine.model()), samples};
   LocalGradient previous;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     mailbox_[step] = mine;
-    changed_.notify_all();
     StepTimer timer(&report.times.allreduce);
-    changed_.wait(lock, [&] { return !error_.ok() || step == 0 || mailbox_.count(step - 1) > 0; });
+    const auto previous_ready = [this, step]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !error_.ok() || step == 0 || mailbox_.count(step - 1) > 0;
+    };
+    mu_.Await(absl::Condition(&previous_ready));
     if (!error_.ok()) return error_;
     if (step > 0) {
       previous = mailbox_[step - 1];
@@ -191,12 +192,11 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
   report.times.data += result->times.data;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   pacer_->ReportIteration(step, report.seconds, report.samples);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   done_[step] = report;
   // Every rank stops after the same iteration: the next one, step + 1, may already run on the
   // other wave; step + 2 would be this thread's next and has not started anywhere.
   if (report.agreed.any()) limit_ = std::min(limit_, step + 2);
-  changed_.notify_all();
   return absl::OkStatus();
 }
 
@@ -215,7 +215,7 @@ absl::StatusOr<std::int64_t> TickTockExecutor::Train(std::int64_t first, std::in
                                                      const StepHooks& hooks) {
   if (absl::Status s = StartLoaders(first); !s.ok()) return s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     first_step_ = first;
     forward_done_ = first - 1;
     limit_ = end;
@@ -228,16 +228,18 @@ absl::StatusOr<std::int64_t> TickTockExecutor::Train(std::int64_t first, std::in
     threads[static_cast<std::size_t>(wave)] =
         std::thread([this, wave, first, end, &hooks, &finished] {
           RunWave(wave, first, end, hooks);
-          std::lock_guard<std::mutex> lock(mu_);
+          absl::MutexLock lock(&mu_);
           ++finished;
-          changed_.notify_all();
         });
   }
   std::int64_t next = first;
   absl::Status error;
   while (true) {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock, [&] { return !error_.ok() || done_.count(next) > 0 || finished == 2; });
+    absl::ReleasableMutexLock lock(&mu_);
+    const auto ready = [this, next, &finished]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !error_.ok() || done_.count(next) > 0 || finished == 2;
+    };
+    mu_.Await(absl::Condition(&ready));
     if (!error_.ok()) {
       error = error_;
       break;
@@ -246,7 +248,7 @@ absl::StatusOr<std::int64_t> TickTockExecutor::Train(std::int64_t first, std::in
     if (it == done_.end()) break;  // both waves stopped and every completed step is reported
     const StepReport report = it->second;
     done_.erase(it);
-    lock.unlock();
+    lock.Release();
     hooks.after_step(report);
     ++next;
   }

@@ -18,14 +18,14 @@
 #define WAVEPOOL_RUNTIME_SRC_EXEC_TICK_TOCK_EXECUTOR_H_
 
 #include <array>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/runtime/batch_loader.h"
 #include "wavepool/runtime/communicator.h"
 #include "wavepool/runtime/executor.h"
@@ -68,8 +68,8 @@ class TickTockExecutor final : public Executor {
   absl::Status RunIteration(int wave, std::int64_t step, const StepHooks& hooks);
   absl::Status StartLoaders(std::int64_t first);
   // Waits until step may start (its predecessor's forward ended) or must not (past the limit).
-  bool WaitForTurn(std::int64_t step);
-  void Fail(absl::Status status);
+  bool WaitForTurn(std::int64_t step) ABSL_LOCKS_EXCLUDED(mu_);
+  void Fail(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
 
   std::array<Wave, 2> waves_;
   LaunchPacer* const pacer_;
@@ -78,15 +78,15 @@ class TickTockExecutor final : public Executor {
   std::int64_t next_step_ = -1;  // what the loaders serve next
   std::vector<int> world_;
 
-  std::mutex mu_;
-  std::condition_variable changed_;
-  // Guarded by mu_.
-  std::int64_t first_step_ = 0;     // of the current Train
-  std::int64_t forward_done_ = -1;  // every step <= this has finished its forward pass
-  std::int64_t limit_ = 0;          // steps >= limit_ do not start
-  std::map<std::int64_t, LocalGradient> mailbox_;  // S^m until iteration m+1 has used it
-  std::map<std::int64_t, StepReport> done_;        // completed, not yet reported
-  absl::Status error_;
+  absl::Mutex mu_;
+  std::int64_t first_step_ ABSL_GUARDED_BY(mu_) = 0;  // of the current Train
+  // Every step <= this has finished its forward pass.
+  std::int64_t forward_done_ ABSL_GUARDED_BY(mu_) = -1;
+  std::int64_t limit_ ABSL_GUARDED_BY(mu_) = 0;  // steps >= limit_ do not start
+  // S^m until iteration m+1 has used it.
+  std::map<std::int64_t, LocalGradient> mailbox_ ABSL_GUARDED_BY(mu_);
+  std::map<std::int64_t, StepReport> done_ ABSL_GUARDED_BY(mu_);  // completed, not yet reported
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace wavepool::runtime

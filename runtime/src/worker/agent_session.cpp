@@ -76,12 +76,12 @@ absl::Status AgentSession::TakeCredit() {
 }
 
 void AgentSession::RaisePause() {
-  std::lock_guard<std::mutex> lock(pause_mu_);
+  absl::MutexLock lock(&pause_mu_);
   if (pause_holders_++ == 0) client_->gate()->RaisePause();
 }
 
 void AgentSession::LowerPause() {
-  std::lock_guard<std::mutex> lock(pause_mu_);
+  absl::MutexLock lock(&pause_mu_);
   if (--pause_holders_ == 0) client_->gate()->LowerPause();
 }
 

@@ -3,8 +3,11 @@
 #include "tests/support/apiserver/api_handler.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -30,6 +33,18 @@ bool IsHealthPath(const std::vector<std::string>& segments) {
          (segments[0] == "healthz" || segments[0] == "readyz" || segments[0] == "livez");
 }
 
+// Discovery, OpenAPI, version and health: the paths every authenticated user may read.
+bool IsDiscoveryPath(const std::vector<std::string>& segments) {
+  return segments.empty() || segments[0] == "version" || segments[0] == "openapi" ||
+         IsHealthPath(segments) || (segments[0] == "api" && segments.size() <= 2) ||
+         (segments[0] == "apis" && segments.size() <= 3);
+}
+
+bool IsAccessReview(const ResourcePath& path) {
+  return path.group == "authorization.k8s.io" && path.version == "v1" &&
+         path.plural == "selfsubjectaccessreviews" && !path.namespaced_form && path.name.empty();
+}
+
 HttpResponse OptionalDocument(const std::optional<nlohmann::json>& document) {
   if (!document.has_value()) return FailureResponse(UnknownPathFailure());
   return JsonResponse(200, *document);
@@ -50,14 +65,78 @@ std::string VerbOf(const std::string& method, const ResourcePath& path, bool wat
   return "";
 }
 
+// What the authorizer sees of a resource request (k8s.io/apiserver request.RequestInfo): a
+// method the route does not serve still gets the method's verb, so that it is authorized (and
+// then refused with 405) as on the real server; a list or watch of one name by fieldSelector
+// names it, so that a rule with resourceNames can allow it.
+absl::StatusOr<RequestAttributes> ResourceAttributes(const HttpRequest& request,
+                                                     const ResourcePath& path) {
+  absl::StatusOr<bool> watch = ParseBoolQuery(request, "watch");
+  if (!watch.ok()) return watch.status();
+  RequestAttributes attributes;
+  attributes.verb =
+      VerbOf(request.method, path, (*watch || path.watch_segment) && path.subresource.empty());
+  if (attributes.verb.empty()) {
+    static const std::map<std::string, std::string> kByMethod = {{"GET", "get"},
+                                                                 {"POST", "create"},
+                                                                 {"PUT", "update"},
+                                                                 {"PATCH", "patch"},
+                                                                 {"DELETE", "delete"}};
+    const auto it = kByMethod.find(request.method);
+    attributes.verb = it == kByMethod.end() ? absl::AsciiStrToLower(request.method) : it->second;
+  }
+  attributes.api_group = path.group;
+  attributes.resource = path.plural;
+  attributes.subresource = path.subresource;
+  attributes.ns = path.namespace_name;
+  attributes.name = path.name;
+  constexpr absl::string_view kNameSelector = "metadata.name=";
+  const std::string selector = request.Query("fieldSelector");
+  if (attributes.name.empty() && (attributes.verb == "list" || attributes.verb == "watch") &&
+      absl::StartsWith(selector, kNameSelector) && !absl::StrContains(selector, ",")) {
+    attributes.name = selector.substr(kNameSelector.size());
+  }
+  return attributes;
+}
+
 }  // namespace
 
 ApiHandler::ApiHandler(ObjectStore& store, Options options, Control control)
     : store_(store), options_(options), control_(std::move(control)) {}
 
 void ApiHandler::Handle(const HttpRequest& request, HttpResponder& responder) {
-  if (HandleNonResource(request, responder)) return;
-  const std::optional<ResourcePath> path = ParseResourcePath(request.path);
+  absl::StatusOr<UserInfo> user = Authenticate(request);
+  if (!user.ok()) {
+    responder.Send(FailureResponse(user.status()));
+    return;
+  }
+  const bool non_resource =
+      absl::StartsWith(request.path, kControlPrefix) || IsDiscoveryPath(Segments(request.path));
+  const std::optional<ResourcePath> path =
+      non_resource ? std::nullopt : ParseResourcePath(request.path);
+  if (path.has_value() && IsAccessReview(*path)) {
+    responder.Send(request.method == "POST" ? AccessReview(request, *user)
+                                            : FailureResponse(MethodNotAllowed()));
+    return;
+  }
+  RequestAttributes attributes;
+  if (path.has_value()) {
+    absl::StatusOr<RequestAttributes> resource_attributes = ResourceAttributes(request, *path);
+    if (!resource_attributes.ok()) {
+      responder.Send(FailureResponse(resource_attributes.status()));
+      return;
+    }
+    attributes = *std::move(resource_attributes);
+  } else {
+    attributes.resource_request = false;
+    attributes.verb = absl::AsciiStrToLower(request.method);
+    attributes.path = request.path;
+  }
+  if (absl::Status allowed = Authorize(*user, attributes); !allowed.ok()) {
+    responder.Send(FailureResponse(allowed));
+    return;
+  }
+  if (non_resource && HandleNonResource(request, responder)) return;
   if (!path.has_value()) {
     responder.Send(FailureResponse(UnknownPathFailure()));
     return;
@@ -73,10 +152,7 @@ void ApiHandler::Handle(const HttpRequest& request, HttpResponder& responder) {
 bool ApiHandler::HandleNonResource(const HttpRequest& request, HttpResponder& responder) {
   if (absl::StartsWith(request.path, kControlPrefix)) return HandleControl(request, responder);
   const std::vector<std::string> segments = Segments(request.path);
-  const bool discovery = segments.empty() || segments[0] == "version" || segments[0] == "openapi" ||
-                         IsHealthPath(segments) || (segments[0] == "api" && segments.size() <= 2) ||
-                         (segments[0] == "apis" && segments.size() <= 3);
-  if (!discovery) return false;
+  if (!IsDiscoveryPath(segments)) return false;
   if (request.method != "GET" && request.method != "HEAD") {
     responder.Send(FailureResponse(MethodNotAllowed()));
     return true;
@@ -150,7 +226,9 @@ absl::StatusOr<ApiHandler::Target> ApiHandler::Resolve(const ResourcePath& path)
     return UnknownPathFailure();
   }
   if (!resource->namespaced && path.namespaced_form) return UnknownPathFailure();
-  if (!path.subresource.empty() &&
+  const bool token = path.subresource == "token" && resource->group.empty() &&
+                     resource->plural == "serviceaccounts" && options_.tokens != nullptr;
+  if (!path.subresource.empty() && !token &&
       (path.subresource != "status" || !resource->status_subresource)) {
     return UnknownPathFailure();
   }
@@ -164,6 +242,11 @@ void ApiHandler::HandleResource(const HttpRequest& request, const Target& target
   absl::StatusOr<bool> watch = ParseBoolQuery(request, "watch");
   if (!watch.ok()) {
     responder.Send(FailureResponse(watch.status()));
+    return;
+  }
+  if (target.path.subresource == "token") {
+    responder.Send(request.method == "POST" ? CreateToken(request, target)
+                                            : FailureResponse(MethodNotAllowed()));
     return;
   }
   const bool watching = (*watch || target.path.watch_segment) && target.path.subresource.empty();

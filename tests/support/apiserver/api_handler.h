@@ -8,6 +8,12 @@
 //   DELETE  <collection>           deletecollection                   GET    <object>     get
 //   PUT     <object>[/status]      update                             PATCH  <object>[/status]
 //   DELETE  <object>               delete
+//   POST    /api/v1/namespaces/<ns>/serviceaccounts/<name>/token   TokenRequest (a bearer token)
+//   POST    /apis/authorization.k8s.io/v1/selfsubjectaccessreviews (`kubectl auth can-i`)
+//
+// Every request is first authenticated (a bearer token of Options::tokens; none: anonymous, which
+// RBAC mode refuses with 401) and authorized (Options::authorization_mode: AlwaysAllow, or RBAC
+// over the stored rbac.authorization.k8s.io objects, 403 when nothing allows it).
 //
 // An ApiHandler is safe for concurrent use (one call per connection thread); the store outlives
 // it.
@@ -23,7 +29,9 @@
 #include "nlohmann/json.hpp"
 #include "tests/support/apiserver/http_server.h"
 #include "tests/support/apiserver/object_store.h"
+#include "tests/support/apiserver/rbac.h"
 #include "tests/support/apiserver/request_decoding.h"
+#include "tests/support/apiserver/tokens.h"
 
 namespace wavepool::testing::apiserver {
 
@@ -32,6 +40,14 @@ class ApiHandler {
   struct Options {
     std::chrono::seconds default_watch_timeout{1800};
     std::chrono::milliseconds bookmark_interval{1000};
+    AuthorizationMode authorization_mode = AuthorizationMode::kAlwaysAllow;
+    // The bearer tokens requests may carry and the TokenRequest API issues; it outlives the
+    // handler. nullptr: no authentication (every request is anonymous; RBAC mode then refuses
+    // all) and no TokenRequest API.
+    TokenRegistry* tokens = nullptr;
+    // Called with the message of every 401 and 403 answer (from any connection thread): who was
+    // refused what. Empty: not reported.
+    std::function<void(const std::string&)> on_refused;
   };
   // The fault-injection endpoints' actions (an empty function answers 404). `restart` must not
   // wait for the HTTP server to stop: it runs on a connection thread the stop would join.
@@ -66,6 +82,15 @@ class ApiHandler {
   HttpResponse Patch(const HttpRequest& request, const Target& target);
   HttpResponse Delete(const HttpRequest& request, const Target& target);
   HttpResponse DeleteCollection(const HttpRequest& request, const Target& target);
+
+  // request_auth.cpp
+  absl::StatusOr<UserInfo> Authenticate(const HttpRequest& request) const;
+  absl::Status Authorize(const UserInfo& user, const RequestAttributes& attributes) const;
+  RbacObjects LoadRbac() const;
+  // Reports `what` to Options::on_refused and returns `status`.
+  absl::Status Refused(absl::Status status, const std::string& what) const;
+  HttpResponse CreateToken(const HttpRequest& request, const Target& target);
+  HttpResponse AccessReview(const HttpRequest& request, const UserInfo& user) const;
 
   // request_watch.cpp
   void Watch(const HttpRequest& request, const Target& target, HttpResponder& responder);

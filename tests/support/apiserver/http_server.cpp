@@ -6,11 +6,12 @@
 #include <atomic>
 #include <cctype>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "boost/asio/buffer.hpp"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
@@ -202,20 +203,27 @@ class BeastHttpServer final : public HttpServer {
   int port() const override { return port_; }
 
   void Stop() override {
-    std::lock_guard<std::mutex> stop_lock(stop_mu_);
+    absl::MutexLock stop_lock(&stop_mu_);
     if (stopping_.exchange(true)) return;
     // shutdown() wakes a thread blocked in accept() or read() on Linux; each thread then closes
     // its own descriptor, so no descriptor is closed while another thread still uses it.
     ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
     if (accept_thread_.joinable()) accept_thread_.join();
+    std::vector<std::thread*> threads;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (auto& [id, entry] : connections_) {
         if (!entry.done) ::shutdown(entry.connection->native_handle(), SHUT_RDWR);
+        threads.push_back(&entry.thread);
       }
     }
-    for (auto& [id, entry] : connections_) entry.thread.join();
-    connections_.clear();
+    // Joined without mu_, which each thread takes to mark itself done; with the accept thread
+    // gone, no entry is added or removed meanwhile.
+    for (std::thread* thread : threads) thread->join();
+    {
+      absl::MutexLock lock(&mu_);
+      connections_.clear();
+    }
     boost::system::error_code ignored;
     acceptor_.close(ignored);
   }
@@ -235,7 +243,7 @@ class BeastHttpServer final : public HttpServer {
       if (stopping_.load()) break;
       if (error) continue;
       socket.set_option(tcp::no_delay(true), error);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       ReapFinishedLocked();
       const std::uint64_t id = next_id_++;
       Entry& entry = connections_[id];
@@ -243,7 +251,7 @@ class BeastHttpServer final : public HttpServer {
       entry.thread = std::thread([this, id, connection = entry.connection.get()] {
         connection->Serve();
         {
-          std::lock_guard<std::mutex> done_lock(mu_);
+          absl::MutexLock done_lock(&mu_);
           connections_.find(id)->second.done = true;
         }
         connection->Close();
@@ -252,7 +260,7 @@ class BeastHttpServer final : public HttpServer {
   }
 
   // Joins the threads of closed connections (they have finished or are about to).
-  void ReapFinishedLocked() {
+  void ReapFinishedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (auto it = connections_.begin(); it != connections_.end();) {
       if (it->second.done) {
         it->second.thread.join();
@@ -269,10 +277,10 @@ class BeastHttpServer final : public HttpServer {
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::thread accept_thread_;
-  std::mutex stop_mu_;
-  std::mutex mu_;
-  std::map<std::uint64_t, Entry> connections_;  // guarded by mu_
-  std::uint64_t next_id_ = 0;                   // guarded by mu_
+  absl::Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  absl::Mutex mu_;
+  std::map<std::uint64_t, Entry> connections_ ABSL_GUARDED_BY(mu_);
+  std::uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

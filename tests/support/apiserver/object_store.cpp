@@ -132,15 +132,15 @@ nlohmann::json GenerationRelevant(const ResourceInfo& resource, nlohmann::json o
 
 StoreImpl::~StoreImpl() {
   {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    absl::MutexLock lock(&core_->mu);
     core_->shutting_down = true;
-    core_->changed.notify_all();
+    core_->changed.SignalAll();
   }
   if (core_->timer_thread.joinable()) core_->timer_thread.join();
 }
 
 absl::Status StoreImpl::Initialize() {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   auto crds = core_->objects.find(kCrdResource);
   if (crds != core_->objects.end()) {
     for (const auto& [key, crd] : crds->second) ServeCrdLocked(*core_, crd);
@@ -171,7 +171,7 @@ absl::Status StoreImpl::Initialize() {
 
 std::vector<ResourceInfo> StoreImpl::Resources() const {
   std::vector<ResourceInfo> out = BuiltinResources();
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   for (const auto& [key, version] : core_->custom) out.push_back(version.info);
   return out;
 }
@@ -187,7 +187,7 @@ std::optional<ResourceInfo> StoreImpl::FindResource(std::string_view group,
 
 absl::StatusOr<nlohmann::json> StoreImpl::Get(const ResourceInfo& resource, std::string_view ns,
                                               std::string_view name) const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   absl::StatusOr<ResourceInfo> info = ResolveLocked(*core_, resource);
   if (!info.ok()) return info.status();
   const auto bucket = core_->objects.find(info->GroupResource());
@@ -224,7 +224,7 @@ absl::Status StoreImpl::CheckNamespaceLocked(const ResourceInfo& resource, std::
 
 absl::StatusOr<WriteResult> StoreImpl::Create(const ResourceInfo& resource, std::string_view ns,
                                               nlohmann::json object, const WriteOptions& options) {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   return CreateLocked(resource, ns, std::move(object), options);
 }
 
@@ -296,14 +296,14 @@ absl::StatusOr<WriteResult> StoreImpl::Update(const ResourceInfo& resource, std:
                                               std::string_view name, nlohmann::json object,
                                               std::string_view subresource,
                                               const WriteOptions& options) {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   return UpdateLocked(resource, ns, name, std::move(object), subresource, options);
 }
 
 absl::StatusOr<WriteResult> StoreImpl::Modify(const ResourceInfo& resource, std::string_view ns,
                                               std::string_view name, std::string_view subresource,
                                               const Mutation& mutate, const WriteOptions& options) {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   absl::StatusOr<ResourceInfo> info = ResolveLocked(*core_, resource);
   if (!info.ok()) return info.status();
   const auto& bucket = core_->objects[info->GroupResource()];
@@ -484,7 +484,10 @@ absl::StatusOr<std::unique_ptr<ObjectStore>> ObjectStore::Open(const Options& op
   }
   auto core = std::make_shared<store_internal::StoreCore>();
   core->options = options;
-  if (absl::Status s = store_internal::LoadPersisted(*core); !s.ok()) return s;
+  {
+    absl::MutexLock lock(&core->mu);  // uncontended: nothing else has the store yet
+    if (absl::Status s = store_internal::LoadPersisted(*core); !s.ok()) return s;
+  }
   auto store = std::make_unique<store_internal::StoreImpl>(core);
   if (absl::Status s = store->Initialize(); !s.ok()) return s;
   return std::unique_ptr<ObjectStore>(std::move(store));

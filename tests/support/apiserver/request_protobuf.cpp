@@ -67,6 +67,49 @@ const MessageSpec kServiceAccount{"ServiceAccount",
                                   {{1, "metadata", Kind::kMessage, &kObjectMeta},
                                    {4, "automountServiceAccountToken", Kind::kBool}}};
 
+// k8s.io/api/authentication/v1/generated.proto: what `kubectl create token` sends.
+const MessageSpec kBoundObjectReference{"BoundObjectReference",
+                                        {{1, "kind", Kind::kString},
+                                         {2, "apiVersion", Kind::kString},
+                                         {3, "name", Kind::kString},
+                                         {4, "uid", Kind::kString}}};
+const MessageSpec kTokenRequestSpec{"TokenRequestSpec",
+                                    {{1, "audiences", Kind::kStrings},
+                                     {3, "boundObjectRef", Kind::kMessage, &kBoundObjectReference},
+                                     {4, "expirationSeconds", Kind::kInt}}};
+const MessageSpec kTokenRequestStatus{
+    "TokenRequestStatus", {{1, "token", Kind::kString}, {2, "expirationTimestamp", Kind::kTime}}};
+const MessageSpec kTokenRequest{"TokenRequest",
+                                {{1, "metadata", Kind::kMessage, &kObjectMeta},
+                                 {2, "spec", Kind::kMessage, &kTokenRequestSpec},
+                                 {3, "status", Kind::kMessage, &kTokenRequestStatus}}};
+
+// k8s.io/api/authorization/v1/generated.proto: what `kubectl auth can-i` sends.
+const MessageSpec kResourceAttributes{"ResourceAttributes",
+                                      {{1, "namespace", Kind::kString},
+                                       {2, "verb", Kind::kString},
+                                       {3, "group", Kind::kString},
+                                       {4, "version", Kind::kString},
+                                       {5, "resource", Kind::kString},
+                                       {6, "subresource", Kind::kString},
+                                       {7, "name", Kind::kString}}};
+const MessageSpec kNonResourceAttributes{"NonResourceAttributes",
+                                         {{1, "path", Kind::kString}, {2, "verb", Kind::kString}}};
+const MessageSpec kSelfSubjectAccessReviewSpec{
+    "SelfSubjectAccessReviewSpec",
+    {{1, "resourceAttributes", Kind::kMessage, &kResourceAttributes},
+     {2, "nonResourceAttributes", Kind::kMessage, &kNonResourceAttributes}}};
+const MessageSpec kSubjectAccessReviewStatus{"SubjectAccessReviewStatus",
+                                             {{1, "allowed", Kind::kBool},
+                                              {2, "reason", Kind::kString},
+                                              {3, "evaluationError", Kind::kString},
+                                              {4, "denied", Kind::kBool}}};
+const MessageSpec kSelfSubjectAccessReview{
+    "SelfSubjectAccessReview",
+    {{1, "metadata", Kind::kMessage, &kObjectMeta},
+     {2, "spec", Kind::kMessage, &kSelfSubjectAccessReviewSpec},
+     {3, "status", Kind::kMessage, &kSubjectAccessReviewStatus}}};
+
 absl::Status Malformed(std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("protobuf body: ", std::string(what)));
 }
@@ -222,6 +265,10 @@ absl::StatusOr<nlohmann::json> DecodeMessage(std::string_view data, const Messag
 }
 
 const MessageSpec* SpecFor(const std::string& api_version, const std::string& kind) {
+  if (api_version == "authentication.k8s.io/v1" && kind == "TokenRequest") return &kTokenRequest;
+  if (api_version == "authorization.k8s.io/v1" && kind == "SelfSubjectAccessReview") {
+    return &kSelfSubjectAccessReview;
+  }
   if (api_version != "v1") return nullptr;
   if (kind == "Namespace") return &kNamespace;
   if (kind == "ConfigMap") return &kConfigMap;

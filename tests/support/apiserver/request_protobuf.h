@@ -1,6 +1,8 @@
 // Kubernetes protobuf request bodies (application/vnd.kubernetes.protobuf) for the few built-in
 // kinds that kubectl's generator commands send that way: `kubectl create namespace`,
-// `create configmap`, `create secret generic` and `create serviceaccount`. The body is the
+// `create configmap`, `create secret generic` and `create serviceaccount`, and the
+// authentication.k8s.io/v1 TokenRequest of `kubectl create token` and the authorization.k8s.io/v1
+// SelfSubjectAccessReview of `kubectl auth can-i`. The body is the
 // "k8s\0" magic and a runtime.Unknown envelope {typeMeta, raw}; raw is the object in the field
 // numbers of k8s.io/api/core/v1/generated.proto. Every other kind, and any field these decoders do
 // not know, is refused (the HTTP layer answers 415), never dropped. Pure functions.

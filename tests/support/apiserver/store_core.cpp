@@ -14,13 +14,13 @@
 namespace wavepool::testing::apiserver::store_internal {
 namespace {
 
-void RecordLocked(StoreCore& core, HistoryEntry entry) {
+void RecordLocked(StoreCore& core, HistoryEntry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(core.mu) {
   core.history.push_back(std::move(entry));
   while (core.history.size() > core.options.history_size && !core.history.empty()) {
     core.history_floor = core.history.front().resource_version;
     core.history.pop_front();
   }
-  core.changed.notify_all();
+  core.changed.SignalAll();
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ absl::Status CheckPreconditions(const std::string& gr, const std::string& name,
 absl::StatusOr<DeleteResult> StoreImpl::Delete(const ResourceInfo& resource, std::string_view ns,
                                                std::string_view name,
                                                const DeleteRequest& request) {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   absl::StatusOr<ResourceInfo> info = ResolveLocked(*core_, resource);
   if (!info.ok()) return info.status();
   const std::string gr = info->GroupResource();
@@ -280,18 +280,20 @@ void StoreImpl::ArmGraceTimerLocked(const ResourceInfo& resource, const std::str
   core_->timers.push_back({core_->options.clock->Now() + grace_seconds * 1'000'000'000LL,
                            resource.GroupResource(), key, MetaString(object, "uid")});
   ++timers_epoch_;
-  core_->changed.notify_all();
+  core_->changed.SignalAll();
 }
 
 void StoreImpl::TimerLoop() {
-  std::unique_lock<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   Clock& clock = *core_->options.clock;
   while (!core_->shutting_down) {
     MonotonicNanos next = clock.Now() + 3'600'000'000'000LL;  // an hour: re-check now and then
     for (const GraceTimer& t : core_->timers) next = std::min(next, t.deadline);
     const std::uint64_t seen = timers_epoch_;
-    clock.WaitUntil(lock, core_->changed, next,
-                    [&] { return core_->shutting_down || timers_epoch_ != seen; });
+    const auto woken = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu) {
+      return core_->shutting_down || timers_epoch_ != seen;
+    };
+    clock.WaitUntil(core_->mu, next, absl::Condition(&woken));
     if (core_->shutting_down) break;
     const MonotonicNanos now = clock.Now();
     std::vector<GraceTimer> due;

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "tests/support/apiserver/field_selector.h"
 #include "tests/support/apiserver/label_selector.h"
 #include "tests/support/apiserver/object_store.h"
@@ -53,45 +54,52 @@ class StoreImpl final : public ObjectStore {
  private:
   // object_store.cpp
   absl::StatusOr<WriteResult> CreateLocked(const ResourceInfo& resource, std::string_view ns,
-                                           nlohmann::json object, const WriteOptions& options);
+                                           nlohmann::json object, const WriteOptions& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
   absl::StatusOr<WriteResult> UpdateLocked(const ResourceInfo& resource, std::string_view ns,
                                            std::string_view name, nlohmann::json object,
                                            std::string_view subresource,
-                                           const WriteOptions& options);
+                                           const WriteOptions& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
   // The stored object the update `proposed` leads to (status/main-resource split, immutable
   // metadata, generation, schema).
-  absl::StatusOr<nlohmann::json> MergeUpdateLocked(const ResourceInfo& resource,
-                                                   const nlohmann::json& existing,
-                                                   nlohmann::json proposed,
-                                                   std::string_view subresource,
-                                                   const WriteOptions& options,
-                                                   std::vector<std::string>& warnings);
+  absl::StatusOr<nlohmann::json> MergeUpdateLocked(
+      const ResourceInfo& resource, const nlohmann::json& existing, nlohmann::json proposed,
+      std::string_view subresource, const WriteOptions& options, std::vector<std::string>& warnings)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
   absl::Status CheckNamespaceLocked(const ResourceInfo& resource, std::string_view ns,
-                                    std::string_view name) const;
+                                    std::string_view name) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
 
   // store_delete.cpp
   absl::StatusOr<DeleteResult> DeleteLocked(const ResourceInfo& resource, const std::string& key,
-                                            const DeleteRequest& request);
+                                            const DeleteRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
   // Removes the object now: dependents per `policy`, CRD instances, an emptied terminating
   // namespace. Returns the object as its DELETED event carries it.
   absl::StatusOr<nlohmann::json> RemoveLocked(const ResourceInfo& resource, const std::string& key,
-                                              const std::string& policy);
-  void DeleteDependentsLocked(const std::string& owner_uid);
-  void OrphanDependentsLocked(const std::string& owner_uid);
-  void DeleteNamespaceContentsLocked(const std::string& ns);
-  void MaybeFinishNamespaceLocked(const std::string& ns);
+                                              const std::string& policy)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
+  void DeleteDependentsLocked(const std::string& owner_uid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
+  void OrphanDependentsLocked(const std::string& owner_uid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
+  void DeleteNamespaceContentsLocked(const std::string& ns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
+  void MaybeFinishNamespaceLocked(const std::string& ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
   void ArmGraceTimerLocked(const ResourceInfo& resource, const std::string& key,
-                           std::int64_t grace_seconds);
-  void TimerLoop();
+                           std::int64_t grace_seconds) ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu);
+  void TimerLoop() ABSL_LOCKS_EXCLUDED(core_->mu);
 
   std::shared_ptr<StoreCore> core_;
-  std::uint64_t timers_epoch_ = 0;  // guarded by core_->mu; bumped when a timer is armed
+  std::uint64_t timers_epoch_ ABSL_GUARDED_BY(core_->mu) = 0;  // bumped when a timer is armed
 };
 
 // The ResourceInfo of a stored group resource ("pods", "trainingjobs.wavepool.dev"): the
-// built-in, or the CRD's storage version. Requires mu.
+// built-in, or the CRD's storage version.
 std::optional<ResourceInfo> InfoForStorageLocked(const StoreCore& core,
-                                                 const std::string& group_resource);
+                                                 const std::string& group_resource)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(core.mu);
 
 // What a list or a watch selects: a namespace ("" for all) and the selectors (store_list.cpp).
 struct Selection {

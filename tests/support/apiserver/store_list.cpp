@@ -64,7 +64,8 @@ absl::Status InvalidListOptions(const std::string& field, const std::string& mes
 
 // The snapshot resourceVersion a list serves, after checking the query's consistency rules.
 absl::StatusOr<std::int64_t> SnapshotVersion(const StoreCore& core, const ListQuery& query,
-                                             std::optional<ContinueToken>& token) {
+                                             std::optional<ContinueToken>& token)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(core.mu) {
   const std::string& rv = query.resource_version;
   const std::string& match = query.resource_version_match;
   if (!match.empty() && match != "Exact" && match != "NotOlderThan") {
@@ -111,7 +112,8 @@ absl::StatusOr<std::int64_t> SnapshotVersion(const StoreCore& core, const ListQu
 
 // The objects of `resource` as they were at `version`: today's, with every later write undone.
 std::map<std::string, nlohmann::json> StateAt(const StoreCore& core, const std::string& resource,
-                                              std::int64_t version) {
+                                              std::int64_t version)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(core.mu) {
   std::map<std::string, nlohmann::json> state;
   auto bucket = core.objects.find(resource);
   if (bucket != core.objects.end()) state = bucket->second;
@@ -164,7 +166,7 @@ absl::StatusOr<ListResult> StoreImpl::List(const ResourceInfo& resource, std::st
   }
   absl::StatusOr<Selection> selection = Selection::Make(resource, ns, query);
   if (!selection.ok()) return selection.status();
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   absl::StatusOr<ResourceInfo> info = ResolveLocked(*core_, resource);
   if (!info.ok()) return info.status();
   std::optional<ContinueToken> token;

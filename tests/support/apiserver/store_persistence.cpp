@@ -57,7 +57,7 @@ absl::StatusOr<std::string> ReadFile(const fs::path& path) {
 }
 
 absl::Status LoadObject(StoreCore& core, const fs::path& file, const std::string& resource,
-                        const std::string& scope) {
+                        const std::string& scope) ABSL_EXCLUSIVE_LOCKS_REQUIRED(core.mu) {
   absl::StatusOr<std::string> text = ReadFile(file);
   if (!text.ok()) return text.status();
   nlohmann::json object = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
@@ -79,7 +79,7 @@ absl::Status LoadObject(StoreCore& core, const fs::path& file, const std::string
   return absl::OkStatus();
 }
 
-absl::Status LoadPersistedUnchecked(StoreCore& core);
+absl::Status LoadPersistedUnchecked(StoreCore& core) ABSL_EXCLUSIVE_LOCKS_REQUIRED(core.mu);
 
 }  // namespace
 

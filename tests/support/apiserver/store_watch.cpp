@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "tests/support/apiserver/api_status.h"
 #include "tests/support/apiserver/store_impl.h"
 
@@ -26,7 +27,7 @@ class StoreWatchImpl final : public StoreWatch {
 
   absl::StatusOr<std::optional<StoreEvent>> Next(std::chrono::milliseconds wait) override {
     const auto deadline = std::chrono::steady_clock::now() + wait;
-    std::unique_lock<std::mutex> lock(core_->mu);
+    absl::MutexLock lock(&core_->mu);
     for (;;) {
       if (stopped_) return absl::CancelledError("watch stopped");
       if (epoch_ != core_->drop_epoch) return absl::AbortedError("watch dropped by the server");
@@ -40,7 +41,8 @@ class StoreWatchImpl final : public StoreWatch {
             absl::StrCat("too old resource version: ", cursor_, " (", core_->history_floor, ")"));
       }
       if (std::optional<StoreEvent> event = ScanLocked(); event.has_value()) return event;
-      if (core_->changed.wait_until(lock, deadline) == std::cv_status::timeout) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (core_->changed.WaitWithTimeout(&core_->mu, absl::FromChrono(left))) {
         // One last look: a write may have landed with the timeout.
         if (stopped_ || epoch_ != core_->drop_epoch || cursor_ < core_->history_floor) continue;
         if (std::optional<StoreEvent> event = ScanLocked(); event.has_value()) return event;
@@ -50,24 +52,23 @@ class StoreWatchImpl final : public StoreWatch {
   }
 
   std::int64_t BookmarkVersion() const override {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    absl::MutexLock lock(&core_->mu);
     return cursor_;
   }
 
   void Stop() override {
-    std::lock_guard<std::mutex> lock(core_->mu);
+    absl::MutexLock lock(&core_->mu);
     stopped_ = true;
-    core_->changed.notify_all();
+    core_->changed.SignalAll();
   }
 
  private:
   // The next event for this watch after the cursor, advancing the cursor past what it skips.
-  std::optional<StoreEvent> ScanLocked() {
-    const auto& history = core_->history;
+  std::optional<StoreEvent> ScanLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu) {
     auto it = std::upper_bound(
-        history.begin(), history.end(), cursor_,
+        core_->history.begin(), core_->history.end(), cursor_,
         [](std::int64_t rv, const HistoryEntry& e) { return rv < e.resource_version; });
-    for (; it != history.end(); ++it) {
+    for (; it != core_->history.end(); ++it) {
       cursor_ = it->resource_version;
       if (std::optional<StoreEvent> event = Translate(*it); event.has_value()) return event;
     }
@@ -93,11 +94,10 @@ class StoreWatchImpl final : public StoreWatch {
   std::shared_ptr<StoreCore> core_;
   const ResourceInfo resource_;
   const Selection selection_;
-  // Guarded by core_->mu.
-  std::int64_t cursor_;
-  std::uint64_t epoch_;
-  std::deque<StoreEvent> pending_;
-  bool stopped_ = false;
+  std::int64_t cursor_ ABSL_GUARDED_BY(core_->mu);
+  std::uint64_t epoch_ ABSL_GUARDED_BY(core_->mu);
+  std::deque<StoreEvent> pending_ ABSL_GUARDED_BY(core_->mu);
+  bool stopped_ ABSL_GUARDED_BY(core_->mu) = false;
 };
 
 }  // namespace
@@ -107,7 +107,7 @@ absl::StatusOr<std::unique_ptr<StoreWatch>> StoreImpl::Watch(const ResourceInfo&
                                                              const ListQuery& query) {
   absl::StatusOr<Selection> selection = Selection::Make(resource, ns, query);
   if (!selection.ok()) return selection.status();
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   absl::StatusOr<ResourceInfo> info = ResolveLocked(*core_, resource);
   if (!info.ok()) return info.status();
   std::deque<StoreEvent> initial;
@@ -132,21 +132,21 @@ absl::StatusOr<std::unique_ptr<StoreWatch>> StoreImpl::Watch(const ResourceInfo&
 }
 
 std::int64_t StoreImpl::CurrentResourceVersion() const {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   return core_->resource_version;
 }
 
 void StoreImpl::DropWatches() {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   ++core_->drop_epoch;
-  core_->changed.notify_all();
+  core_->changed.SignalAll();
 }
 
 void StoreImpl::Compact() {
-  std::lock_guard<std::mutex> lock(core_->mu);
+  absl::MutexLock lock(&core_->mu);
   core_->history.clear();
   core_->history_floor = core_->resource_version;
-  core_->changed.notify_all();
+  core_->changed.SignalAll();
 }
 
 }  // namespace wavepool::testing::apiserver::store_internal

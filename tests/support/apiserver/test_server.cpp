@@ -2,14 +2,18 @@
 // Restart() so that no connection outlives the store it was served from.
 #include "tests/support/apiserver/test_server.h"
 
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "tests/support/apiserver/api_handler.h"
 #include "tests/support/apiserver/http_server.h"
+#include "tests/support/apiserver/tls_front.h"
+#include "tests/support/apiserver/tokens.h"
 
 namespace wavepool::testing::apiserver {
 namespace {
@@ -19,24 +23,31 @@ class TestApiServerImpl final : public TestApiServer {
   explicit TestApiServerImpl(Options options) : options_(std::move(options)) {}
 
   ~TestApiServerImpl() override {
+    tls_.reset();  // its connections first: they relay to the HTTP server
     std::vector<std::thread> restarts;
     {
-      std::lock_guard<std::mutex> lock(restart_mu_);
+      absl::MutexLock lock(&restart_mu_);
       closing_ = true;
       restarts.swap(restart_threads_);
     }
     for (std::thread& thread : restarts) thread.join();
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     StopServingLocked();
   }
 
   absl::Status Begin(int port) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return StartLocked(port);
+    absl::MutexLock lock(&mu_);
+    if (!options_.tls) return StartLocked(port);
+    // The plain server on any free port, the TLS port in front of it.
+    if (absl::Status status = StartLocked(0); !status.ok()) return status;
+    absl::StatusOr<std::unique_ptr<TlsFront>> tls = TlsFront::Start(options_.address, port, port_);
+    if (!tls.ok()) return tls.status();
+    tls_ = *std::move(tls);
+    return absl::OkStatus();
   }
 
   // Opens the store and serves it on `port`.
-  absl::Status StartLocked(int port) {
+  absl::Status StartLocked(int port) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::StatusOr<std::unique_ptr<ObjectStore>> store = ObjectStore::Open(options_.store);
     if (!store.ok()) return store.status();
     store_ = *std::move(store);
@@ -46,9 +57,16 @@ class TestApiServerImpl final : public TestApiServer {
     control.drop_watches = [store = store_.get()] { store->DropWatches(); };
     control.compact = [store = store_.get()] { store->Compact(); };
     control.restart = [this] { RestartInBackground(); };
-    handler_ = std::make_unique<ApiHandler>(
-        *store_, ApiHandler::Options{options_.default_watch_timeout, options_.bookmark_interval},
-        std::move(control));
+    ApiHandler::Options handler_options;
+    handler_options.default_watch_timeout = options_.default_watch_timeout;
+    handler_options.bookmark_interval = options_.bookmark_interval;
+    handler_options.authorization_mode = options_.authorization_mode;
+    handler_options.tokens = &tokens_;
+    handler_options.on_refused = [this](const std::string& what) {
+      absl::MutexLock lock(&refusals_mu_);
+      refusals_.push_back(what);
+    };
+    handler_ = std::make_unique<ApiHandler>(*store_, handler_options, std::move(control));
     absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
         options_.address, port,
         [handler = handler_.get()](const HttpRequest& request, HttpResponder& responder) {
@@ -61,33 +79,55 @@ class TestApiServerImpl final : public TestApiServer {
   }
 
   std::string url() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    if (tls_ != nullptr) return absl::StrCat("https://", options_.address, ":", tls_->port());
+    return http_url();
+  }
+
+  std::string http_url() const override {
+    absl::MutexLock lock(&mu_);
     return absl::StrCat("http://", options_.address, ":", port_);
   }
 
   ObjectStore& store() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return *store_;
   }
 
   void DropWatches() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (store_ != nullptr) store_->DropWatches();
   }
 
   void Compact() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (store_ != nullptr) store_->Compact();
   }
 
   absl::Status Restart() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     StopServingLocked();
     return StartLocked(port_);
   }
 
   std::string Kubeconfig() const override {
+    return KubeconfigWithToken(
+        options_.authorization_mode == AuthorizationMode::kRbac ? tokens_.admin_token() : "");
+  }
+
+  std::string AdminToken() const override { return tokens_.admin_token(); }
+
+  std::vector<std::string> Refusals() const override {
+    absl::MutexLock lock(&refusals_mu_);
+    return refusals_;
+  }
+
+  std::string KubeconfigWithToken(const std::string& token) const override {
     const std::string server = url();
+    const std::string ca = tls_ == nullptr ? std::string()
+                                           : absl::StrCat("    certificate-authority-data: ",
+                                                          absl::Base64Escape(tls_->ca_pem()), "\n");
+    const std::string user =
+        token.empty() ? "  user: {}\n" : absl::StrCat("  user:\n    token: ", token, "\n");
     return absl::StrCat(
         "apiVersion: v1\n"
         "kind: Config\n"
@@ -95,8 +135,7 @@ class TestApiServerImpl final : public TestApiServer {
         "- name: wavepool-test\n"
         "  cluster:\n"
         "    server: ",
-        server,
-        "\n"
+        server, "\n", ca,
         "contexts:\n"
         "- name: wavepool-test\n"
         "  context:\n"
@@ -106,13 +145,13 @@ class TestApiServerImpl final : public TestApiServer {
         "current-context: wavepool-test\n"
         "preferences: {}\n"
         "users:\n"
-        "- name: wavepool-test\n"
-        "  user: {}\n");
+        "- name: wavepool-test\n",
+        user);
   }
 
  private:
   // The server first, so that no handler still uses the store when it goes.
-  void StopServingLocked() {
+  void StopServingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (http_ != nullptr) http_->Stop();
     http_.reset();
     handler_.reset();
@@ -122,21 +161,27 @@ class TestApiServerImpl final : public TestApiServer {
   // POST /wavepool-test/restart runs on a connection thread, which the restart's stop joins:
   // the restart runs on a thread of its own.
   void RestartInBackground() {
-    std::lock_guard<std::mutex> lock(restart_mu_);
+    absl::MutexLock lock(&restart_mu_);
     if (closing_) return;
     restart_threads_.emplace_back([this] { (void)Restart(); });
   }
 
   const Options options_;
-  mutable std::mutex mu_;
-  std::unique_ptr<ObjectStore> store_;   // guarded by mu_
-  std::unique_ptr<ApiHandler> handler_;  // guarded by mu_
-  std::unique_ptr<HttpServer> http_;     // guarded by mu_
-  int port_ = 0;                         // guarded by mu_
+  // Outlives every handler: tokens stay valid across Restart().
+  TokenRegistry tokens_;
+  // With options.tls, set once by Begin(); relays to port_, which Restart() keeps.
+  std::unique_ptr<TlsFront> tls_;
+  mutable absl::Mutex refusals_mu_;
+  std::vector<std::string> refusals_ ABSL_GUARDED_BY(refusals_mu_);
+  mutable absl::Mutex mu_;
+  std::unique_ptr<ObjectStore> store_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<ApiHandler> handler_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<HttpServer> http_ ABSL_GUARDED_BY(mu_);
+  int port_ ABSL_GUARDED_BY(mu_) = 0;
 
-  std::mutex restart_mu_;
-  bool closing_ = false;                      // guarded by restart_mu_
-  std::vector<std::thread> restart_threads_;  // guarded by restart_mu_
+  absl::Mutex restart_mu_;
+  bool closing_ ABSL_GUARDED_BY(restart_mu_) = false;
+  std::vector<std::thread> restart_threads_ ABSL_GUARDED_BY(restart_mu_);
 };
 
 }  // namespace

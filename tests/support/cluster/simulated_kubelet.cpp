@@ -140,10 +140,9 @@ SimulatedKubelet::~SimulatedKubelet() { Stop(); }
 void SimulatedKubelet::Stop() {
   if (informer_ != nullptr) informer_->Stop();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (worker_.joinable()) worker_.join();
 }
 
@@ -216,8 +215,8 @@ absl::Status SimulatedKubelet::NodeDown(std::string_view node) {
         absl::StrCat("SimulatedKubelet: node \"", std::string(node), "\" is not one of its nodes"));
   }
   {
-    std::lock_guard<std::mutex> write_lock(write_mu_);
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock write_lock(&write_mu_);
+    absl::MutexLock lock(&mu_);
     down_.insert(std::string(node));
   }
   return PatchNodeReady(node, false);
@@ -231,7 +230,7 @@ absl::Status SimulatedKubelet::NodeUp(std::string_view node) {
   if (absl::Status s = PatchNodeReady(node, true); !s.ok()) return s;
   const std::vector<nlohmann::json> pods = informer_->store().List();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     down_.erase(std::string(node));
     // Forget what was under way there: Reconcile starts each pod's timers again from now.
     for (auto it = pods_.begin(); it != pods_.end();) {
@@ -246,7 +245,6 @@ absl::Status SimulatedKubelet::NodeUp(std::string_view node) {
       if (NodeOf(pod) == node) keys_.push_back(kube::ObjectKey(pod));
     }
   }
-  cv_.notify_all();
   return absl::OkStatus();
 }
 
@@ -257,39 +255,40 @@ bool SimulatedKubelet::NodeActiveLocked(const std::string& node) const {
 void SimulatedKubelet::Enqueue(const nlohmann::json& pod) {
   const std::string key = kube::ObjectKey(pod);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const std::string node = NodeOf(pod);
     const bool ours = std::find(nodes_.begin(), nodes_.end(), node) != nodes_.end();
     if (!ours && pods_.count(key) == 0) return;
     keys_.push_back(key);
   }
-  cv_.notify_all();
 }
 
 void SimulatedKubelet::WorkerLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
+  const auto woken = [this]()
+                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !keys_.empty(); };
   while (!stopping_) {
     if (!keys_.empty()) {
       const std::string key = std::move(keys_.front());
       keys_.pop_front();
-      lock.unlock();
+      mu_.Unlock();
       Reconcile(key);
-      lock.lock();
+      mu_.Lock();
       continue;
     }
     if (!timers_.empty() && timers_.begin()->first <= clock_.Now()) {
       const Timer timer = timers_.begin()->second;
       timers_.erase(timers_.begin());
-      lock.unlock();
+      mu_.Unlock();
       Fire(timer);
-      lock.lock();
+      mu_.Lock();
       continue;
     }
     // Only this thread adds timers, so the earliest deadline cannot move while it waits.
     const MonotonicNanos deadline = timers_.empty()
                                         ? clock_.Now() + std::chrono::nanoseconds(kIdleWait).count()
                                         : timers_.begin()->first;
-    clock_.WaitUntil(lock, cv_, deadline, [this] { return stopping_ || !keys_.empty(); });
+    clock_.WaitUntil(mu_, deadline, absl::Condition(&woken));
   }
 }
 
@@ -310,7 +309,7 @@ SimulatedKubelet::PodRecord& SimulatedKubelet::RecordLocked(const std::string& k
 
 void SimulatedKubelet::Reconcile(const std::string& key) {
   const std::optional<nlohmann::json> pod = informer_->store().Get(key);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string node = pod ? NodeOf(*pod) : "";
   if (!pod || std::find(nodes_.begin(), nodes_.end(), node) == nodes_.end()) {
     pods_.erase(key);  // gone, or not ours: its timers find no record and do nothing
@@ -342,11 +341,11 @@ void SimulatedKubelet::Reconcile(const std::string& key) {
 }
 
 void SimulatedKubelet::Fire(const Timer& timer) {
-  std::lock_guard<std::mutex> write_lock(write_mu_);
+  absl::MutexLock write_lock(&write_mu_);
   const std::optional<nlohmann::json> pod = informer_->store().Get(timer.key);
   PodStage stage = PodStage::kPending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = pods_.find(timer.key);
     if (!pod || it == pods_.end() || it->second.uid != timer.uid ||
         it->second.epoch != timer.epoch || !NodeActiveLocked(it->second.node)) {
@@ -379,7 +378,7 @@ void SimulatedKubelet::Fire(const Timer& timer) {
     }
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = pods_.find(timer.key);
   if (it == pods_.end() || it->second.epoch != timer.epoch) return;
   it->second.stage = next;
@@ -391,7 +390,7 @@ void SimulatedKubelet::Fire(const Timer& timer) {
 std::string SimulatedKubelet::NextPodIp(const std::string& node) {
   const auto index =
       static_cast<std::size_t>(std::find(nodes_.begin(), nodes_.end(), node) - nodes_.begin());
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::int64_t& host = next_host_[node];
   host = host % 253 + 1;  // .2 to .254; .1 is the node's gateway
   return absl::StrCat("10.244.", index, ".", host + 1);
@@ -480,13 +479,13 @@ absl::Status SimulatedKubelet::SucceedPod(std::string_view ns, std::string_view 
 absl::Status SimulatedKubelet::FinishPod(std::string_view ns, std::string_view name,
                                          std::string_view phase, std::int64_t exit_code,
                                          std::string_view reason) {
-  std::lock_guard<std::mutex> write_lock(write_mu_);
+  absl::MutexLock write_lock(&write_mu_);
   absl::StatusOr<nlohmann::json> pod = client_.Get(kube::kPods, ns, name);
   if (!pod.ok()) return pod.status();
   const std::string node = NodeOf(*pod);
   const std::string key = absl::StrCat(std::string(ns), "/", std::string(name));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!NodeActiveLocked(node)) {
       return absl::FailedPreconditionError(
           absl::StrCat("SimulatedKubelet: pod ", key, ": spec.nodeName \"", node,

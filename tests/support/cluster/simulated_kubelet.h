@@ -36,12 +36,10 @@
 #define WAVEPOOL_TESTS_SUPPORT_CLUSTER_SIMULATED_KUBELET_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -49,8 +47,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/cluster/wall_time.h"
 #include "wavepool/base/clock.h"
@@ -137,9 +137,10 @@ class SimulatedKubelet {
   void Reconcile(const std::string& key);
   void Fire(const Timer& timer);
   void AddTimerLocked(std::chrono::nanoseconds delay, TimerKind kind, const std::string& key,
-                      const PodRecord& record);
-  PodRecord& RecordLocked(const std::string& key, const nlohmann::json& pod);
-  bool NodeActiveLocked(const std::string& node) const;
+                      const PodRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  PodRecord& RecordLocked(const std::string& key, const nlohmann::json& pod)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool NodeActiveLocked(const std::string& node) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Status writes (simulated_kubelet.cpp).
   nlohmann::json RunningStatus(const nlohmann::json& pod);
@@ -159,17 +160,17 @@ class SimulatedKubelet {
 
   // Held across a pod's check and its status write, so that a timer and FailPod cannot both
   // write; taken before mu_.
-  std::mutex write_mu_;
+  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;                          // guarded by mu_
-  std::set<std::string> down_;                     // guarded by mu_
-  std::map<std::string, PodRecord> pods_;          // guarded by mu_, by ns/name
-  std::deque<std::string> keys_;                   // guarded by mu_: pods to look at
-  std::multimap<MonotonicNanos, Timer> timers_;    // guarded by mu_
-  std::map<std::string, std::int64_t> next_host_;  // guarded by mu_: last podIP octet per node
-  std::uint64_t epochs_ = 0;                       // guarded by mu_
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> down_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, PodRecord> pods_ ABSL_GUARDED_BY(mu_);  // by ns/name
+  std::deque<std::string> keys_ ABSL_GUARDED_BY(mu_);           // pods to look at
+  std::multimap<MonotonicNanos, Timer> timers_ ABSL_GUARDED_BY(mu_);
+  // The last podIP octet per node.
+  std::map<std::string, std::int64_t> next_host_ ABSL_GUARDED_BY(mu_);
+  std::uint64_t epochs_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread worker_;
 };
 

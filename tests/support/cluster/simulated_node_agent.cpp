@@ -65,10 +65,11 @@ absl::StatusOr<std::unique_ptr<SimulatedNodeAgents>> SimulatedNodeAgents::Start(
     const std::string name = node.name;
     agent.spec = std::move(node);
     agents->order_.push_back(name);
+    absl::MutexLock lock(&agents->write_mu_);  // uncontended: nothing else runs yet
     agents->agents_.emplace(name, std::move(agent));
   }
   {
-    std::lock_guard<std::mutex> lock(agents->write_mu_);
+    absl::MutexLock lock(&agents->write_mu_);
     for (const std::string& name : agents->order_) {
       Agent& agent = agents->agents_.at(name);
       absl::StatusOr<nlohmann::json> created =
@@ -88,25 +89,24 @@ SimulatedNodeAgents::~SimulatedNodeAgents() { Stop(); }
 
 void SimulatedNodeAgents::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
 }
 
 void SimulatedNodeAgents::HeartbeatLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   MonotonicNanos next = clock_.Now() + options_.heartbeat_period.count();
   while (!stopping_) {
-    clock_.WaitUntil(lock, cv_, next, [this] { return stopping_; });
+    clock_.WaitUntil(mu_, next, absl::Condition(&stopping_));
     if (stopping_) break;
     // A clock that jumped several periods gives one heartbeat, as a late timer would.
     while (next <= clock_.Now()) next += options_.heartbeat_period.count();
-    lock.unlock();
+    mu_.Unlock();
     // Errors are the API server's; the next period tries again, as an agent would.
     (void)Heartbeat();
-    lock.lock();
+    mu_.Lock();
   }
 }
 
@@ -152,7 +152,7 @@ absl::StatusOr<SimulatedNodeAgents::Agent*> SimulatedNodeAgents::FindLocked(std:
 }
 
 absl::Status SimulatedNodeAgents::Heartbeat() {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   absl::Status first = absl::OkStatus();
   for (const std::string& name : order_) {
     Agent& agent = agents_.at(name);
@@ -164,7 +164,7 @@ absl::Status SimulatedNodeAgents::Heartbeat() {
 }
 
 absl::Status SimulatedNodeAgents::Heartbeat(std::string_view node) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   absl::StatusOr<Agent*> agent = FindLocked(node);
   if (!agent.ok()) return agent.status();
   if (!(*agent)->running) {
@@ -175,7 +175,7 @@ absl::Status SimulatedNodeAgents::Heartbeat(std::string_view node) {
 }
 
 absl::Status SimulatedNodeAgents::StopHeartbeat(std::string_view node) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   absl::StatusOr<Agent*> agent = FindLocked(node);
   if (!agent.ok()) return agent.status();
   (*agent)->running = false;
@@ -183,7 +183,7 @@ absl::Status SimulatedNodeAgents::StopHeartbeat(std::string_view node) {
 }
 
 absl::Status SimulatedNodeAgents::ResumeHeartbeat(std::string_view node) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   absl::StatusOr<Agent*> agent = FindLocked(node);
   if (!agent.ok()) return agent.status();
   (*agent)->running = true;
@@ -198,7 +198,7 @@ absl::Status SimulatedNodeAgents::SetTasks(std::string_view node, std::int64_t g
 
 absl::Status SimulatedNodeAgents::UpdateGpu(std::string_view node, std::int64_t gpu,
                                             const std::function<void(api::GpuStatus&)>& change) {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   absl::StatusOr<Agent*> agent = FindLocked(node);
   if (!agent.ok()) return agent.status();
   std::vector<api::GpuStatus>& gpus = (*agent)->status.gpus;
@@ -217,7 +217,7 @@ absl::Status SimulatedNodeAgents::UpdateGpu(std::string_view node, std::int64_t 
 
 absl::StatusOr<api::GpuNodeStatus> SimulatedNodeAgents::PublishedStatus(
     std::string_view node) const {
-  std::lock_guard<std::mutex> lock(write_mu_);
+  absl::MutexLock lock(&write_mu_);
   auto it = agents_.find(node);
   if (it == agents_.end()) {
     return absl::NotFoundError(

@@ -26,20 +26,20 @@
 #define WAVEPOOL_TESTS_SUPPORT_CLUSTER_SIMULATED_NODE_AGENT_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "tests/support/cluster/wall_time.h"
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/base/clock.h"
@@ -122,9 +122,9 @@ class SimulatedNodeAgents {
 
   SimulatedNodeAgents(kube::Client& client, Options options);
   api::GpuNode NewObject(const std::string& node);
-  absl::Status Publish(Agent& agent);  // REQUIRES: write_mu_ held
-  absl::StatusOr<Agent*> FindLocked(std::string_view node);
-  void HeartbeatLoop();
+  absl::Status Publish(Agent& agent) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<Agent*> FindLocked(std::string_view node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  void HeartbeatLoop() ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
 
   kube::Client& client_;
   const Options options_;
@@ -132,13 +132,12 @@ class SimulatedNodeAgents {
   const WallTime wall_;
 
   // Serialises status writes, so that the API server sees them in the order they were made.
-  mutable std::mutex write_mu_;
-  std::map<std::string, Agent, std::less<>> agents_;  // guarded by write_mu_
-  std::vector<std::string> order_;                    // node names in the order given
+  mutable absl::Mutex write_mu_;
+  std::map<std::string, Agent, std::less<>> agents_ ABSL_GUARDED_BY(write_mu_);
+  std::vector<std::string> order_;  // node names in the order given
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread heartbeat_thread_;
 };
 

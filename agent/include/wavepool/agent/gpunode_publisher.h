@@ -27,11 +27,9 @@
 #define WAVEPOOL_AGENT_GPUNODE_PUBLISHER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -39,11 +37,14 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/clock.h"
 #include "wavepool/api/gpu_node.h"
+#include "wavepool/api/gpu_node_conditions.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/event_recorder.h"
 
@@ -56,14 +57,12 @@ inline constexpr char kGpuNodeReady[] = "Ready";
 inline constexpr char kReasonGpusReported[] = "GPUsReported";
 inline constexpr char kReasonNvmlUnavailable[] = "NVMLUnavailable";
 inline constexpr char kReasonNoGpus[] = "NoGPUs";
-// The BackgroundCheating condition: True while the agent's cheat detector flags a background task
-// (it uses the GPU while the launch gate holds it paused or grants it no credit;
-// cheat_detector.h), its message naming each such pod as "<namespace>/<pod> (GPU <i>): <why>";
-// False otherwise. The controller may preempt the named pods' jobs. Each pod, when it is first
-// flagged, also gets a Warning Event with the reason below.
-inline constexpr char kGpuNodeBackgroundCheating[] = "BackgroundCheating";
-inline constexpr char kReasonLaunchesOutsideGate[] = "LaunchesOutsideGate";
-inline constexpr char kReasonNoCheating[] = "NoneDetected";
+// The BackgroundCheating condition (api/gpu_node_conditions.h): the controller preempts the
+// jobs of the pods it names. Each pod, when it is first flagged, also gets a Warning Event with
+// reason kReasonLaunchesOutsideGate.
+using api::kGpuNodeBackgroundCheating;
+using api::kReasonLaunchesOutsideGate;
+using api::kReasonNoCheating;
 
 // Why a node without GPUs has none, from the error OpenNvmlDevices returned:
 // kReasonNvmlUnavailable when the library could not be loaded or initialised (dlopen, a missing
@@ -85,9 +84,8 @@ struct GpuNodeStatusInputs {
 // publishing if one gets through anyway.
 std::vector<std::string> DropUnpublishableTasks(AgentStatus* snapshot);
 
-// The pods the BackgroundCheating condition of `status` names ("<namespace>/<pod>"), in order;
-// empty when the condition is absent or not True.
-std::vector<std::string> CheatingPods(const api::GpuNodeStatus& status);
+using api::CheatingPods;
+
 // The GPUNode status for `snapshot` (pure). Memory-wave byte counts above INT64_MAX are clamped;
 // non-finite numbers (JSON has none) become 0.
 api::GpuNodeStatus MakeGpuNodeStatus(const AgentStatus& snapshot,
@@ -148,32 +146,32 @@ class GpuNodePublisher {
  private:
   GpuNodePublisher(GpuNodePublisherOptions options, kube::Client* client, Snapshot snapshot,
                    Clock* clock);
-  absl::StatusOr<api::GpuNode> PublishOnce();
-  void RecordFailure(const absl::Status& error);
+  absl::StatusOr<api::GpuNode> PublishOnce() ABSL_LOCKS_EXCLUDED(publish_mu_, mu_);
+  void RecordFailure(const absl::Status& error) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<api::GpuNode> ReadOrCreate();
   api::GpuNode NewObject();
   void Loop();
   std::chrono::nanoseconds Backoff(std::int64_t failures) const;
   void Log(std::string_view line) const;
   // Warning Events for the tasks of `snapshot` flagged as cheating that were not flagged at the
-  // previous publish. REQUIRES: publish_mu_ held.
-  void RecordCheatEvents(const AgentStatus& snapshot);
+  // previous publish.
+  void RecordCheatEvents(const AgentStatus& snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(publish_mu_);
 
   const GpuNodePublisherOptions options_;
   kube::Client* const client_;
   const Snapshot snapshot_;
   Clock* const clock_;
 
-  std::mutex publish_mu_;  // one publish at a time; guards current_
-  std::optional<api::GpuNode> current_;
-  std::set<std::string> flagged_pods_;  // "<namespace>/<pod>" at the last publish; publish_mu_
+  absl::Mutex publish_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one publish at a time
+  std::optional<api::GpuNode> current_ ABSL_GUARDED_BY(publish_mu_);
+  // "<namespace>/<pod>" at the last publish.
+  std::set<std::string> flagged_pods_ ABSL_GUARDED_BY(publish_mu_);
   std::unique_ptr<kube::EventRecorder> events_;  // nullptr without record_events
 
-  mutable std::mutex mu_;  // guards state_, stopping_, started_
-  std::condition_variable cv_;
-  GpuNodePublisherState state_;
-  bool stopping_ = false;
-  bool started_ = false;
+  mutable absl::Mutex mu_;
+  GpuNodePublisherState state_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
   std::thread loop_;
 };
 

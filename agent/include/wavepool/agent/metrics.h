@@ -19,12 +19,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/protocol.h"
 
 namespace wavepool::agent {
@@ -157,6 +158,8 @@ class TaskMetrics {
   void ObserveGate(const GateReading& reading);
   // Foreground tasks only (ignored for background ones).
   void SetForegroundSlowdown(double ratio);
+  // The slowdown limit the agent holds the task under (its job's maxForegroundSlowdown).
+  void SetForegroundSlowdownSlo(double max_slowdown);
   void SetSensitiveOpGroups(std::uint32_t count);
   // Background tasks only (ignored for foreground ones).
   void SetRecommendedBatchSize(std::uint32_t batch_size);
@@ -170,8 +173,8 @@ class TaskMetrics {
 
   const TaskLabels labels_;
   Series* const series_;  // shared by the tasks with these labels; owned by AgentMetrics
-  std::mutex mu_;
-  GateReading last_gate_;  // guarded by mu_
+  absl::Mutex mu_;
+  GateReading last_gate_ ABSL_GUARDED_BY(mu_);
 };
 
 // Owns the registry, every family and the optional HTTP endpoint. Safe for concurrent use by any

@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/protocol.h"
 #include "wavepool/agent/clock.h"
+#include "wavepool/api/object_meta.h"
 #include "wavepool/kube/client.h"
 
 namespace wavepool::agent {
@@ -82,6 +83,8 @@ struct PodRecord {
   std::string name;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
+  // The ownerReference with controller: true, if any (the pod's TrainingJob).
+  std::optional<api::OwnerReference> controller_owner;
 };
 
 // The identity the controller gave `pod` (its role label, job-name annotation or job label, and
@@ -111,10 +114,15 @@ struct KubePodSourceOptions {
 absl::StatusOr<PodSourcePtr> MakeKubePodSource(kube::Client* client, KubePodSourceOptions options,
                                                Clock* clock);
 
-// Kubernetes mode: /proc/<pid>/cgroup under `proc_root` (a test's fake /proc), then `pods`.
+class PlacementRecords;  // placement_records.h
+
+// Kubernetes mode: /proc/<pid>/cgroup under `proc_root` (a test's fake /proc), then `pods`,
+// then, unless `placements` is null, the pod's TrainingJob's placement record (a pod no job
+// places is refused with PermissionDenied). Both are borrowed and must outlive it.
 class KubernetesPeerIdentity final : public PeerIdentity {
  public:
-  explicit KubernetesPeerIdentity(PodSource* pods, std::string proc_root = "/proc");
+  KubernetesPeerIdentity(PodSource* pods, PlacementRecords* placements,
+                         std::string proc_root = "/proc");
   absl::StatusOr<WorkerIdentity> Resolve(pid_t pid) override;
   // "pod:<uid>" for a process in a pod, else "pid:<pid>".
   std::string ConnectionGroup(pid_t pid) override;
@@ -123,6 +131,7 @@ class KubernetesPeerIdentity final : public PeerIdentity {
   absl::StatusOr<std::string> PodUidOf(pid_t pid) const;
 
   PodSource* const pods_;
+  PlacementRecords* const placements_;
   const std::string proc_root_;
 };
 

@@ -36,15 +36,16 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/gate_memory.h"
 #include "wavepool/agent/client/log_sink.h"
 #include "wavepool/agent/client/protocol.h"
@@ -155,13 +156,13 @@ class SocketServer {
   int wake_fd_ = -1;
   std::atomic<bool> stop_requested_{false};
   std::atomic<std::size_t> connection_count_{0};
-  std::mutex stop_mu_;  // serialises Stop
+  absl::Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // serialises Stop
 
-  // Sends queued by any thread for the loop; guarded by mu_.
-  std::mutex mu_;
-  std::unordered_set<SessionId> open_sessions_;  // registered, or registering now
-  std::vector<Outgoing> outbox_;                 // encoded Policy and Foregrounds frames
-  std::size_t outbox_bytes_ = 0;
+  // Sends queued by any thread for the loop.
+  absl::Mutex mu_;
+  std::unordered_set<SessionId> open_sessions_ ABSL_GUARDED_BY(mu_);  // registered, or registering
+  std::vector<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);  // encoded Policy and Foregrounds frames
+  std::size_t outbox_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace wavepool::agent

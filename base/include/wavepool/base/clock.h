@@ -5,11 +5,11 @@
 #define WAVEPOOL_BASE_CLOCK_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace wavepool {
 
@@ -27,16 +27,17 @@ class Clock {
   // Blocks the calling thread for `d` (a simulated clock waits until the test advances it).
   virtual void SleepFor(std::chrono::nanoseconds d) = 0;
 
-  // Waits on `cv` until `done()` is true or the clock reaches `deadline`; returns done(). `lock`
-  // holds the mutex guarding what `done` reads, on entry and on return; whoever changes that state
-  // holds the same mutex and notifies `cv`. This is how a loop sleeps until its next timer and
+  // Waits until `done` holds or the clock reaches `deadline`; returns whether `done` held. `mu`
+  // guards what `done` reads and is held on entry and on return (it is released while waiting);
+  // whoever changes that state holds `mu`, and absl::Mutex re-evaluates `done` whenever `mu` is
+  // released, so no notification is needed. This is how a loop sleeps until its next timer and
   // still stops at once when told to.
-  virtual bool WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-                         MonotonicNanos deadline, const std::function<bool()>& done) = 0;
+  virtual bool WaitUntil(absl::Mutex& mu, MonotonicNanos deadline, const absl::Condition& done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
 };
 using ClockPtr = std::unique_ptr<Clock>;
 
-// CLOCK_MONOTONIC, nanosleep and condition-variable timeouts.
+// CLOCK_MONOTONIC, nanosleep and mutex-condition timeouts.
 ClockPtr MakeRealClock();
 
 // The process-wide real clock, for callers that take a Clock& and have none of their own.

@@ -51,13 +51,14 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/api/training_job.h"
 #include "wavepool/base/clock.h"
@@ -169,20 +170,20 @@ class GpuClaims {
   // Uids the cache has shown, newest last, so that an assumption that loses the race with the
   // pod's own events (created, seen, even deleted before CreatePod returned) is ignored.
   static constexpr std::size_t kObservedUidsKept = 8192;
-  void RememberUidLocked(const std::string& uid);
-  void ExpireAssumedLocked() const;
+  void RememberUidLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ExpireAssumedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Clock& clock_;
   const std::chrono::nanoseconds assume_timeout_;
   const std::chrono::nanoseconds preempted_memory_;
-  mutable std::mutex mu_;
-  std::map<std::string, Held> held_;                // guarded by mu_; by ns/name
-  mutable std::map<std::string, Assumed> assumed_;  // guarded by mu_; by ns/name
-  std::set<std::string> observed_uids_;             // guarded by mu_
-  std::deque<std::string> observed_order_;          // guarded by mu_
-  std::map<std::string, Reservation> reserved_;     // guarded by mu_; by ns/job
-  std::map<std::string, Nomination> nominated_;     // guarded by mu_; by ns/job
-  std::map<std::string, PreemptedPod> preempted_;   // guarded by mu_; by ns/pod
+  mutable absl::Mutex mu_;
+  std::map<std::string, Held> held_ ABSL_GUARDED_BY(mu_);                // by ns/name
+  mutable std::map<std::string, Assumed> assumed_ ABSL_GUARDED_BY(mu_);  // by ns/name
+  std::set<std::string> observed_uids_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> observed_order_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Reservation> reserved_ ABSL_GUARDED_BY(mu_);    // by ns/job
+  std::map<std::string, Nomination> nominated_ ABSL_GUARDED_BY(mu_);    // by ns/job
+  std::map<std::string, PreemptedPod> preempted_ ABSL_GUARDED_BY(mu_);  // by ns/pod
 };
 
 }  // namespace wavepool::controller

@@ -1,5 +1,6 @@
-// Planning a TrainingJob in the cluster: the planner (planner/planner.h) fed from the job's spec,
-// the GPU model its pods will run on, and the layer table / profile ConfigMaps it references.
+// Planning a TrainingJob in the cluster: the planner's one front door (planner/plan_pipeline.h)
+// fed from the job's spec, the GPU model its pods will run on, and the layer table / profile
+// ConfigMaps it references. Local mode and the simulator plan their jobs here too.
 // Pure: the reconciler fetches the ConfigMaps and picks the device, this file turns them into a
 // Plan, so the same job and inputs always give the same Plan (a restarted controller re-plans
 // identically; the Plan ConfigMap's hash does not change).
@@ -69,9 +70,11 @@ absl::StatusOr<api::PlanTraining> TrainingFor(const api::TrainingJob& job, const
 // Plans `job` (defaulted and valid: api::SetDefaults and api::Validate passed). The Plan carries
 // TrainingFor(job, plan) and, for a job whose model is a layer table, the table's text
 // (plan.layer_table), so that a worker needs nothing but its Plan.
-// FailedPrecondition / InvalidArgument as MakePlan returns them, with the job's field named
-// where one is at fault (e.g. "spec.model.layerTable: line 3: ..."); NotFound for an unknown
-// device or built-in model.
+// FailedPrecondition / InvalidArgument as planner::PlanFromSources returns them, with the job's
+// field named where one is at fault (e.g. "spec.model.layerTable: line 3: ...",
+// "spec.globalBatchSize: global batch 4 is smaller ..."); FailedPrecondition naming
+// spec.model.layerTable or spec.model.profile when the spec references a ConfigMap whose text
+// `inputs` lacks; NotFound for an unknown device or built-in model (spec.model.name).
 absl::StatusOr<JobPlan> PlanJob(const api::TrainingJob& job, const PlanInputs& inputs);
 
 }  // namespace wavepool::controller

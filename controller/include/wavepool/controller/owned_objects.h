@@ -95,6 +95,10 @@ struct OwnedObjectOptions {
   // Host directory for checkpoints when no template volume covers spec.checkpoint.path:
   // <root>/<namespace>/<job> is mounted at the path.
   std::string checkpoint_host_root = "/var/lib/wavepool/checkpoints";
+  // The group owning the agent's socket (its --socket-group): added to every worker pod's
+  // securityContext.supplementalGroups so that a worker running as any user may connect.
+  // Negative: none.
+  std::int64_t agent_socket_gid = -1;
 };
 
 // `<base><suffix>`, at most `max_length` characters. A base too long is cut, trailing '-' and

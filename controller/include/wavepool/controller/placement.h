@@ -22,8 +22,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -180,8 +182,14 @@ absl::StatusOr<ForegroundPlacement> PlaceForeground(const ForegroundRequest& req
                                                     const Inventory& inventory);
 
 struct BackgroundRequest {
+  BackgroundRequest(std::string job_name, Bytes memory, std::set<std::string> excluded = {})
+      : job(std::move(job_name)), memory_bytes(memory), excluded_nodes(std::move(excluded)) {}
+
   std::string job;  // "namespace/name", for messages.
   Bytes memory_bytes = 0;
+  // Nodes the job must not go to: where its worker was caught using the GPU beyond what its
+  // launch gate allowed (the GPUNode's BackgroundCheating condition).
+  std::set<std::string> excluded_nodes;
 };
 
 struct BackgroundPlacement {

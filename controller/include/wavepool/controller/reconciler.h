@@ -84,6 +84,10 @@ struct ReconcilerOptions {
   // Delay before the next gang after a failure: backoff_base x 2^(restarts-1), capped.
   std::chrono::seconds restart_backoff_base{10};
   std::chrono::seconds restart_backoff_max{360};
+  // A background job whose pod a GPUNode's BackgroundCheating condition names (its worker used
+  // the GPU beyond what its launch gate allowed) is restarted elsewhere, the restart counted
+  // against spec.backoffLimit, and kept off that node for this long.
+  std::chrono::seconds cheating_quarantine{600};
   Clock* clock = &RealClock();  // durations (metrics, start timeout); outlives the reconciler
   // Wall time for condition timestamps and heartbeat ages; empty: the system clock.
   std::function<std::chrono::system_clock::time_point()> wall_now;

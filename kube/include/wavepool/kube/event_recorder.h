@@ -18,18 +18,18 @@
 #define WAVEPOOL_KUBE_EVENT_RECORDER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <list>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/kube/client.h"
 
@@ -81,8 +81,8 @@ class EventRecorder {
     std::list<std::string>::iterator lru;  // position in lru_
   };
 
-  void Loop();
-  void Write(const Pending& pending);
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  void Write(const Pending& pending) ABSL_LOCKS_EXCLUDED(mu_);
   bool Create(const Pending& pending, const std::string& key);
   std::string NextName(const std::string& object_name, std::chrono::system_clock::time_point time);
   void Remember(const std::string& key, Recorded recorded);
@@ -99,13 +99,12 @@ class EventRecorder {
   std::list<std::string> lru_;  // most recent first
   std::int64_t last_name_nanos_ = 0;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Pending> queue_;       // guarded by mu_
-  std::uint64_t queued_total_ = 0;  // guarded by mu_
-  std::uint64_t done_total_ = 0;    // guarded by mu_
-  std::size_t dropped_ = 0;         // guarded by mu_
-  bool stopping_ = false;           // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
+  std::uint64_t queued_total_ ABSL_GUARDED_BY(mu_) = 0;
+  std::uint64_t done_total_ ABSL_GUARDED_BY(mu_) = 0;
+  std::size_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -22,14 +22,12 @@
 #define WAVEPOOL_KUBE_INFORMER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,8 +35,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/base/clock.h"
 #include "wavepool/kube/client.h"
@@ -105,11 +105,12 @@ class Store {
     IndexFunc func;
     std::map<std::string, std::set<std::string>> keys_by_value;
   };
-  void IndexLocked(const std::string& key, const nlohmann::json& object, bool add);
+  void IndexLocked(const std::string& key, const nlohmann::json& object, bool add)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, nlohmann::json> items_;  // guarded by mu_
-  std::map<std::string, Index> indexes_;         // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, nlohmann::json> items_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Index> indexes_ ABSL_GUARDED_BY(mu_);
 };
 
 // What an informer's handlers are told. Any member may be empty.
@@ -184,9 +185,9 @@ class SharedInformer {
 
   // The handler thread.
   void Enqueue(Notice notice);
-  void DispatchLoop();
-  void Deliver(const Notice& notice);
-  void Resync();
+  void DispatchLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  void Deliver(const Notice& notice) ABSL_LOCKS_EXCLUDED(mu_);
+  void Resync() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Constant after construction.
   Client& client_;
@@ -197,16 +198,16 @@ class SharedInformer {
   Store store_;
   std::vector<ResourceEventHandlers> handlers_;  // fixed once running
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;          // stop, synced, new notices
-  bool running_ = false;                // guarded by mu_
-  bool stopping_ = false;               // guarded by mu_
-  bool synced_ = false;                 // guarded by mu_
-  bool listed_once_ = false;            // reflector thread only
-  bool watch_opened_ = false;           // reflector thread only: the last watch was open
-  std::string last_resource_version_;   // guarded by mu_
-  std::unique_ptr<WatchStream> watch_;  // guarded by mu_: the watch being read
-  std::deque<Notice> notices_;          // guarded by mu_
+  // Waits on mu_: stop, synced, new notices.
+  mutable absl::Mutex mu_;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool synced_ ABSL_GUARDED_BY(mu_) = false;
+  bool listed_once_ = false;   // reflector thread only
+  bool watch_opened_ = false;  // reflector thread only: the last watch was open
+  std::string last_resource_version_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<WatchStream> watch_ ABSL_GUARDED_BY(mu_);  // the watch being read
+  std::deque<Notice> notices_ ABSL_GUARDED_BY(mu_);
   std::thread reflector_;
   std::thread dispatcher_;
 };

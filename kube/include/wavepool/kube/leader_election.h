@@ -19,16 +19,16 @@
 #define WAVEPOOL_KUBE_LEADER_ELECTION_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/base/clock.h"
 #include "wavepool/kube/client.h"
@@ -49,9 +49,8 @@ class StopSignal {
 
  private:
   Clock& clock_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  bool stopped_ = false;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 struct LeaderCallbacks {
@@ -113,8 +112,8 @@ class LeaderElector {
   bool TryAcquireOrRenew();
   void Release();
   void Observe(const nlohmann::json& spec);
-  bool WaitFor(std::chrono::nanoseconds delay);  // false: stopping
-  bool Stopping() const;
+  bool WaitFor(std::chrono::nanoseconds delay) ABSL_LOCKS_EXCLUDED(mu_);  // false: stopping
+  bool Stopping() const ABSL_LOCKS_EXCLUDED(mu_);
   void Log(std::string_view message) const;
 
   // Constant after construction.
@@ -126,12 +125,11 @@ class LeaderElector {
   nlohmann::json observed_spec_;
   MonotonicNanos observed_time_ = 0;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool started_ = false;   // guarded by mu_
-  bool stopping_ = false;  // guarded by mu_
-  bool leading_ = false;   // guarded by mu_
-  std::string leader_;     // guarded by mu_
+  mutable absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool leading_ ABSL_GUARDED_BY(mu_) = false;
+  std::string leader_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

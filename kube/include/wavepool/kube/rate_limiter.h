@@ -15,11 +15,12 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/base/clock.h"
 
 namespace wavepool::kube {
@@ -54,8 +55,8 @@ class ItemExponentialFailureRateLimiter final : public RateLimiter {
  private:
   const std::chrono::nanoseconds base_delay_;
   const std::chrono::nanoseconds max_delay_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, int> failures_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::unordered_map<std::string, int> failures_ ABSL_GUARDED_BY(mu_);
 };
 
 // A token bucket over all keys (golang.org/x/time/rate's Reserve): `burst` tokens, refilled at
@@ -75,9 +76,9 @@ class BucketRateLimiter final : public RateLimiter {
   Clock& clock_;
   const double qps_;
   const double burst_;
-  std::mutex mu_;
-  double tokens_;        // guarded by mu_; negative while calls wait for reserved tokens
-  MonotonicNanos last_;  // guarded by mu_: when tokens_ was last brought up to date
+  absl::Mutex mu_;
+  double tokens_ ABSL_GUARDED_BY(mu_);        // negative while calls wait for reserved tokens
+  MonotonicNanos last_ ABSL_GUARDED_BY(mu_);  // when tokens_ was last brought up to date
 };
 
 // The longest When of its limiters (each is asked, so each counts); NumRequeues is the largest.

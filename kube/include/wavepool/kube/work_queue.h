@@ -21,18 +21,18 @@
 #define WAVEPOOL_KUBE_WORK_QUEUE_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/base/clock.h"
 #include "wavepool/kube/rate_limiter.h"
 
@@ -88,30 +88,28 @@ class WorkQueue {
     }
   };
 
-  void AddLocked(const std::string& key);
-  void DelayLoop();
+  void AddLocked(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DelayLoop() ABSL_LOCKS_EXCLUDED(delay_mu_);
 
   // Constant after construction.
   Clock& clock_;
   const RateLimiterPtr rate_limiter_;
 
-  mutable std::mutex mu_;
-  std::condition_variable ready_cv_;            // a key became ready, or the queue shut down
-  std::condition_variable processing_cv_;       // a key was Done (ShutDownWithDrain waits on it)
-  std::deque<std::string> queue_;               // guarded by mu_: ready keys, in order
-  std::unordered_set<std::string> dirty_;       // guarded by mu_: added, not yet handed out
-  std::unordered_set<std::string> processing_;  // guarded by mu_
-  bool shutting_down_ = false;                  // guarded by mu_
-  bool draining_ = false;                       // guarded by mu_
+  // Get waits on mu_ for a ready key; ShutDownWithDrain for the last Done.
+  mutable absl::Mutex mu_;
+  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);          // ready keys, in order
+  std::unordered_set<std::string> dirty_ ABSL_GUARDED_BY(mu_);  // added, not yet handed out
+  std::unordered_set<std::string> processing_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
 
   // The delayed keys, earliest first, and each key's entry (a key is delayed at most once).
-  std::mutex delay_mu_;  // acquired before mu_ when both are held
-  std::condition_variable delay_cv_;
-  std::map<Delayed, std::string> delayed_;                   // guarded by delay_mu_
-  std::unordered_map<std::string, Delayed> delayed_by_key_;  // guarded by delay_mu_
-  std::uint64_t next_sequence_ = 0;                          // guarded by delay_mu_
-  bool delay_changed_ = false;                               // guarded by delay_mu_
-  bool stop_delay_ = false;                                  // guarded by delay_mu_
+  absl::Mutex delay_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::map<Delayed, std::string> delayed_ ABSL_GUARDED_BY(delay_mu_);
+  std::unordered_map<std::string, Delayed> delayed_by_key_ ABSL_GUARDED_BY(delay_mu_);
+  std::uint64_t next_sequence_ ABSL_GUARDED_BY(delay_mu_) = 0;
+  bool delay_changed_ ABSL_GUARDED_BY(delay_mu_) = false;
+  bool stop_delay_ ABSL_GUARDED_BY(delay_mu_) = false;
   std::thread delay_thread_;
 };
 

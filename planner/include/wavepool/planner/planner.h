@@ -35,10 +35,15 @@ struct PlanRequest {
   api::Toggle cpu_split = api::Toggle::kAuto;
   api::Toggle preload = api::Toggle::kAuto;
   api::Toggle weight_compression = api::Toggle::kAuto;
-  int optimizer_moments = 1;                 // SGD with momentum 1, Adam 2
-  std::int64_t dataset_samples = 1'280'000;  // for per-epoch predictions
+  api::Optimizer optimizer = api::Optimizer::kSgd;  // its state per parameter: OptimizerMoments
+  std::int64_t dataset_samples = 1'280'000;         // for per-epoch predictions
   Seconds amplification_exempt_below = Microseconds(300);
 };
+
+// The optimizer state each parameter keeps, in items of kBytesPerItem (memory_timeline.h): SGD
+// (with momentum, as the workers train) 1, Adam and AdamW 2 (first and second moments). Every
+// memory figure of a plan counts the optimizer through this one mapping.
+int OptimizerMoments(api::Optimizer optimizer);
 
 // What the planner plans on. Borrowed: everything must outlive the MakePlan call.
 struct PlanContext {
@@ -83,13 +88,13 @@ struct PlanReport {
   // communication_seconds include the latter (pre-loading hides the rest behind compute).
   Seconds input_copy{0};
   Seconds input_exposed{0};
-  std::vector<int> burst_gpus;          // GPUs per layer in the burst plan, by LayerId
-  std::vector<Prediction> oracle;       // ParaDL strategies, ranked
+  std::vector<int> burst_gpus;     // GPUs per layer in the burst plan, by LayerId
+  std::vector<Prediction> oracle;  // ParaDL strategies, ranked
   std::optional<TickTockAnalysis> tick_tock;
   std::optional<ModelParallelWavesAnalysis> model_parallel;
   std::optional<DataMovementReport> data_movement;
-  std::string compute_source;           // ComputeCostModel::Description()
-  std::vector<std::string> decisions;   // why the strategy and switches were chosen, for people
+  std::string compute_source;          // ComputeCostModel::Description()
+  std::vector<std::string> decisions;  // why the strategy and switches were chosen, for people
 };
 
 // Plans one job. When the burst search's optimum (strategy Auto or BurstParallel) needs more

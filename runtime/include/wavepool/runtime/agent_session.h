@@ -15,10 +15,11 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/agent_client.h"
 #include "wavepool/runtime/launch_pacer.h"
 
@@ -52,8 +53,8 @@ class AgentSession final : public LaunchPacer {
   const agent::Role role_;
   std::atomic<bool> stopped_{false};
   std::atomic<std::int64_t> last_memory_report_ns_{0};
-  std::mutex pause_mu_;
-  int pause_holders_ = 0;  // guarded by pause_mu_: groups running with the pause raised
+  absl::Mutex pause_mu_;
+  int pause_holders_ ABSL_GUARDED_BY(pause_mu_) = 0;  // groups running with the pause raised
 };
 
 }  // namespace wavepool::runtime

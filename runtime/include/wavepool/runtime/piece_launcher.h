@@ -13,17 +13,17 @@
 
 #include <cuda_runtime_api.h>
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/runtime/launch_pacer.h"
 
 namespace wavepool::runtime {
@@ -62,21 +62,20 @@ class PieceLauncher {
     LaunchTicket ticket;
   };
   PieceLauncher(LaunchPacer& pacer, cudaStream_t stream);
-  void Poll();
-  absl::Status TakeError();
+  void Poll() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status TakeError() ABSL_LOCKS_EXCLUDED(mu_);
 
   LaunchPacer& pacer_;
   const cudaStream_t stream_;
   std::vector<Slot> slots_;  // constant size after Create
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<std::size_t> free_;          // guarded by mu_: slots ready for a launch
-  std::deque<std::size_t> pending_;       // guarded by mu_: launched, in stream order
-  bool stopping_ = false;                 // guarded by mu_
-  absl::Status error_;                    // guarded by mu_: the poller's first unreported error
-  std::int64_t completed_ = 0;            // guarded by mu_
-  std::chrono::nanoseconds gpu_time_{0};  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::deque<std::size_t> free_ ABSL_GUARDED_BY(mu_);     // slots ready for a launch
+  std::deque<std::size_t> pending_ ABSL_GUARDED_BY(mu_);  // launched, in stream order
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);  // the poller's first unreported error
+  std::int64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::chrono::nanoseconds gpu_time_ ABSL_GUARDED_BY(mu_){0};
   std::thread poller_;
 };
 

@@ -25,13 +25,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/log_sink.h"
 #include "wavepool/agent/client/protocol.h"
 #include "wavepool/agent/client/worker_gate.h"
@@ -128,13 +129,13 @@ class AgentClient {
   std::atomic<bool> connected_{false};
   std::atomic<bool> closing_{false};
   std::thread thread_;
-  std::mutex close_mu_;  // serialises Close
+  absl::Mutex close_mu_;  // serialises Close
 
-  mutable std::mutex mu_;
-  std::unique_ptr<Pending> pending_;  // guarded by mu_
-  std::optional<Policy> policy_;      // guarded by mu_
-  Registered registered_;             // guarded by mu_
-  Stats stats_;                       // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::unique_ptr<Pending> pending_ ABSL_GUARDED_BY(mu_) ABSL_PT_GUARDED_BY(mu_);
+  std::optional<Policy> policy_ ABSL_GUARDED_BY(mu_);
+  Registered registered_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
 
   // Used by the background thread only.
   std::unique_ptr<internal::AgentConnection> connection_;

@@ -22,12 +22,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/gate_layout.h"
 #include "wavepool/agent/client/gate_memory.h"
 #include "wavepool/agent/client/protocol.h"
@@ -116,7 +117,8 @@ class LaunchGate {
   void CountAcquired();
   template <std::memory_order kOrder>
   bool BackgroundBlocked() const;
-  absl::Status WatchForeground(const ForegroundSegment& segment);
+  absl::Status WatchForeground(const ForegroundSegment& segment)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(views_mu_);
 
   // Constant after construction.
   const std::string path_;
@@ -131,8 +133,9 @@ class LaunchGate {
   std::atomic<bool> agent_alive_{true};
   // Background: the view of each slot's foreground segment (null: none mapped).
   std::array<std::atomic<const ForegroundView*>, kMaxSlotsPerGpu> foregrounds_{};
-  std::mutex views_mu_;                                 // serialises WatchForegrounds
-  std::vector<std::unique_ptr<ForegroundView>> views_;  // guarded by views_mu_; owns every view
+  absl::Mutex views_mu_;  // serialises WatchForegrounds
+  std::vector<std::unique_ptr<ForegroundView>> views_
+      ABSL_GUARDED_BY(views_mu_);  // owns every view
 };
 
 }  // namespace wavepool::agent

@@ -31,10 +31,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/launch_gate.h"
 #include "wavepool/agent/client/protocol.h"
 
@@ -113,7 +114,7 @@ class WorkerGate {
   void CountCredit(Binding* binding);
   bool PayDebt();
   bool Unused(const Binding& binding) const;
-  Binding* FreeBindingLocked();
+  Binding* FreeBindingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu_);
 
   const Role role_;
   // Pooled, never freed before the handle: a hot-path thread may touch a stale binding's counters.
@@ -123,7 +124,7 @@ class WorkerGate {
   std::atomic<std::int32_t> debt_{0};         // releases owed for abandoned credits
   std::atomic<std::uint64_t> bind_count_{0};
   std::atomic<std::uint64_t> abandoned_total_{0};
-  std::mutex writer_mu_;  // serialises the connection's side
+  absl::Mutex writer_mu_;  // serialises the connection's side
 };
 
 }  // namespace wavepool::agent

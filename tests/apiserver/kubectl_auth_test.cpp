@@ -1,0 +1,174 @@
+// The real kubectl against the test API server in RBAC mode: `kubectl create token` through the
+// TokenRequest API, the ServiceAccount's token in a kubeconfig of its own, kube-apiserver's
+// Forbidden wording as kubectl prints it, and `kubectl auth can-i` (SelfSubjectAccessReview).
+// The server serves HTTPS: kubectl sends a kubeconfig's token to https:// servers only.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/apiserver/test_server.h"
+#include "tests/support/eventually.h"
+#include "tests/support/kubectl.h"
+#include "tests/support/status_matchers.h"
+
+namespace wavepool::testing::apiserver {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+
+constexpr char kPodRole[] = R"(apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pod-reader, namespace: team}
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: pod-reader, namespace: team}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-reader}
+subjects:
+- {kind: ServiceAccount, name: bot, namespace: team}
+)";
+
+class KubectlAuthTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (::access(GetParam().c_str(), X_OK) != 0) GTEST_SKIP() << "no kubectl at " << GetParam();
+    TestApiServer::Options options;
+    options.authorization_mode = AuthorizationMode::kRbac;
+    options.tls = true;  // kubectl sends credentials to https:// servers only
+    ASSERT_OK_AND_ASSIGN(server_, TestApiServer::Start(options));
+    char dir_template[] = "/tmp/wavepool-kubectl-auth-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+    WriteTextFile(dir_ + "/kubeconfig", server_->Kubeconfig());
+  }
+
+  void TearDown() override {
+    if (dir_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  // As the admin (the server's kubeconfig), or as `kubeconfig`'s user.
+  KubectlResult Kubectl(std::vector<std::string> args, const std::string& kubeconfig = "",
+                        const std::string& input = "") {
+    if (!kubeconfig.empty()) args.insert(args.begin(), "--kubeconfig=" + kubeconfig);
+    return KubectlRunner(GetParam(), dir_).Run(args, input);
+  }
+
+  std::unique_ptr<TestApiServer> server_;
+  std::string dir_;
+};
+
+TEST_P(KubectlAuthTest, ServiceAccountTokenIsLimitedToItsRole) {
+  ASSERT_EQ(Kubectl({"create", "namespace", "team"}).exit_code, 0);
+  ASSERT_EQ(Kubectl({"create", "serviceaccount", "bot", "-n", "team"}).exit_code, 0);
+  const KubectlResult token = Kubectl({"create", "token", "bot", "-n", "team", "--duration=20m"});
+  ASSERT_EQ(token.exit_code, 0) << token;
+  ASSERT_THAT(token.out, MatchesRegex("[A-Za-z0-9_-]{40,}"));  // no newline when not a terminal
+  const std::string bot = dir_ + "/bot-kubeconfig";
+  WriteTextFile(bot, server_->KubeconfigWithToken(token.out));
+
+  const KubectlResult denied = Kubectl({"get", "pods", "-n", "team"}, bot);
+  EXPECT_NE(denied.exit_code, 0);
+  EXPECT_THAT(denied.err,
+              HasSubstr("Error from server (Forbidden): pods is forbidden: User "
+                        "\"system:serviceaccount:team:bot\" cannot list resource \"pods\" in API "
+                        "group \"\" in the namespace \"team\""));
+  const KubectlResult cannot = Kubectl({"auth", "can-i", "list", "pods", "-n", "team"}, bot);
+  EXPECT_EQ(cannot.exit_code, 1) << cannot;
+  EXPECT_EQ(cannot.out, "no\n");
+
+  const KubectlResult role = Kubectl({"apply", "-f", "-"}, "", kPodRole);
+  ASSERT_EQ(role.exit_code, 0) << role;
+  const KubectlResult listed = Kubectl({"get", "pods", "-n", "team"}, bot);
+  EXPECT_EQ(listed.exit_code, 0) << listed;
+  EXPECT_THAT(listed.err, HasSubstr("No resources found in team namespace."));
+  const KubectlResult can = Kubectl({"auth", "can-i", "list", "pods", "-n", "team"}, bot);
+  EXPECT_EQ(can.exit_code, 0) << can;
+  EXPECT_EQ(can.out, "yes\n");
+  EXPECT_EQ(Kubectl({"auth", "can-i", "delete", "pods", "-n", "team"}, bot).out, "no\n");
+  EXPECT_EQ(Kubectl({"auth", "can-i", "list", "pods", "-n", "default"}, bot).out, "no\n");
+  EXPECT_EQ(Kubectl({"auth", "can-i", "list", "pods", "-n", "default"}).out, "yes\n");
+
+  // The ServiceAccount gone, its token no longer authenticates.
+  ASSERT_EQ(Kubectl({"delete", "serviceaccount", "bot", "-n", "team"}).exit_code, 0);
+  const KubectlResult gone = Kubectl({"get", "pods", "-n", "team"}, bot);
+  EXPECT_NE(gone.exit_code, 0);
+  EXPECT_THAT(gone.err, HasSubstr("You must be logged in to the server"));
+}
+
+// A token the server never issued (kubectl would prompt for a password without any).
+TEST_P(KubectlAuthTest, UnknownTokenIsUnauthorized) {
+  const std::string stranger = dir_ + "/stranger-kubeconfig";
+  WriteTextFile(stranger, server_->KubeconfigWithToken("never-issued"));
+  const KubectlResult r = Kubectl({"get", "namespaces"}, stranger);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("You must be logged in to the server"));
+}
+
+// The binary: --tls --authorization-mode=RBAC writes an https kubeconfig with the admin token
+// (and the token alone with --admin-token-out); a mode it does not know is a flag error (exit 2).
+TEST_P(KubectlAuthTest, BinaryServesRbacOverTlsWithTheAdminKubeconfig) {
+  auto spawn = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), WAVEPOOL_TEST_APISERVER);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, (dir_ + "/server.err").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    char* env[] = {nullptr};
+    EXPECT_EQ(::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), env), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    return pid;
+  };
+  int status = 0;
+  const pid_t bad = spawn({"--authorization-mode=Webhook"});
+  ASSERT_EQ(::waitpid(bad, &status, 0), bad);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_THAT(ReadTextFile(dir_ + "/server.err"), HasSubstr("--authorization-mode"));
+
+  const std::string kubeconfig = dir_ + "/binary-kubeconfig", token = dir_ + "/admin-token";
+  const pid_t server = spawn({"--port=0", "--tls", "--authorization-mode=RBAC",
+                              "--kubeconfig-out=" + kubeconfig, "--admin-token-out=" + token});
+  ASSERT_GT(server, 0);
+  const bool written = Eventually([&] { return !ReadTextFile(token).empty(); });
+  std::string text = ReadTextFile(kubeconfig);
+  const KubectlResult ns = Kubectl({"get", "namespaces", "-o", "name"}, kubeconfig);
+  ::kill(server, SIGTERM);
+  ASSERT_EQ(::waitpid(server, &status, 0), server);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_THAT(text, HasSubstr("server: https://127.0.0.1:"));
+  EXPECT_THAT(text, HasSubstr("certificate-authority-data: "));
+  EXPECT_THAT(text, HasSubstr("token: " + ReadTextFile(token).substr(0, 20)));
+  EXPECT_EQ(ns.exit_code, 0) << ns;
+  EXPECT_THAT(ns.out, HasSubstr("namespace/kube-system"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kubectl, KubectlAuthTest,
+                         ::testing::Values("/usr/bin/kubectl",
+                                           std::string(WAVEPOOL_TOOLS_BIN) + "/kubectl"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.index == 0 ? std::string("System") : std::string("Tools");
+                         });
+
+}  // namespace
+}  // namespace wavepool::testing::apiserver
