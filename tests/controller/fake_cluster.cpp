@@ -198,6 +198,11 @@ std::optional<json> FakeCluster::GetPod(std::string_view ns, std::string_view na
   return it->second;
 }
 
+bool FakeCluster::PodTerminating(std::string_view ns, std::string_view name) const {
+  const std::optional<json> pod = GetPod(ns, name);
+  return pod.has_value() && (*pod)["metadata"].contains("deletionTimestamp");
+}
+
 std::vector<json> FakeCluster::AllPods() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<json> pods;

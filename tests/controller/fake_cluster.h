@@ -67,6 +67,8 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
 
   // --- Inspecting ---
   std::optional<nlohmann::json> GetPod(std::string_view ns, std::string_view name) const;
+  // Whether the pod exists with a deletionTimestamp (deleted, its grace period running).
+  bool PodTerminating(std::string_view ns, std::string_view name) const;
   // The job as stored, whatever a frozen view shows. REQUIRES: the job exists.
   api::TrainingJob StoredJob(std::string_view ns, std::string_view name) const;
   std::vector<nlohmann::json> AllPods() const;      // Sorted by namespace/name.

@@ -39,11 +39,6 @@ void FlagCheating(FakeScene& scene, const std::string& node, const std::string& 
   }
 }
 
-bool Terminating(const FakeCluster& cluster, const std::string& pod) {
-  const std::optional<json> p = cluster.GetPod(kNs, pod);
-  return p.has_value() && (*p)["metadata"].contains("deletionTimestamp");
-}
-
 // A bg job Running on node-a GPU 0; node-b has a free GPU too.
 struct RunningBackground : ::testing::Test {
   void SetUp() override {
@@ -78,7 +73,7 @@ TEST_F(RunningBackground, ACheatingPodIsRestartedOnAnotherNodeAndTheRestartCount
   EXPECT_EQ(job.status.restarts, 1);
   EXPECT_EQ(job.status.gang_generation, 1);
   EXPECT_TRUE(job.status.placement.empty());
-  EXPECT_TRUE(Terminating(scene.cluster, "bg-g0-0"));
+  EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "bg-g0-0"));
   EXPECT_EQ(result.requeue_after, std::chrono::nanoseconds(std::chrono::seconds(10)));
   const api::Condition& placed = ConditionOf(job, api::kConditionPlaced);
   EXPECT_EQ(placed.reason, "LaunchesOutsideGate");
@@ -138,7 +133,7 @@ TEST_F(RunningBackground, PastTheBackoffLimitACheatingJobFails) {
   EXPECT_EQ(failed.reason, "BackoffLimitExceeded");
   EXPECT_THAT(failed.message, HasSubstr("pod bg-g0-0 used the GPU beyond what its launch gate"));
   EXPECT_THAT(failed.message, HasSubstr("spec.backoffLimit (0)"));
-  EXPECT_TRUE(Terminating(scene.cluster, "bg-g0-0"));  // Running: it goes.
+  EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "bg-g0-0"));  // Running: it goes.
 }
 
 TEST_F(RunningBackground, OnlyAFlagFromTheNodeThePodRunsOnForThisNamespaceCounts) {

@@ -21,11 +21,6 @@ using ::testing::Not;
 
 constexpr std::string_view kNs = FakeScene::kNamespace;
 
-bool Terminating(const FakeCluster& cluster, const std::string& pod) {
-  const std::optional<json> p = cluster.GetPod(kNs, pod);
-  return p.has_value() && (*p)["metadata"].contains("deletionTimestamp");
-}
-
 std::string EnvOf(const json& pod, const std::string& name) {
   for (const json& c : pod["spec"]["containers"]) {
     for (const json& e : c.value("env", json::array())) {
@@ -72,7 +67,7 @@ TEST(ReconcilerPreemption, ForegroundGangPreemptsWaitsAndTheVictimResumesWithANe
   EXPECT_TRUE(scene.cluster.PodsOfJob(kNs, "fg").empty());
   const json victim = *scene.cluster.GetPod(kNs, "bg-g0-0");
   EXPECT_EQ(victim["metadata"]["annotations"][std::string(kAnnotationPreemptedBy)], "team/fg");
-  EXPECT_TRUE(Terminating(scene.cluster, "bg-g0-0"));
+  EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "bg-g0-0"));
   EXPECT_EQ(victim["metadata"]["deletionGracePeriodSeconds"], 120);  // Its own grace period.
   EXPECT_EQ(ConditionOf(scene.Job("fg"), api::kConditionPlaced).reason, "Preempting");
   EXPECT_THAT(metrics.Serialize(), HasSubstr("wavepool_controller_preemptions_total 1"));
@@ -117,7 +112,7 @@ struct PreemptingGang : ::testing::Test {
     scene.AddForeground("fg", 4, /*allow_background=*/false);
     ASSERT_OK(reconciler.Reconcile(kNs, "fg").status());
     ASSERT_EQ(ConditionOf(scene.Job("fg"), api::kConditionPlaced).reason, "Preempting");
-    ASSERT_TRUE(Terminating(scene.cluster, "bg-g0-0"));
+    ASSERT_TRUE(scene.cluster.PodTerminating(kNs, "bg-g0-0"));
   }
 
   // The victim reports Preempted (by team/fg), not a lost pod, and holds no pod.
@@ -214,8 +209,8 @@ TEST_F(RunningGang, AFailedPodRestartsTheGangAfterTheBackoff) {
   EXPECT_EQ(job.status.restarts, 1);
   EXPECT_EQ(job.status.gang_generation, 1);
   EXPECT_TRUE(job.status.placement.empty());
-  EXPECT_TRUE(Terminating(scene.cluster, "train-g0-0"));
-  EXPECT_TRUE(Terminating(scene.cluster, "train-g0-1"));
+  EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "train-g0-0"));
+  EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "train-g0-1"));
   // restart_backoff_base x 2^(1-1) = 10 s.
   EXPECT_EQ(result.requeue_after, std::chrono::nanoseconds(std::chrono::seconds(10)));
   const auto restarts = scene.cluster.EventsWithReason("GangRestart");
@@ -254,8 +249,8 @@ TEST_F(RunningGang, PastTheBackoffLimitTheJobFailsAndItsOtherPodsGo) {
   EXPECT_EQ(failed.reason, "BackoffLimitExceeded");
   EXPECT_THAT(failed.message, HasSubstr("train-g0-0"));
   EXPECT_THAT(failed.message, HasSubstr("exit code 137 (OOMKilled)"));
-  EXPECT_FALSE(Terminating(scene.cluster, "train-g0-0"));  // Kept for its logs.
-  EXPECT_TRUE(Terminating(scene.cluster, "train-g0-1"));
+  EXPECT_FALSE(scene.cluster.PodTerminating(kNs, "train-g0-0"));  // Kept for its logs.
+  EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "train-g0-1"));
   const auto events = scene.cluster.EventsWithReason("Failed");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_TRUE(events[0].warning);
@@ -301,7 +296,7 @@ TEST_F(RunningGang, APodDeletedBySomeoneElseRestartsTheGangWithoutCounting) {
   const api::TrainingJob job = scene.Job("train");
   EXPECT_EQ(job.status.restarts, 0);
   EXPECT_EQ(job.status.gang_generation, 1);
-  EXPECT_TRUE(Terminating(scene.cluster, "train-g0-1"));
+  EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "train-g0-1"));
   EXPECT_THAT(metrics.Serialize(), HasSubstr("reason=\"pod_deleted\""));
 }
 
@@ -379,8 +374,8 @@ TEST(ReconcilerSuspend, SuspendDeletesThePodsAndResumePlacesANewGang) {
   EXPECT_EQ(ConditionOf(job, api::kConditionPlaced).reason, "Suspended");
   EXPECT_EQ(ConditionOf(job, api::kConditionRunning).reason, "Suspended");
   EXPECT_TRUE(job.status.placement.empty());
-  EXPECT_TRUE(Terminating(scene.cluster, "train-g0-0"));
-  EXPECT_TRUE(Terminating(scene.cluster, "train-g0-1"));
+  EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "train-g0-0"));
+  EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "train-g0-1"));
 
   scene.cluster.FinishTerminatingPods();
   ASSERT_OK(
@@ -420,7 +415,7 @@ TEST_F(RunningGang, AllPodsSucceededMakesTheJobSucceededAndKeepsThePods) {
   EXPECT_EQ(ConditionOf(job, api::kConditionSucceeded).status, api::ConditionStatus::kTrue);
   EXPECT_EQ(scene.cluster.EventsWithReason("Succeeded").size(), 1u);
   EXPECT_EQ(scene.cluster.AllPods().size(), 2u);
-  EXPECT_FALSE(Terminating(scene.cluster, "train-g0-0"));
+  EXPECT_FALSE(scene.cluster.PodTerminating(kNs, "train-g0-0"));
   const auto writes = scene.cluster.writes();
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   EXPECT_EQ(scene.cluster.writes(), writes);
