@@ -29,6 +29,7 @@ constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 // Volumes wavepool adds; a template volume of the same name is replaced.
 constexpr std::string_view kAgentVolume = "wavepool-agent";
 constexpr std::string_view kMpsVolume = "wavepool-mps";
+constexpr std::string_view kMpsShmVolume = "wavepool-mps-shm";
 constexpr std::string_view kPlanVolume = "wavepool-plan";
 constexpr std::string_view kCheckpointVolume = "wavepool-checkpoint";
 
@@ -189,6 +190,13 @@ std::string MpsDirectory(const OwnedObjectOptions& options) {
                                        : options.mps_directory;
 }
 
+// An MPS server and its clients share memory through files in /dev/shm, so the agent's
+// DaemonSet mounts this host directory as the daemons' /dev/shm and every worker mounts it as its
+// own (NVIDIA's device plugin and DRA driver do the same); a pod's /dev/shm is otherwise private.
+std::string MpsShmDirectory(const OwnedObjectOptions& options) {
+  return absl::StrCat(MpsDirectory(options), "/shm");
+}
+
 bool IsBackground(const Inputs& in) { return in.job.spec.role == api::Role::kBackground; }
 
 json EnvVar(std::string_view name, const std::string& value) {
@@ -295,6 +303,7 @@ void MergeWorker(const Inputs& in, json& spec, json& worker) {
   json volumes = json::array({
       HostPathVolume(kAgentVolume, o.agent_directory),
       HostPathVolume(kMpsVolume, MpsDirectory(o)),
+      HostPathVolume(kMpsShmVolume, MpsShmDirectory(o)),
       {{"name", std::string(kPlanVolume)},
        {"configMap",
         {{"name", PlanConfigMapName(in.job.metadata.name)},
@@ -303,6 +312,7 @@ void MergeWorker(const Inputs& in, json& spec, json& worker) {
   });
   json mounts = json::array({Mount(kAgentVolume, o.agent_directory, false),
                              Mount(kMpsVolume, MpsDirectory(o), false),
+                             Mount(kMpsShmVolume, "/dev/shm", false),
                              Mount(kPlanVolume, std::string(kPlanMountPath), true)});
   const json user_mounts = worker.value("volumeMounts", json::array());
   // The user's mounts that survive the merge (those not clashing with ours).

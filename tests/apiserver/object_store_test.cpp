@@ -161,6 +161,14 @@ TEST_F(ObjectStoreTest, ClusterScopedObjectsHaveNoNamespace) {
   EXPECT_FALSE(made["metadata"].contains("namespace"));
 }
 
+TEST_F(ObjectStoreTest, NodeKeepsTheStatusItIsRegisteredWith) {
+  // A kubelet registers its Node together with its first status.
+  nlohmann::json node = Named("n1");
+  node["status"] = {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}}};
+  const nlohmann::json made = CreateOk(Resource(*store_, "", "v1", "nodes"), "", node);
+  EXPECT_EQ(made["status"]["conditions"][0]["type"], "Ready");
+}
+
 TEST_F(ObjectStoreTest, DryRunValidatesAndDefaultsButStoresNothing) {
   const std::int64_t before = store_->CurrentResourceVersion();
   WriteOptions dry;

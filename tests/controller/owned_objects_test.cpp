@@ -257,6 +257,9 @@ TEST(Pod, WorkerMountsAgentMpsPlanAndCheckpoint) {
   const json* mps = Named(volumes, "wavepool-mps");
   ASSERT_NE(mps, nullptr);
   EXPECT_EQ((*mps)["hostPath"]["path"], "/var/run/wavepool/mps");
+  const json* shm = Named(volumes, "wavepool-mps-shm");  // Shared with the MPS server.
+  ASSERT_NE(shm, nullptr);
+  EXPECT_EQ((*shm)["hostPath"]["path"], "/var/run/wavepool/mps/shm");
   const json* plan = Named(volumes, "wavepool-plan");
   ASSERT_NE(plan, nullptr);
   EXPECT_EQ((*plan)["configMap"]["name"], "resnet-plan");  // Not the template's emptyDir.
@@ -265,17 +268,18 @@ TEST(Pod, WorkerMountsAgentMpsPlanAndCheckpoint) {
   ASSERT_NE(checkpoint, nullptr);
   EXPECT_EQ((*checkpoint)["hostPath"]["path"], "/var/lib/wavepool/checkpoints/team-a/resnet");
   ASSERT_NE(Named(volumes, "data"), nullptr);  // The template's volume is kept.
-  EXPECT_EQ(volumes.size(), 5u);
+  EXPECT_EQ(volumes.size(), 6u);
 
   const json& mounts = Worker(pod)["volumeMounts"];
   EXPECT_EQ((*Named(mounts, "wavepool-agent"))["mountPath"], "/var/run/wavepool");
   EXPECT_EQ((*Named(mounts, "wavepool-mps"))["mountPath"], "/var/run/wavepool/mps");
+  EXPECT_EQ((*Named(mounts, "wavepool-mps-shm"))["mountPath"], "/dev/shm");
   EXPECT_EQ((*Named(mounts, "wavepool-plan"))["mountPath"], "/etc/wavepool");
   EXPECT_EQ((*Named(mounts, "wavepool-plan"))["readOnly"], true);
   EXPECT_EQ((*Named(mounts, "wavepool-checkpoint"))["mountPath"], "/ckpt/resnet");
   EXPECT_NE(Named(mounts, "data"), nullptr);
   EXPECT_EQ(Named(mounts, "mine"), nullptr);  // It mounted over /etc/wavepool: ours win.
-  EXPECT_EQ(mounts.size(), 5u);
+  EXPECT_EQ(mounts.size(), 6u);
 }
 
 TEST(Pod, TemplateMergeKeepsImageResourcesAndOtherContainers) {

@@ -169,9 +169,13 @@ TEST_F(HelmTemplateTest, DefaultValuesRenderTheControllerAgentRbacAndCrds) {
             json({{"name", "agent-dir"}, {"mountPath", "/var/run/wavepool"}}));
   EXPECT_EQ(agent_pod["volumes"][0]["hostPath"],
             json({{"path", "/var/run/wavepool"}, {"type", "DirectoryOrCreate"}}));
+  EXPECT_EQ(agent["volumeMounts"][1], json({{"name", "mps-shm"}, {"mountPath", "/dev/shm"}}));
+  EXPECT_EQ(agent_pod["volumes"][1]["hostPath"],
+            json({{"path", "/var/run/wavepool/mps/shm"}, {"type", "DirectoryOrCreate"}}));
   int host_paths = 0;
   for (const json& v : agent_pod["volumes"]) host_paths += v.contains("hostPath") ? 1 : 0;
-  EXPECT_EQ(host_paths, 1) << "the agent's directory is its only host mount";
+  EXPECT_EQ(host_paths, 2) << "the agent's directory and the MPS shared memory are its only "
+                              "host mounts";
   EXPECT_EQ(agent["ports"][0],
             json({{"name", "metrics"}, {"containerPort", 9402}, {"protocol", "TCP"}}));
 
@@ -277,6 +281,8 @@ TEST_F(HelmTemplateTest, NonDefaultValuesReachTheFlagsAndTheOptionalObjects) {
   EXPECT_THAT(FlagValues(agent_args, "--max-foreground-slowdown"), ElementsAre("1.05"));
   EXPECT_EQ(agent_pod["volumes"][0]["hostPath"]["path"], "/run/wavepool");
   EXPECT_EQ(agent["volumeMounts"][0]["mountPath"], "/run/wavepool");
+  // The workers mount <--mps-dir>/shm as /dev/shm: the daemons must share it.
+  EXPECT_EQ(agent_pod["volumes"][1]["hostPath"]["path"], "/run/nvidia-mps/shm");
 
   // The PriorityClass is the one the controller names.
   EXPECT_EQ(r.Find("PriorityClass", "research-background")["value"], -100);

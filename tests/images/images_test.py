@@ -26,6 +26,7 @@ import tempfile
 BOOKWORM = "debian:bookworm-slim"
 LABELS = ("title", "description", "source", "licenses", "version")
 IGNORED_DIRS = ("build*/", ".git/", ".tools/", ".devdeps/")
+OPERATOR_IMAGES = {"controller", "agent"}  # built with -DWAVEPOOL_WITH_TORCH=OFF
 ROOT_IMAGES = {"agent"}  # privileged: NVML and MPS (helm/wavepool/templates/agent-daemonset.yaml)
 
 
@@ -167,6 +168,16 @@ def check_containerfile(key, path, image, exes, values, errors):
         for needed in ("cmake", "ninja-build"):
             if needed not in packages:
                 errors.append(f"{where}: the builder stage does not install {needed}")
+        if key in OPERATOR_IMAGES:
+            # The operator's binaries link no LibTorch: configured without it, their builders
+            # need none of its ~1 GB of packages.
+            configures = " ".join(a for stage in stages[:-1] for a, _ in stage.all("RUN"))
+            if "-DWAVEPOOL_WITH_TORCH=OFF" not in configures:
+                errors.append(f"{where}: the builder does not configure with "
+                              f"-DWAVEPOOL_WITH_TORCH=OFF (the {key} links no LibTorch)")
+            if "libtorch-dev" in packages:
+                errors.append(f"{where}: the builder installs libtorch-dev, which the {key} "
+                              "does not use")
 
     # The runtime stage: libraries only, a numeric user, labels, binaries from the builder.
     for package in apt_packages(runtime):
@@ -304,6 +315,10 @@ BREAKAGES = [
      "installs libtorch-dev"),
     ("images/controller/Containerfile", "g++ cmake ninja-build", "g++ cmake",
      "does not install ninja-build"),
+    ("images/agent/Containerfile", "-DWAVEPOOL_WITH_TORCH=OFF", "-DWAVEPOOL_WITH_TORCH=ON",
+     "does not configure with -DWAVEPOOL_WITH_TORCH=OFF"),
+    ("images/controller/Containerfile", "libssl-dev", "libssl-dev libtorch-dev",
+     "installs libtorch-dev, which the controller"),
     ("images/worker-cuda/Containerfile", "ARG CUDA_BASE\n", "ARG CUDA_BASE=nvidia/cuda\n",
      "without a default"),
     ("images/worker-cuda/Containerfile", "FROM ${CUDA_RUNTIME_BASE}", "FROM ubuntu:24.04",

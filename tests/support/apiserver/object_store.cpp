@@ -101,10 +101,12 @@ std::vector<FieldCause> ValidateMetadata(const ResourceInfo& resource,
 }
 
 // Built-in defaults and status a client cannot set at creation (registry strategies'
-// PrepareForCreate): a pod starts Pending, a namespace Active, any other status is dropped.
+// PrepareForCreate): a pod starts Pending, a namespace Active, any other status is dropped
+// except a Node's, which the kubelet registers together with its first status.
 void PrepareBuiltinCreate(const ResourceInfo& resource, nlohmann::json& object) {
   const std::string gr = resource.GroupResource();
-  if (resource.status_subresource && resource.crd_name.empty() && gr != kCrdResource) {
+  if (resource.status_subresource && resource.crd_name.empty() && gr != kCrdResource &&
+      gr != "nodes") {
     object.erase("status");
   }
   if (gr == "pods") {
