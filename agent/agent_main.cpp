@@ -20,6 +20,7 @@
 #include "wavepool/agent/peer_identity.h"
 #include "wavepool/agent/placement_records.h"
 #include "wavepool/agent/simulated_gpu.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/kubeconfig.h"
 
@@ -63,9 +64,9 @@ absl::StatusOr<GpuDevicesPtr> OpenDevices(const std::string& spec, const std::st
       }
       options.gpus = n;
     }
-    absl::StatusOr<std::unique_ptr<SimulatedGpus>> gpus = SimulatedGpus::Create(clock, options);
-    if (!gpus.ok()) return gpus.status();
-    return GpuDevicesPtr(std::move(*gpus));
+    WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<SimulatedGpus> gpus,
+                              SimulatedGpus::Create(clock, options));
+    return GpuDevicesPtr(std::move(gpus));
   }
   if (spec != "auto" && spec != "nvml") {
     return absl::InvalidArgumentError("--devices: must be auto, nvml or simulated:N, got " + spec);
@@ -104,11 +105,11 @@ int Fail(const absl::Status& status) {
 // logged. Failures after the start are retried by the publisher itself.
 // The Kubernetes API client (the GPUNode and the pods that workers belong to).
 absl::StatusOr<std::unique_ptr<wavepool::kube::Client>> ConnectKubernetes(const Flags& flags) {
-  absl::StatusOr<wavepool::kube::ClientConfig> config =
-      flags.kubeconfig.empty() ? wavepool::kube::InClusterConfig()
-                               : wavepool::kube::LoadKubeconfig(flags.kubeconfig);
-  if (!config.ok()) return config.status();
-  return wavepool::kube::Client::Connect(*config);
+  WAVEPOOL_ASSIGN_OR_RETURN(wavepool::kube::ClientConfig config,
+                            flags.kubeconfig.empty()
+                                ? wavepool::kube::InClusterConfig()
+                                : wavepool::kube::LoadKubeconfig(flags.kubeconfig));
+  return wavepool::kube::Client::Connect(config);
 }
 
 // Who workers are: their pods, as the API server lists them on this node (peer_identity.h),
@@ -123,14 +124,12 @@ absl::StatusOr<Identity> StartIdentity(const Flags& flags, wavepool::kube::Clien
                                        Clock* clock) {
   KubePodSourceOptions options;
   options.node_name = flags.node_name;
-  absl::StatusOr<PodSourcePtr> pods = MakeKubePodSource(client, options, clock);
-  if (!pods.ok()) return pods.status();
-  absl::StatusOr<PlacementRecordsPtr> placements =
-      MakeKubePlacementRecords(client, flags.node_name);
-  if (!placements.ok()) return placements.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(PodSourcePtr pods, MakeKubePodSource(client, options, clock));
+  WAVEPOOL_ASSIGN_OR_RETURN(PlacementRecordsPtr placements,
+                            MakeKubePlacementRecords(client, flags.node_name));
   Identity identity;
-  identity.pods = *std::move(pods);
-  identity.placements = *std::move(placements);
+  identity.pods = std::move(pods);
+  identity.placements = std::move(placements);
   identity.peers =
       std::make_unique<KubernetesPeerIdentity>(identity.pods.get(), identity.placements.get());
   return identity;

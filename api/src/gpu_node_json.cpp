@@ -3,6 +3,7 @@
 #include "object_meta_codec.h"
 #include "progress_codec.h"
 #include "wavepool/api/gpu_node.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::api {
 
@@ -71,8 +72,7 @@ absl::StatusOr<GpuNode> GpuNode::FromJson(const nlohmann::json& json) {
   reader.Read("metadata", &node.metadata);
   reader.Read("spec", &node.spec);
   reader.Read("status", &node.status);
-  absl::Status status = reader.Finish();
-  if (!status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(reader.Finish());
   return node;
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::api {
 namespace {
@@ -130,8 +131,7 @@ absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path,
   if (!value.is_object()) return path.Invalid("must be an object, got " + Describe(value));
   std::map<std::string, std::string> entries;
   for (const auto& [key, entry] : value.items()) {
-    absl::Status status = DecodeValue(entry, path.Key(key), &entries[key]);
-    if (!status.ok()) return status;
+    WAVEPOOL_RETURN_IF_ERROR(DecodeValue(entry, path.Key(key), &entries[key]));
   }
   *out = std::move(entries);
   return absl::OkStatus();

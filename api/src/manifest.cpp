@@ -8,6 +8,7 @@
 #include "wavepool/api/defaults.h"
 #include "wavepool/api/validation.h"
 #include "wavepool/api/yaml.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::api {
 namespace {
@@ -71,12 +72,10 @@ absl::StatusOr<const YamlDocument*> SingleDocument(const std::vector<YamlDocumen
 template <typename T>
 absl::StatusOr<T> ParseSingle(std::string_view text, std::string_view kind,
                               std::vector<YamlDocument>* documents, const YamlDocument** document) {
-  absl::StatusOr<std::vector<YamlDocument>> parsed = ParseDocuments(text);
-  if (!parsed.ok()) return parsed.status();
-  *documents = *std::move(parsed);
-  absl::StatusOr<const YamlDocument*> single = SingleDocument(*documents, kind);
-  if (!single.ok()) return single.status();
-  *document = *single;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<YamlDocument> parsed, ParseDocuments(text));
+  *documents = std::move(parsed);
+  WAVEPOOL_ASSIGN_OR_RETURN(const YamlDocument* single, SingleDocument(*documents, kind));
+  *document = single;
   absl::StatusOr<T> object = T::FromJson((*document)->value);
   if (!object.ok()) return InDocument(object.status(), **document, 0);
   return object;
@@ -85,21 +84,18 @@ absl::StatusOr<T> ParseSingle(std::string_view text, std::string_view kind,
 }  // namespace
 
 absl::StatusOr<std::vector<TrainingJob>> ParseTrainingJobs(std::string_view text) {
-  absl::StatusOr<std::vector<YamlDocument>> documents = ParseDocuments(text);
-  if (!documents.ok()) return documents.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<YamlDocument> documents, ParseDocuments(text));
   std::vector<ParsedJob> parsed;
-  absl::Status status = ParseJobs(*documents, &parsed);
-  if (!status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(ParseJobs(documents, &parsed));
   std::vector<TrainingJob> jobs;
   for (ParsedJob& entry : parsed) jobs.push_back(std::move(entry.job));
   return jobs;
 }
 
 absl::StatusOr<std::vector<TrainingJob>> LoadTrainingJobs(std::string_view text) {
-  absl::StatusOr<std::vector<YamlDocument>> documents = ParseDocuments(text);
-  if (!documents.ok()) return documents.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<YamlDocument> documents, ParseDocuments(text));
   std::vector<ParsedJob> parsed;
-  absl::Status status = ParseJobs(*documents, &parsed);
+  absl::Status status = ParseJobs(documents, &parsed);
   if (!status.ok()) return status;
   std::map<std::string, std::size_t> document_of_job;
   std::vector<TrainingJob> jobs;
@@ -129,9 +125,8 @@ absl::StatusOr<GpuNode> ParseGpuNode(std::string_view text) {
 absl::StatusOr<Plan> LoadPlan(std::string_view text) {
   std::vector<YamlDocument> documents;
   const YamlDocument* document = nullptr;
-  absl::StatusOr<Plan> plan = ParseSingle<Plan>(text, kPlanKind, &documents, &document);
-  if (!plan.ok()) return plan.status();
-  absl::Status status = Validate(*plan);
+  WAVEPOOL_ASSIGN_OR_RETURN(Plan plan, ParseSingle<Plan>(text, kPlanKind, &documents, &document));
+  absl::Status status = Validate(plan);
   if (!status.ok()) return InDocument(status, *document, 0);
   return plan;
 }

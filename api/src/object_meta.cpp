@@ -5,6 +5,7 @@
 #include "absl/time/time.h"
 #include "json_codec.h"
 #include "object_meta_codec.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::api {
 
@@ -50,22 +51,19 @@ absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path, Con
 
 absl::StatusOr<OwnerReference> OwnerReference::FromJson(const nlohmann::json& json) {
   OwnerReference owner;
-  absl::Status status = DecodeValue(json, FieldPath(), &owner);
-  if (!status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(DecodeValue(json, FieldPath(), &owner));
   return owner;
 }
 
 absl::StatusOr<ObjectMeta> ObjectMeta::FromJson(const nlohmann::json& json) {
   ObjectMeta metadata;
-  absl::Status status = DecodeValue(json, FieldPath(), &metadata);
-  if (!status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(DecodeValue(json, FieldPath(), &metadata));
   return metadata;
 }
 
 absl::StatusOr<Condition> Condition::FromJson(const nlohmann::json& json) {
   Condition condition;
-  absl::Status status = DecodeValue(json, FieldPath(), &condition);
-  if (!status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(DecodeValue(json, FieldPath(), &condition));
   return condition;
 }
 

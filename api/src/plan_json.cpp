@@ -2,6 +2,7 @@
 #include "json_codec.h"
 #include "wavepool/api/object_meta.h"
 #include "wavepool/api/plan.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::api {
 
@@ -97,8 +98,7 @@ absl::StatusOr<Plan> Plan::FromJson(const nlohmann::json& json) {
   reader.Read("predictions", &plan.predictions);
   reader.Read("training", &plan.training);
   reader.Read("layerTable", &plan.layer_table);
-  absl::Status status = reader.Finish();
-  if (!status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(reader.Finish());
   return plan;
 }
 

@@ -5,6 +5,7 @@
 #include "object_meta_codec.h"
 #include "progress_codec.h"
 #include "wavepool/api/training_job.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::api {
 
@@ -126,8 +127,7 @@ absl::StatusOr<TrainingJob> TrainingJob::FromJson(const nlohmann::json& json) {
   reader.Read("metadata", &job.metadata);
   reader.Read("spec", &job.spec);
   reader.Read("status", &job.status);
-  absl::Status status = reader.Finish();
-  if (!status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(reader.Finish());
   return job;
 }
 

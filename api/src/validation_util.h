@@ -11,13 +11,7 @@
 #include "json_codec.h"
 #include "wavepool/api/field_path.h"
 #include "wavepool/api/object_meta.h"
-
-// Returns from the enclosing function when `expr` is not OK.
-#define WAVEPOOL_RETURN_IF_ERROR(expr)                   \
-  do {                                                   \
-    const absl::Status wavepool_status_ = (expr);        \
-    if (!wavepool_status_.ok()) return wavepool_status_; \
-  } while (false)
+#include "wavepool/base/status_macros.h"  // WAVEPOOL_RETURN_IF_ERROR, for every validator
 
 namespace wavepool::api {
 

@@ -13,6 +13,7 @@
 #include "json_codec.h"
 #include "wavepool/api/field_path.h"
 #include "wavepool/api/yaml.h"
+#include "wavepool/base/status_macros.h"
 #include "yaml-cpp/depthguard.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/parser.h"
@@ -91,8 +92,7 @@ class Converter {
       const FieldPath item_path = path.Index(index++);
       Record(item_path, item.Mark());
       out->push_back(nullptr);
-      absl::Status status = Convert(item, item_path, depth + 1, &out->back());
-      if (!status.ok()) return status;
+      WAVEPOOL_RETURN_IF_ERROR(Convert(item, item_path, depth + 1, &out->back()));
     }
     return absl::OkStatus();
   }
@@ -112,8 +112,7 @@ class Converter {
       }
       const FieldPath field_path = path.Child(name);
       Record(field_path, key.Mark());
-      absl::Status status = Convert(entry.second, field_path, depth + 1, &(*out)[name]);
-      if (!status.ok()) return status;
+      WAVEPOOL_RETURN_IF_ERROR(Convert(entry.second, field_path, depth + 1, &(*out)[name]));
     }
     return absl::OkStatus();
   }
@@ -243,15 +242,14 @@ absl::Status CatchParseErrors(F&& parse) {
 absl::Status ParseYaml(std::string_view text, std::vector<YamlDocument>* documents) {
   return CatchParseErrors([&]() -> absl::Status {
     const std::string copy(text);
-    if (absl::Status status = CheckDocumentsAdvance(copy); !status.ok()) return status;
+    WAVEPOOL_RETURN_IF_ERROR(CheckDocumentsAdvance(copy));
     const std::vector<YAML::Node> nodes = YAML::LoadAll(copy);
     for (const YAML::Node& node : nodes) {
-      if (absl::Status status = CheckExpansion(node); !status.ok()) return status;
+      WAVEPOOL_RETURN_IF_ERROR(CheckExpansion(node));
       YamlDocument document;
       document.line = node.Mark().is_null() ? 0 : node.Mark().line + 1;
       Converter converter(&document.lines);
-      absl::Status status = converter.Convert(node, FieldPath(), 0, &document.value);
-      if (!status.ok()) return status;
+      WAVEPOOL_RETURN_IF_ERROR(converter.Convert(node, FieldPath(), 0, &document.value));
       documents->push_back(std::move(document));
     }
     return absl::OkStatus();
@@ -318,28 +316,25 @@ int SourceLines::LineOf(std::string_view path) const {
 absl::StatusOr<std::vector<YamlDocument>> ParseDocuments(std::string_view text) {
   std::vector<YamlDocument> documents;
   if (LooksLikeJson(text)) {
-    absl::StatusOr<std::optional<YamlDocument>> json = ParseJson(text);
-    if (!json.ok()) return json.status();
-    if (json->has_value()) {
-      documents.push_back(std::move(**json));
+    WAVEPOOL_ASSIGN_OR_RETURN(std::optional<YamlDocument> json, ParseJson(text));
+    if (json.has_value()) {
+      documents.push_back(std::move(*json));
       return documents;
     }
     // Not JSON: flow-style YAML such as {a: 1} is still welcome.
   }
-  absl::Status status = ParseYaml(text, &documents);
-  if (!status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(ParseYaml(text, &documents));
   return documents;
 }
 
 absl::StatusOr<nlohmann::json> YamlToJson(std::string_view text) {
-  absl::StatusOr<std::vector<YamlDocument>> documents = ParseDocuments(text);
-  if (!documents.ok()) return documents.status();
-  if (documents->empty()) return nlohmann::json();
-  if (documents->size() > 1) {
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<YamlDocument> documents, ParseDocuments(text));
+  if (documents.empty()) return nlohmann::json();
+  if (documents.size() > 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("expected one YAML document, got ", documents->size()));
+        absl::StrCat("expected one YAML document, got ", documents.size()));
   }
-  return std::move((*documents)[0].value);
+  return std::move(documents[0].value);
 }
 
 }  // namespace wavepool::api

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "json_codec.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::api {
 namespace {
@@ -144,12 +145,11 @@ absl::StatusOr<nlohmann::json> ResolveTaggedScalar(std::string_view text, std::s
   const std::string_view kind = tag.substr(kTagPrefix.size());
   const std::string quoted = Quote(text);
   if (kind == "str") return nlohmann::json(std::string(text));
-  absl::StatusOr<nlohmann::json> value = ResolvePlainScalar(text);
-  if (!value.ok()) return value;
+  WAVEPOOL_ASSIGN_OR_RETURN(nlohmann::json value, ResolvePlainScalar(text));
   const bool matches =
-      (kind == "null" && value->is_null()) || (kind == "bool" && value->is_boolean()) ||
-      (kind == "int" && value->is_number_integer()) || (kind == "float" && value->is_number());
-  if (matches) return kind == "float" ? nlohmann::json(value->get<double>()) : *value;
+      (kind == "null" && value.is_null()) || (kind == "bool" && value.is_boolean()) ||
+      (kind == "int" && value.is_number_integer()) || (kind == "float" && value.is_number());
+  if (matches) return kind == "float" ? nlohmann::json(value.get<double>()) : value;
   if (IsOneOf(kind, {"null", "bool", "int", "float"})) {
     return absl::InvalidArgumentError(
         absl::StrCat("!!", std::string(kind), " ", quoted, " is not a valid ", std::string(kind)));

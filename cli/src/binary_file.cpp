@@ -5,29 +5,37 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/errno_error.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::cli {
 namespace {
 
-absl::Status ErrnoError(int error, const std::string& what) {
-  const std::string message = absl::StrCat(what, ": ", std::strerror(error));
+// "<what>: <errno text>" with the codes binary_file.h promises: NotFound for a missing path,
+// PermissionDenied for a denied or read-only one, ResourceExhausted for a full disk or quota and
+// DataLoss for any other failed read or write.
+absl::Status FileError(int error, const std::string& what) {
+  absl::StatusCode code = absl::StatusCode::kDataLoss;
   switch (error) {
     case ENOENT:
     case ENOTDIR:
-      return absl::NotFoundError(message);
+      code = absl::StatusCode::kNotFound;
+      break;
     case EACCES:
     case EPERM:
     case EROFS:
-      return absl::PermissionDeniedError(message);
+      code = absl::StatusCode::kPermissionDenied;
+      break;
     case ENOSPC:
     case EDQUOT:
-      return absl::ResourceExhaustedError(message);
+      code = absl::StatusCode::kResourceExhausted;
+      break;
     default:
-      return absl::DataLossError(message);
+      break;
   }
+  return ErrnoError(code, error, what);
 }
 
 // Closes a descriptor on every path out of a function.
@@ -58,7 +66,7 @@ absl::StatusOr<std::string> CreateTemporary(const std::string& path, int* fd) {
     std::string name = attempt == 0 ? stem : absl::StrCat(stem, "-", attempt);
     *fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (*fd >= 0) return name;
-    if (errno != EEXIST) return ErrnoError(errno, absl::StrCat("write ", path, ": create ", name));
+    if (errno != EEXIST) return FileError(errno, absl::StrCat("write ", path, ": create ", name));
   }
   return absl::AlreadyExistsError(
       absl::StrCat("write ", path, ": 100 temporary files ", stem, "-* already exist"));
@@ -69,10 +77,10 @@ absl::Status WriteAll(int fd, absl::Span<const std::uint8_t> bytes, const std::s
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(errno, absl::StrCat("write ", path));
+    if (n < 0) return FileError(errno, absl::StrCat("write ", path));
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) return ErrnoError(errno, absl::StrCat("write ", path, ": fsync"));
+  if (::fsync(fd) != 0) return FileError(errno, absl::StrCat("write ", path, ": fsync"));
   return absl::OkStatus();
 }
 
@@ -80,9 +88,9 @@ absl::Status WriteAll(int fd, absl::Span<const std::uint8_t> bytes, const std::s
 
 absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path) {
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoError(errno, absl::StrCat("open ", path));
+  if (fd.get() < 0) return FileError(errno, absl::StrCat("open ", path));
   struct stat info;
-  if (::fstat(fd.get(), &info) != 0) return ErrnoError(errno, absl::StrCat("stat ", path));
+  if (::fstat(fd.get(), &info) != 0) return FileError(errno, absl::StrCat("stat ", path));
   if (!S_ISREG(info.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat("read ", path, ": not a regular file"));
   }
@@ -91,7 +99,7 @@ absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path
   while (done < bytes.size()) {
     const ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(errno, absl::StrCat("read ", path));
+    if (n < 0) return FileError(errno, absl::StrCat("read ", path));
     if (n == 0) {
       return absl::DataLossError(absl::StrCat("read ", path, ": the file shrank from ",
                                               bytes.size(), " to ", done, " bytes while read"));
@@ -103,15 +111,14 @@ absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path
 
 absl::Status WriteFileAtomically(const std::string& path, absl::Span<const std::uint8_t> bytes) {
   int raw_fd = -1;
-  absl::StatusOr<std::string> temporary = CreateTemporary(path, &raw_fd);
-  if (!temporary.ok()) return temporary.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string temporary, CreateTemporary(path, &raw_fd));
   FileDescriptor fd(raw_fd);
   absl::Status status = WriteAll(fd.get(), bytes, path);
-  if (status.ok() && fd.Close() != 0) status = ErrnoError(errno, absl::StrCat("write ", path));
-  if (status.ok() && ::rename(temporary->c_str(), path.c_str()) != 0) {
-    status = ErrnoError(errno, absl::StrCat("write ", path, ": rename ", *temporary));
+  if (status.ok() && fd.Close() != 0) status = FileError(errno, absl::StrCat("write ", path));
+  if (status.ok() && ::rename(temporary.c_str(), path.c_str()) != 0) {
+    status = FileError(errno, absl::StrCat("write ", path, ": rename ", temporary));
   }
-  if (!status.ok()) ::unlink(temporary->c_str());
+  if (!status.ok()) ::unlink(temporary.c_str());
   return status;
 }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "binary_file.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/weight_codec.h"
 
 namespace wavepool::cli {
@@ -99,14 +100,13 @@ std::string FormatError(const RoundTripError& e, const std::vector<float>& origi
 }
 
 absl::StatusOr<std::string> Encode(const CodecFlags& flags) {
-  absl::StatusOr<std::vector<std::uint8_t>> raw = ReadBinaryFile(flags.in);
-  if (!raw.ok()) return raw.status();
-  if (raw->size() % sizeof(float) != 0) {
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<std::uint8_t> raw, ReadBinaryFile(flags.in));
+  if (raw.size() % sizeof(float) != 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: %d bytes is not a whole number of float32 values (a multiple of 4)",
-                        flags.in, raw->size()));
+                        flags.in, raw.size()));
   }
-  const std::vector<float> values = FloatsFromLittleEndian(*raw);
+  const std::vector<float> values = FloatsFromLittleEndian(raw);
   absl::StatusOr<std::vector<std::uint8_t>> stream = runtime::EncodeWeights(values);
   if (!stream.ok()) {
     return absl::Status(stream.status().code(),
@@ -114,26 +114,23 @@ absl::StatusOr<std::string> Encode(const CodecFlags& flags) {
   }
   absl::StatusOr<std::vector<float>> decoded = runtime::DecodeWeights(*stream);
   if (!decoded.ok()) return decoded.status();  // the stream was just written: cannot happen
-  absl::Status written = WriteFileAtomically(flags.out, *stream);
-  if (!written.ok()) return written;
-  return absl::StrFormat("values: %d\nbytes in: %d\nbytes out: %d\n", values.size(), raw->size(),
+  WAVEPOOL_RETURN_IF_ERROR(WriteFileAtomically(flags.out, *stream));
+  return absl::StrFormat("values: %d\nbytes in: %d\nbytes out: %d\n", values.size(), raw.size(),
                          stream->size()) +
          FormatError(MeasureError(values, *decoded), values, *decoded);
 }
 
 absl::StatusOr<std::string> Decode(const CodecFlags& flags) {
-  absl::StatusOr<std::vector<std::uint8_t>> stream = ReadBinaryFile(flags.in);
-  if (!stream.ok()) return stream.status();
-  absl::StatusOr<std::vector<float>> values = runtime::DecodeWeights(*stream);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<std::uint8_t> stream, ReadBinaryFile(flags.in));
+  absl::StatusOr<std::vector<float>> values = runtime::DecodeWeights(stream);
   if (!values.ok()) {
     return absl::Status(values.status().code(),
                         absl::StrCat(flags.in, ": ", values.status().message()));
   }
   const std::vector<std::uint8_t> raw = LittleEndianFromFloats(*values);
-  absl::Status written = WriteFileAtomically(flags.out, raw);
-  if (!written.ok()) return written;
-  return absl::StrFormat("values: %d\nbytes in: %d\nbytes out: %d\n", values->size(),
-                         stream->size(), raw.size());
+  WAVEPOOL_RETURN_IF_ERROR(WriteFileAtomically(flags.out, raw));
+  return absl::StrFormat("values: %d\nbytes in: %d\nbytes out: %d\n", values->size(), stream.size(),
+                         raw.size());
 }
 
 }  // namespace

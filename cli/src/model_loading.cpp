@@ -1,7 +1,6 @@
 #include "model_loading.h"
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -9,6 +8,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/errno_error.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/planner/compute_cost.h"
 
 namespace wavepool::cli {
@@ -16,9 +17,10 @@ namespace wavepool::cli {
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    const std::string reason = std::strerror(errno);
-    return errno == ENOENT ? absl::NotFoundError(absl::StrCat("open ", path, ": ", reason))
-                           : absl::PermissionDeniedError(absl::StrCat("open ", path, ": ", reason));
+    const int error = errno;
+    return ErrnoError(
+        error == ENOENT ? absl::StatusCode::kNotFound : absl::StatusCode::kPermissionDenied, error,
+        absl::StrCat("open ", path));
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -52,28 +54,25 @@ absl::StatusOr<planner::ModelSource> ModelSourceFor(const PlanFlags& flags) {
   }
   // BuiltinModel's NotFound quotes the name: no prefix needed.
   if (!flags.model.empty()) return planner::BuiltinModelSource{flags.model, ""};
-  absl::StatusOr<std::string> text = ReadFile(flags.layer_table);
-  if (!text.ok()) return text.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.layer_table));
   return planner::LayerTableSource{std::filesystem::path(flags.layer_table).stem().string(),
-                                   *std::move(text), flags.layer_table};
+                                   std::move(text), flags.layer_table};
 }
 
 absl::StatusOr<planner::ComputeSource> ComputeSourceFor(const PlanFlags& flags) {
-  absl::StatusOr<planner::Precision> precision = ParsePrecision(flags.precision);
-  if (!precision.ok()) return precision.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(planner::Precision precision, ParsePrecision(flags.precision));
   if (flags.analytic && !flags.profile.empty()) {
     return absl::InvalidArgumentError("give at most one of --analytic and --profile");
   }
   planner::ComputeSource source;
-  source.precision = *precision;
+  source.precision = precision;
   if (flags.analytic) {
     source.times = planner::AnalyticSource{};
   } else if (flags.profile.empty()) {
     source.times = planner::ShippedProfileSource{""};
   } else {
-    absl::StatusOr<std::string> text = ReadFile(flags.profile);
-    if (!text.ok()) return text.status();
-    source.times = planner::MeasuredProfileSource{*std::move(text), flags.profile};
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.profile));
+    source.times = planner::MeasuredProfileSource{std::move(text), flags.profile};
   }
   return source;
 }
@@ -81,15 +80,13 @@ absl::StatusOr<planner::ComputeSource> ComputeSourceFor(const PlanFlags& flags) 
 absl::StatusOr<planner::NetworkSource> NetworkSourceFor(const PlanFlags& flags) {
   if (flags.network.empty()) return planner::DefaultNetworkSource{};
   if (NamesAPreset(flags.network)) return planner::NetworkPresetSource{flags.network, "--network"};
-  absl::StatusOr<std::string> text = ReadFile(flags.network);
-  if (!text.ok()) return text.status();
-  return planner::NetworkFileSource{*std::move(text), flags.network};
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.network));
+  return planner::NetworkFileSource{std::move(text), flags.network};
 }
 
 absl::StatusOr<planner::ModelGraph> LoadModel(const PlanFlags& flags) {
-  absl::StatusOr<planner::ModelSource> source = ModelSourceFor(flags);
-  if (!source.ok()) return source.status();
-  return planner::ResolveModel(*source);
+  WAVEPOOL_ASSIGN_OR_RETURN(planner::ModelSource source, ModelSourceFor(flags));
+  return planner::ResolveModel(source);
 }
 
 }  // namespace wavepool::cli

@@ -16,6 +16,7 @@
 #include "plan_report.h"
 #include "wavepool/api/enums.h"
 #include "wavepool/api/plan.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/planner/comm.h"
 #include "wavepool/planner/plan_pipeline.h"
 
@@ -81,9 +82,8 @@ absl::Status AtLeastZero(std::string_view flag, std::int64_t value) {
 // --checkpoint-interval-steps; each error names its flag (api::Validate would name the Plan's
 // field instead).
 absl::StatusOr<api::PlanTraining> MakeTraining(const PlanFlags& flags) {
-  absl::StatusOr<api::Optimizer> optimizer =
-      ParseFlag<api::Optimizer>("optimizer", flags.optimizer);
-  if (!optimizer.ok()) return optimizer.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(api::Optimizer optimizer,
+                            ParseFlag<api::Optimizer>("optimizer", flags.optimizer));
   if (!(flags.learning_rate > 0) || !std::isfinite(flags.learning_rate)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--learning-rate: must be a finite number > 0, got ", flags.learning_rate));
@@ -94,7 +94,7 @@ absl::StatusOr<api::PlanTraining> MakeTraining(const PlanFlags& flags) {
     if (!s.ok()) return s;
   }
   api::PlanTraining training;
-  training.optimizer = *optimizer;
+  training.optimizer = optimizer;
   training.learning_rate = flags.learning_rate;
   training.steps = flags.steps;
   training.seed = flags.seed;
@@ -104,16 +104,12 @@ absl::StatusOr<api::PlanTraining> MakeTraining(const PlanFlags& flags) {
 
 // What the flags ask the planner to plan, the files they name read.
 absl::StatusOr<planner::PlanSources> SourcesFor(const PlanFlags& flags) {
-  absl::StatusOr<planner::ModelSource> model = ModelSourceFor(flags);
-  if (!model.ok()) return model.status();
-  absl::StatusOr<planner::ComputeSource> compute = ComputeSourceFor(flags);
-  if (!compute.ok()) return compute.status();
-  absl::StatusOr<planner::NetworkSource> network = NetworkSourceFor(flags);
-  if (!network.ok()) return network.status();
-  absl::StatusOr<planner::PlanRequest> request = MakeRequest(flags);
-  if (!request.ok()) return request.status();
-  return planner::PlanSources{*std::move(model), *std::move(compute), flags.device,
-                              *std::move(network), *std::move(request)};
+  WAVEPOOL_ASSIGN_OR_RETURN(planner::ModelSource model, ModelSourceFor(flags));
+  WAVEPOOL_ASSIGN_OR_RETURN(planner::ComputeSource compute, ComputeSourceFor(flags));
+  WAVEPOOL_ASSIGN_OR_RETURN(planner::NetworkSource network, NetworkSourceFor(flags));
+  WAVEPOOL_ASSIGN_OR_RETURN(planner::PlanRequest request, MakeRequest(flags));
+  return planner::PlanSources{std::move(model), std::move(compute), flags.device,
+                              std::move(network), std::move(request)};
 }
 
 // The planned job as --json, --compare and --layers ask for it.
@@ -139,14 +135,11 @@ absl::StatusOr<std::string> Plan(const PlanFlags& flags) {
         "--json prints the Plan document (with --compare, the comparison document); drop "
         "--layers");
   }
-  absl::StatusOr<api::PlanTraining> training = MakeTraining(flags);
-  if (!training.ok()) return training.status();
-  absl::StatusOr<planner::PlanSources> sources = SourcesFor(flags);
-  if (!sources.ok()) return sources.status();
-  absl::StatusOr<planner::ResolvedPlan> planned = planner::PlanFromSources(*sources);
-  if (!planned.ok()) return planned.status();
-  planned->report.plan.training = *training;
-  return Format(flags, *planned, sources->request.strategy);
+  WAVEPOOL_ASSIGN_OR_RETURN(api::PlanTraining training, MakeTraining(flags));
+  WAVEPOOL_ASSIGN_OR_RETURN(planner::PlanSources sources, SourcesFor(flags));
+  WAVEPOOL_ASSIGN_OR_RETURN(planner::ResolvedPlan planned, planner::PlanFromSources(sources));
+  planned.report.plan.training = training;
+  return Format(flags, planned, sources.request.strategy);
 }
 
 }  // namespace

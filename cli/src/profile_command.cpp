@@ -1,7 +1,6 @@
 #include "wavepool/cli/profile_command.h"
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -16,6 +15,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "model_loading.h"
+#include "wavepool/base/errno_error.h"
+#include "wavepool/base/plural.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/planner/profile.h"
 #include "wavepool/planner/zoo.h"
 #include "wavepool/runtime/layer_profiler.h"
@@ -49,9 +51,8 @@ absl::StatusOr<std::vector<std::int64_t>> ParseBatchSizes(const std::string& tex
 
 absl::StatusOr<runtime::ProfileOptions> MakeOptions(const ProfileFlags& flags) {
   runtime::ProfileOptions options;
-  absl::StatusOr<std::vector<std::int64_t>> sizes = ParseBatchSizes(flags.batch_sizes);
-  if (!sizes.ok()) return sizes.status();
-  options.batch_sizes = *std::move(sizes);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<std::int64_t> sizes, ParseBatchSizes(flags.batch_sizes));
+  options.batch_sizes = std::move(sizes);
   options.warmup = flags.warmup;
   options.repeats = flags.repeats;
   options.threads = flags.threads;
@@ -93,8 +94,9 @@ absl::StatusOr<bool> CheckWritable(const std::string& path) {
   const bool existed = std::filesystem::exists(path, error);
   std::ofstream probe(path, std::ios::app);
   if (!probe) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--out: cannot write ", path, ": ", std::strerror(errno)));
+    const int open_error = errno;
+    return ErrnoError(absl::StatusCode::kInvalidArgument, open_error,
+                      absl::StrCat("--out: cannot write ", path));
   }
   return existed;
 }
@@ -104,15 +106,11 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
   file << text;
   file.close();
   if (!file) {
-    return absl::DataLossError(
-        absl::StrCat("--out: writing ", path, " failed: ", std::strerror(errno)));
+    const int error = errno;
+    return ErrnoError(absl::StatusCode::kDataLoss, error,
+                      absl::StrCat("--out: writing ", path, " failed"));
   }
   return absl::OkStatus();
-}
-
-// "1 row", "3 rows".
-std::string Counted(std::int64_t count, const std::string& noun) {
-  return absl::StrCat(count, " ", noun, count == 1 ? "" : "s");
 }
 
 std::vector<std::string> UnprofiledLayers(const planner::ModelGraph& model) {
@@ -169,8 +167,8 @@ int RunProfile(const ProfileFlags& flags, std::ostream& out, std::ostream& err) 
     return kFailed;
   }
   const auto batches = static_cast<std::int64_t>(options->batch_sizes.size());
-  out << "wrote " << flags.out << ": " << Counted(rows * batches, "row") << " ("
-      << Counted(rows, "layer") << " x " << Counted(batches, "batch size") << ")\n";
+  out << "wrote " << flags.out << ": " << Plural(rows * batches, "row") << " ("
+      << Plural(rows, "layer") << " x " << Plural(batches, "batch size") << ")\n";
   if (const std::vector<std::string> left = UnprofiledLayers(*model); !left.empty()) {
     out << "not in the profile (no profile signature; `wavepool plan` costs them analytically): "
         << absl::StrJoin(left, ", ") << "\n";

@@ -17,6 +17,8 @@
 #include "absl/strings/str_split.h"
 #include "binary_file.h"
 #include "text_table.h"
+#include "wavepool/base/plural.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/simulate/report.h"
 
 namespace wavepool::cli {
@@ -57,13 +59,11 @@ absl::StatusOr<std::int64_t> Positive(const std::string& flag, const std::string
 absl::Status ParseIntegers(const std::string& flag, const std::string& text,
                            std::vector<std::int64_t>* out) {
   if (text.empty()) return absl::OkStatus();
-  absl::StatusOr<std::vector<std::string>> items = Items(flag, text);
-  if (!items.ok()) return items.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<std::string> items, Items(flag, text));
   std::vector<std::int64_t> values;
-  for (const std::string& item : *items) {
-    absl::StatusOr<std::int64_t> v = Positive(flag, item);
-    if (!v.ok()) return v.status();
-    values.push_back(*v);
+  for (const std::string& item : items) {
+    WAVEPOOL_ASSIGN_OR_RETURN(std::int64_t v, Positive(flag, item));
+    values.push_back(v);
   }
   *out = std::move(values);
   return absl::OkStatus();
@@ -77,13 +77,11 @@ absl::Status ParseRange(const std::string& flag, const std::string& text, std::i
   if (parts.size() > 2) {
     return FlagError(flag, absl::StrCat("must be MIN:MAX, got \"", text, "\""));
   }
-  absl::StatusOr<std::int64_t> lo = Positive(flag, parts.front());
-  if (!lo.ok()) return lo.status();
-  absl::StatusOr<std::int64_t> hi = Positive(flag, parts.back());
-  if (!hi.ok()) return hi.status();
-  if (*hi < *lo) return FlagError(flag, absl::StrCat("MIN must be <= MAX, got \"", text, "\""));
-  *min = *lo;
-  *max = *hi;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::int64_t lo, Positive(flag, parts.front()));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::int64_t hi, Positive(flag, parts.back()));
+  if (hi < lo) return FlagError(flag, absl::StrCat("MIN must be <= MAX, got \"", text, "\""));
+  *min = lo;
+  *max = hi;
   return absl::OkStatus();
 }
 
@@ -91,10 +89,9 @@ absl::Status ParseRange(const std::string& flag, const std::string& text, std::i
 // generator's to report (trace.h's Validate lists the known ones).
 absl::Status ParseModels(const std::string& text, std::vector<simulate::WeightedModel>* out) {
   if (text.empty()) return absl::OkStatus();
-  absl::StatusOr<std::vector<std::string>> items = Items("models", text);
-  if (!items.ok()) return items.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<std::string> items, Items("models", text));
   std::vector<simulate::WeightedModel> models;
-  for (const std::string& item : *items) {
+  for (const std::string& item : items) {
     const std::vector<std::string> parts = absl::StrSplit(item, ':');
     simulate::WeightedModel m{parts.front(), 1.0};
     if (parts.size() > 2 || (parts.size() == 2 && (!absl::SimpleAtod(parts[1], &m.weight) ||
@@ -130,21 +127,18 @@ absl::StatusOr<simulate::TraceOptions> TraceOptionsOf(const SimulateFlags& flags
 
 absl::StatusOr<simulate::Trace> LoadTrace(const SimulateFlags& flags) {
   if (flags.trace.empty()) {
-    absl::StatusOr<simulate::TraceOptions> options = TraceOptionsOf(flags);
-    if (!options.ok()) return options.status();
-    return simulate::GenerateTrace(*options);
+    WAVEPOOL_ASSIGN_OR_RETURN(simulate::TraceOptions options, TraceOptionsOf(flags));
+    return simulate::GenerateTrace(options);
   }
-  absl::StatusOr<std::vector<std::uint8_t>> bytes = ReadBinaryFile(flags.trace);
-  if (!bytes.ok()) return bytes.status();
-  const std::string text(bytes->begin(), bytes->end());
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadBinaryFile(flags.trace));
+  const std::string text(bytes.begin(), bytes.end());
   return simulate::ParseTraceCsv(flags.trace, text);
 }
 
 absl::StatusOr<std::vector<Policy>> ParsePolicies(const std::string& text) {
-  absl::StatusOr<std::vector<std::string>> items = Items("policies", text);
-  if (!items.ok()) return items.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<std::string> items, Items("policies", text));
   std::vector<Policy> policies;
-  for (const std::string& item : *items) {
+  for (const std::string& item : items) {
     absl::StatusOr<Policy> p = simulate::ParsePolicy(item);
     if (!p.ok()) return FlagError("policies", std::string(p.status().message()));
     for (Policy seen : policies) {
@@ -192,11 +186,11 @@ std::string FormatRatios(const SimulationReport& report) {
 std::string FormatReport(const SimulationReport& report) {
   const simulate::SimulationOptions& o = report.options;
   std::string out = absl::StrFormat(
-      "cluster: %d node%s x %d %s GPUs; trace: %d jobs (%d foreground, %d background); %d plans\n"
+      "cluster: %s x %d %s GPUs; trace: %d jobs (%d foreground, %d background); %d plans\n"
       "foreground slowdown SLO %.3g, amplification limit %.3g, preemption %.3g s\n",
-      o.nodes, o.nodes == 1 ? "" : "s", o.gpus_per_node, o.device, report.jobs,
-      report.foreground_jobs, report.background_jobs, report.plans, o.max_foreground_slowdown,
-      o.amplification_limit, o.preemption_seconds);
+      Plural(o.nodes, "node"), o.gpus_per_node, o.device, report.jobs, report.foreground_jobs,
+      report.background_jobs, report.plans, o.max_foreground_slowdown, o.amplification_limit,
+      o.preemption_seconds);
   if (report.offered_foreground_load) {
     absl::StrAppendFormat(&out,
                           "offered foreground load %.2f (GPU-time of exclusive-dp plans over the "
@@ -248,21 +242,18 @@ std::string FormatReport(const SimulationReport& report) {
 }
 
 absl::StatusOr<std::string> Simulate(const SimulateFlags& flags) {
-  absl::StatusOr<std::vector<Policy>> policies = ParsePolicies(flags.policies);
-  if (!policies.ok()) return policies.status();
-  absl::StatusOr<simulate::Trace> trace = LoadTrace(flags);
-  if (!trace.ok()) return trace.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<Policy> policies, ParsePolicies(flags.policies));
+  WAVEPOOL_ASSIGN_OR_RETURN(simulate::Trace trace, LoadTrace(flags));
   if (!flags.write_trace.empty()) {
-    const std::string csv = simulate::FormatTraceCsv(*trace);
-    absl::Status written = WriteFileAtomically(
+    const std::string csv = simulate::FormatTraceCsv(trace);
+    WAVEPOOL_RETURN_IF_ERROR(WriteFileAtomically(
         flags.write_trace,
-        absl::MakeConstSpan(reinterpret_cast<const std::uint8_t*>(csv.data()), csv.size()));
-    if (!written.ok()) return written;
+        absl::MakeConstSpan(reinterpret_cast<const std::uint8_t*>(csv.data()), csv.size())));
   }
-  absl::StatusOr<SimulationReport> report = simulate::Simulate(*trace, *policies, flags.options);
-  if (!report.ok()) return report.status();
-  if (flags.json) return simulate::ToJson(*report).dump(2) + "\n";
-  return FormatReport(*report);
+  WAVEPOOL_ASSIGN_OR_RETURN(SimulationReport report,
+                            simulate::Simulate(trace, policies, flags.options));
+  if (flags.json) return simulate::ToJson(report).dump(2) + "\n";
+  return FormatReport(report);
 }
 
 }  // namespace

@@ -169,6 +169,21 @@ absl::StatusOr<std::unique_ptr<KubeCluster>> KubeCluster::Create(kube::Client& c
   if (status.ok()) {
     status = s->jobs.AddEventHandler(DecodedCacheHandlers(s->job_cache, "TrainingJob", log));
   }
+  // NodeStates from the Node informer's events, in the store's order: a Node object is far
+  // larger than its state, and every placement decision reads all of them.
+  kube::ResourceEventHandlers node_handlers;
+  node_handlers.on_add = [s](const nlohmann::json& node) {
+    const NodeState node_state = NodeStateFromNode(node);
+    absl::MutexLock lock(&s->mu);
+    s->node_states[node.value("/metadata/name"_json_pointer, "")] = node_state;
+  };
+  node_handlers.on_update = [add = node_handlers.on_add](const nlohmann::json&,
+                                                         const nlohmann::json& node) { add(node); };
+  node_handlers.on_delete = [s](const nlohmann::json& node) {
+    absl::MutexLock lock(&s->mu);
+    s->node_states.erase(node.value("/metadata/name"_json_pointer, ""));
+  };
+  if (status.ok()) status = s->nodes.AddEventHandler(node_handlers);
   if (status.ok()) {
     status = s->gpu_nodes.AddEventHandler(DecodedCacheHandlers(s->gpu_node_cache, "GPUNode", log));
   }
@@ -249,6 +264,10 @@ std::optional<api::TrainingJob> KubeCluster::GetJob(std::string_view ns,
 
 std::vector<api::TrainingJob> KubeCluster::ListJobs() const { return state_->job_cache.List(); }
 
+void KubeCluster::ForEachJob(const std::function<void(const api::TrainingJob&)>& visit) const {
+  state_->job_cache.ForEach(visit);
+}
+
 std::vector<nlohmann::json> KubeCluster::PodsOfJob(std::string_view ns,
                                                    std::string_view job) const {
   return ObjectsOfJob(state_->pods, ns, job);
@@ -269,11 +288,8 @@ std::vector<api::GpuNode> KubeCluster::ListGpuNodes() const {
 }
 
 std::map<std::string, NodeState> KubeCluster::NodeStates() const {
-  std::map<std::string, NodeState> out;
-  for (const nlohmann::json& node : state_->nodes.store().List()) {
-    out.emplace(node.value("/metadata/name"_json_pointer, ""), NodeStateFromNode(node));
-  }
-  return out;
+  absl::MutexLock lock(&state_->mu);
+  return state_->node_states;
 }
 
 std::vector<GpuAssignment> KubeCluster::Assignments() const {

@@ -3,6 +3,7 @@
 #ifndef WAVEPOOL_CONTROLLER_SRC_KUBE_CLUSTER_STATE_H_
 #define WAVEPOOL_CONTROLLER_SRC_KUBE_CLUSTER_STATE_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -84,6 +85,18 @@ class DecodedCache {
     for (const auto& value : values) out.push_back(*value);
     return out;
   }
+  // Calls `visit` with every value, by key, outside the lock: the values are immutable and
+  // shared, so none is copied.
+  template <typename Visit>
+  void ForEach(const Visit& visit) const {
+    std::vector<std::shared_ptr<const T>> values;
+    {
+      absl::MutexLock lock(&mu_);
+      values.reserve(entries_.size());
+      for (const auto& [key, entry] : entries_) values.push_back(entry.value);
+    }
+    for (const auto& value : values) visit(*value);
+  }
 
  private:
   struct Entry {
@@ -121,6 +134,8 @@ struct KubeCluster::State {
   absl::Mutex mu;
   bool started ABSL_GUARDED_BY(mu) = false;
   bool stopped ABSL_GUARDED_BY(mu) = false;
+  // NodeStateFromNode of every cached Node, by name, kept from the Node informer's events.
+  std::map<std::string, NodeState> node_states ABSL_GUARDED_BY(mu);
 };
 
 }  // namespace wavepool::controller

@@ -38,6 +38,7 @@ inline constexpr std::string_view kReasonBackoffLimitExceeded = "BackoffLimitExc
 inline constexpr std::string_view kReasonPreempting = "Preempting";
 inline constexpr std::string_view kReasonSlowdownAboveSlo = "SlowdownAboveSLO";
 inline constexpr std::string_view kReasonNameClash = "NameClash";
+inline constexpr std::string_view kReasonGpuConflict = "GpuConflict";
 inline constexpr std::string_view kReasonLaunchesOutsideGate = api::kReasonLaunchesOutsideGate;
 
 struct PendingEvent {
@@ -258,6 +259,20 @@ std::optional<std::string> RecordedPlacementConflict(ReconcileContext& ctx, cons
                                                      const std::vector<nlohmann::json>& pods,
                                                      const std::vector<api::GpuNode>& nodes);
 
+// Why this fg gang must be placed afresh: one of its pods (of `pods`, the job's) shares a GPU
+// with another job's fg pod, and is the younger of the two (created later; on a tie, the later
+// name), so that of two clashing gangs exactly one yields. nullopt when there is no clash.
+std::optional<std::string> ForegroundGpuClash(const ReconcileContext& ctx,
+                                              const std::vector<nlohmann::json>& pods);
+
+// Whether one of the fg pod `a`'s GPUs already runs another fg pod in `inventory`.
+bool ClashesWithForeground(const Inventory& inventory, const GpuAssignment& a);
+
+// Counts a fg pod that shares a GPU with another fg pod (ClashesWithForeground): a broken rule,
+// but both run, so both hold their GPUs. Refusing the inventory instead would stop every
+// placement in the cluster; the pair's own reconciles repair it (ForegroundGpuClash).
+void AddClashingPod(Inventory& inventory, const GpuAssignment& a);
+
 // Creates the pods of the recorded placement that do not exist (create-if-absent).
 absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
                                const std::vector<nlohmann::json>& pods,
@@ -271,12 +286,13 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
 int PlaceQueuedEarlier(const ReconcileContext& ctx, Inventory& inventory)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu);
 
-// Drops the job's reservation (its pods exist, or it has no placement any more).
-void ReleaseReservation(ReconcileContext& ctx);
+// Drops the job's reservation (its pods exist, or it has no placement any more). Takes
+// ctx.ledger.mu: a claim never ends in the middle of another worker's decision.
+void ReleaseReservation(ReconcileContext& ctx) ABSL_LOCKS_EXCLUDED(ctx.ledger.mu);
 
 // Drops the job's reservation, nomination and what is remembered of its preempted pods (it is
-// gone, or suspended).
-void ForgetJob(PlacementLedger& ledger, const std::string& key);
+// gone, or suspended). Takes ledger.mu, as ReleaseReservation.
+void ForgetJob(PlacementLedger& ledger, const std::string& key) ABSL_LOCKS_EXCLUDED(ledger.mu);
 
 // Who preempted the pod `pod` of this job ("ns/job"), as remembered when it was deleted; nullopt
 // when this controller did not preempt it (or forgot).

@@ -72,12 +72,13 @@ std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<s
   // A reservation whose write's outcome the cache shows is counted by the loop over the jobs.
   std::vector<GpuAssignment> intents = ctx.ledger.claims.StandingIntents(
       ctx.key, ctx.now, [&ctx](const std::string& key) { return LookUpClaimant(ctx, key); }, seen);
-  for (const api::TrainingJob& job : ctx.reader.ListJobs()) {
+  // Visited, not listed: only the few gangs being created are read, not a copy of every job.
+  ctx.reader.ForEachJob([&](const api::TrainingJob& job) {
     // Only a gang being created (phase Placed) holds GPUs without pods; a Running gang's
     // missing pod was lost, a Preempted one's is gone, and both are placed afresh.
-    if (api::NamespacedName(job.metadata) == ctx.key || job.status.placement.empty() ||
-        job.status.phase != api::JobPhase::kPlaced) {
-      continue;
+    if (job.status.placement.empty() || job.status.phase != api::JobPhase::kPlaced ||
+        api::NamespacedName(job.metadata) == ctx.key) {
+      return;
     }
     // The pods holding GPUs are in `seen` already. Not PodsOfJob: behind an informer, a new pod
     // shows there a moment before Assignments() counts its GPUs.
@@ -86,7 +87,7 @@ std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<s
       GpuAssignment a = AssignmentOf(job, p, memory, 0);
       if (seen.insert(a.pod).second) intents.push_back(std::move(a));
     }
-  }
+  });
   return intents;
 }
 
@@ -101,16 +102,18 @@ absl::StatusOr<Inventory> BuildInventory(const ReconcileContext& ctx,
     own_current.insert(
         absl::StrCat(ctx.ns(), "/", PodName(ctx.name(), ctx.job.status.gang_generation, r)));
   }
-  std::vector<GpuAssignment> assignments;
+  absl::StatusOr<Inventory> inventory =
+      Inventory::Build(nodes, NodeStatesWithHeartbeats(ctx, nodes), {}, ctx.options.placement);
+  if (!inventory.ok()) return inventory.status();
   std::set<std::string> held;
-  for (GpuAssignment& a : ctx.reader.Assignments()) {
+  for (const GpuAssignment& a : ctx.reader.Assignments()) {
     if (own_current.count(a.pod) > 0) continue;
     held.insert(a.pod);
-    assignments.push_back(std::move(a));
+    if (absl::Status s = inventory->Add(a); !s.ok()) {
+      if (!ClashesWithForeground(*inventory, a)) return s;
+      AddClashingPod(*inventory, a);
+    }
   }
-  absl::StatusOr<Inventory> inventory = Inventory::Build(
-      nodes, NodeStatesWithHeartbeats(ctx, nodes), assignments, ctx.options.placement);
-  if (!inventory.ok()) return inventory.status();
   for (const GpuAssignment& intent : Intents(ctx, held)) {
     // An intent that clashes with a real pod lost its GPU: its job re-places when it looks.
     inventory->Add(intent).IgnoreError();
@@ -449,9 +452,20 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
   return absl::OkStatus();
 }
 
-void ReleaseReservation(ReconcileContext& ctx) { ctx.ledger.claims.Release(ctx.key); }
+// Under the ledger's mutex, like every decision: a decision reads the pods (Assignments()) before
+// the reservations (BuildInventory), so a reservation dropped between those reads, its pods
+// created just after the first, would be counted by neither while the job cache still shows the
+// job without its placement. Serialised, a decision sees the reservation or, the release being
+// after the pods' creation, the pods.
+void ReleaseReservation(ReconcileContext& ctx) {
+  absl::MutexLock lock(&ctx.ledger.mu);
+  ctx.ledger.claims.Release(ctx.key);
+}
 
-void ForgetJob(PlacementLedger& ledger, const std::string& key) { ledger.claims.ForgetJob(key); }
+void ForgetJob(PlacementLedger& ledger, const std::string& key) {
+  absl::MutexLock lock(&ledger.mu);  // As ReleaseReservation: no claim ends mid-decision.
+  ledger.claims.ForgetJob(key);
+}
 
 std::optional<std::string> RememberedPreemptor(ReconcileContext& ctx, const std::string& pod) {
   return ctx.ledger.claims.PreemptorOf(absl::StrCat(ctx.ns(), "/", pod), ctx.key);

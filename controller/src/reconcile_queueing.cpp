@@ -45,22 +45,29 @@ bool WaitsForBackgroundGpu(const api::TrainingJob& job) {
 
 int PlaceQueuedEarlier(const ReconcileContext& ctx, Inventory& inventory) {
   const auto mine = QueuedAt(ctx.job);
-  std::vector<std::pair<std::pair<std::chrono::system_clock::time_point, std::string>,
-                        const api::TrainingJob*>>
+  // What each earlier job's placement needs, read while visiting: copying every job to find
+  // the few waiting would cost more than placing them.
+  struct Queued {
+    std::string uid;
+    Bytes memory = 0;
+  };
+  std::vector<std::pair<std::pair<std::chrono::system_clock::time_point, std::string>, Queued>>
       earlier;
-  const std::vector<api::TrainingJob> jobs = ctx.reader.ListJobs();
-  for (const api::TrainingJob& job : jobs) {
-    if (api::NamespacedName(job.metadata) == ctx.key || !WaitsForBackgroundGpu(job)) continue;
-    if (QueuedAt(job) < mine) earlier.emplace_back(QueuedAt(job), &job);
-  }
-  std::sort(earlier.begin(), earlier.end());
+  ctx.reader.ForEachJob([&](const api::TrainingJob& job) {
+    if (!WaitsForBackgroundGpu(job) || api::NamespacedName(job.metadata) == ctx.key) return;
+    if (QueuedAt(job) < mine) {
+      earlier.emplace_back(QueuedAt(job),
+                           Queued{job.metadata.uid, job.status.plan->memory_per_gpu_bytes});
+    }
+  });
+  std::sort(earlier.begin(), earlier.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   int placed_ahead = 0;
   for (const auto& [queued, job] : earlier) {
-    const Bytes memory = job->status.plan->memory_per_gpu_bytes;
-    absl::StatusOr<BackgroundPlacement> placed =
-        PlaceBackground({queued.second, memory,
-                         ctx.ledger.quarantine.NodesFor(queued.second, job->metadata.uid, ctx.now)},
-                        inventory);
+    const Bytes memory = job.memory;
+    absl::StatusOr<BackgroundPlacement> placed = PlaceBackground(
+        {queued.second, memory, ctx.ledger.quarantine.NodesFor(queued.second, job.uid, ctx.now)},
+        inventory);
     if (!placed.ok()) continue;  // It waits on; younger jobs may take what it cannot use.
     GpuAssignment ahead;
     ahead.job = queued.second;

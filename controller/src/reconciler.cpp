@@ -243,6 +243,12 @@ absl::StatusOr<ReconcileResult> ReconcileGang(ReconcileContext& ctx, const JobPl
   }
   if (absl::Status st = DeleteOldGangs(ctx, pods); !st.ok()) return st;
   if (!ctx.job.status.placement.empty()) {
+    // Another fg pod on one of this gang's GPUs (placed by a controller that could not see it):
+    // the younger gang yields rather than both running slowed down and out of memory.
+    if (std::optional<std::string> clash = internal::ForegroundGpuClash(ctx, pods)) {
+      internal::QueueEvent(ctx, /*warning=*/true, internal::kReasonGpuConflict, *clash);
+      return PlaceAfresh(ctx, pods, *clash);
+    }
     if (std::optional<std::string> conflict =
             internal::RecordedPlacementConflict(ctx, plan, pods, nodes)) {
       return PlaceAfresh(ctx, pods, *conflict);

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "url_encoding.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/kube/api_error.h"
 
 namespace wavepool::kube {
@@ -191,7 +192,7 @@ Client::Client(ClientConfig config, std::unique_ptr<Transport> transport)
 
 absl::StatusOr<json> Client::Get(const ResourceType& type, std::string_view ns,
                                  std::string_view name) {
-  if (absl::Status status = RequireName(type, ns, name); !status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(RequireName(type, ns, name));
   HttpRequest request;
   request.target = type.ObjectPath(ns, name);
   return Call(*transport_, request);
@@ -209,16 +210,14 @@ absl::StatusOr<ObjectList> Client::List(const ResourceType& type, std::string_vi
   if (!options.continue_token.empty()) query.Add("continue", options.continue_token);
   HttpRequest request;
   request.target = type.CollectionPath(ns) + query.text();
-  absl::StatusOr<json> body = Call(*transport_, request);
-  if (!body.ok()) return body.status();
-  return DecodeList(type, std::move(*body), request);
+  WAVEPOOL_ASSIGN_OR_RETURN(json body, Call(*transport_, request));
+  return DecodeList(type, std::move(body), request);
 }
 
 absl::StatusOr<ObjectList> Client::ListAll(const ResourceType& type, std::string_view ns,
                                            ListOptions options) {
-  absl::StatusOr<ObjectList> first = List(type, ns, options);
-  if (!first.ok()) return first.status();
-  ObjectList all = std::move(*first);
+  WAVEPOOL_ASSIGN_OR_RETURN(ObjectList first, List(type, ns, options));
+  ObjectList all = std::move(first);
   std::set<std::string> seen_tokens;
   // A continued list reads from the first page's snapshot; the API server refuses a
   // resourceVersion next to a continue token.
@@ -246,34 +245,27 @@ absl::StatusOr<ObjectList> Client::ListAll(const ResourceType& type, std::string
 }
 
 absl::StatusOr<json> Client::Create(const ResourceType& type, const json& object) {
-  absl::StatusOr<ObjectKey> key = KeyOf(type, object, /*name_required=*/false);
-  if (!key.ok()) return key.status();
-  absl::StatusOr<json> body = WithTypeMeta(type, object);
-  if (!body.ok()) return body.status();
-  return Call(*transport_, JsonRequest("POST", type.CollectionPath(key->ns), *body));
+  WAVEPOOL_ASSIGN_OR_RETURN(ObjectKey key, KeyOf(type, object, /*name_required=*/false));
+  WAVEPOOL_ASSIGN_OR_RETURN(json body, WithTypeMeta(type, object));
+  return Call(*transport_, JsonRequest("POST", type.CollectionPath(key.ns), body));
 }
 
 absl::StatusOr<json> Client::Update(const ResourceType& type, const json& object) {
-  absl::StatusOr<ObjectKey> key = KeyOf(type, object, /*name_required=*/true);
-  if (!key.ok()) return key.status();
-  absl::StatusOr<json> body = WithTypeMeta(type, object);
-  if (!body.ok()) return body.status();
-  return Call(*transport_, JsonRequest("PUT", type.ObjectPath(key->ns, key->name), *body));
+  WAVEPOOL_ASSIGN_OR_RETURN(ObjectKey key, KeyOf(type, object, /*name_required=*/true));
+  WAVEPOOL_ASSIGN_OR_RETURN(json body, WithTypeMeta(type, object));
+  return Call(*transport_, JsonRequest("PUT", type.ObjectPath(key.ns, key.name), body));
 }
 
 absl::StatusOr<json> Client::UpdateStatus(const ResourceType& type, const json& object) {
-  absl::StatusOr<ObjectKey> key = KeyOf(type, object, /*name_required=*/true);
-  if (!key.ok()) return key.status();
-  absl::StatusOr<json> body = WithTypeMeta(type, object);
-  if (!body.ok()) return body.status();
-  return Call(*transport_,
-              JsonRequest("PUT", type.ObjectPath(key->ns, key->name) + "/status", *body));
+  WAVEPOOL_ASSIGN_OR_RETURN(ObjectKey key, KeyOf(type, object, /*name_required=*/true));
+  WAVEPOOL_ASSIGN_OR_RETURN(json body, WithTypeMeta(type, object));
+  return Call(*transport_, JsonRequest("PUT", type.ObjectPath(key.ns, key.name) + "/status", body));
 }
 
 absl::StatusOr<json> Client::Patch(const ResourceType& type, std::string_view ns,
                                    std::string_view name, PatchType patch_type, const json& patch,
                                    std::string_view subresource) {
-  if (absl::Status status = RequireName(type, ns, name); !status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(RequireName(type, ns, name));
   if (subresource != "" && subresource != "status") {
     return absl::InvalidArgumentError(absl::StrCat("patch ", type.kind, " ", std::string(name),
                                                    ": subresource: must be \"\" or \"status\", "
@@ -293,7 +285,7 @@ absl::StatusOr<json> Client::Patch(const ResourceType& type, std::string_view ns
 
 absl::Status Client::Delete(const ResourceType& type, std::string_view ns, std::string_view name,
                             const DeleteOptions& options) {
-  if (absl::Status status = RequireName(type, ns, name); !status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(RequireName(type, ns, name));
   return Call(*transport_,
               JsonRequest("DELETE", type.ObjectPath(ns, name), DeleteOptionsJson(options)))
       .status();

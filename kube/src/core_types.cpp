@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "json_fields.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::kube {
 namespace {
@@ -28,10 +29,7 @@ template <typename T, typename Fields>
 absl::StatusOr<T> DecodeObject(const json& input, const char* kind, Fields fields) {
   T object;
   std::string name;
-  if (absl::Status status = internal::DecodeTop(input, kind, &object.metadata, &name);
-      !status.ok()) {
-    return status;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(internal::DecodeTop(input, kind, &object.metadata, &name));
   FieldReader reader(input, "");
   if (absl::Status status = fields(reader, object); !status.ok()) {
     return internal::Named(name, status);

@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cpprest/containerstream.h"
 #include "cpprest/http_client.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
 
@@ -226,12 +227,11 @@ class HttpTransport : public Transport {
  private:
   // `fresh`: on a new client, whose pool holds no connection from before.
   absl::StatusOr<HttpResponse> SendOnce(const HttpRequest& request, bool fresh = false) {
-    absl::StatusOr<http::http_request> message = Message(request);
-    if (!message.ok()) return message.status();
+    WAVEPOOL_ASSIGN_OR_RETURN(http::http_request message, Message(request));
     const std::chrono::milliseconds timeout =
         request.timeout.count() > 0 ? request.timeout : config_.timeout;
     try {
-      http::http_response response = ClientFor(timeout, fresh)->request(*message).get();
+      http::http_response response = ClientFor(timeout, fresh)->request(message).get();
       const std::vector<unsigned char> body = response.extract_vector().get();
       return HttpResponse{response.status_code(), ContentTypeOf(response),
                           std::string(body.begin(), body.end())};
@@ -242,14 +242,13 @@ class HttpTransport : public Transport {
 
   absl::StatusOr<std::unique_ptr<LineReader>> StreamOnce(const HttpRequest& request,
                                                          bool fresh = false) {
-    absl::StatusOr<http::http_request> message = Message(request);
-    if (!message.ok()) return message.status();
+    WAVEPOOL_ASSIGN_OR_RETURN(http::http_request message, Message(request));
     const std::chrono::milliseconds timeout =
         request.timeout.count() > 0 ? StreamTimeout(request.timeout) : kStreamIdleTimeout;
     pplx::cancellation_token_source cancel;
     try {
       http::http_response response =
-          ClientFor(timeout, fresh)->request(*message, cancel.get_token()).get();
+          ClientFor(timeout, fresh)->request(message, cancel.get_token()).get();
       const int status = response.status_code();
       if (status < 200 || status >= 300) {
         const std::vector<unsigned char> body = response.extract_vector().get();
@@ -276,9 +275,8 @@ class HttpTransport : public Transport {
     headers.add(http::header_names::user_agent, config_.user_agent);
     std::string token = config_.bearer_token;
     if (token_file_) {
-      absl::StatusOr<std::string> from_file = token_file_->Token();
-      if (!from_file.ok()) return from_file.status();
-      token = *std::move(from_file);
+      WAVEPOOL_ASSIGN_OR_RETURN(std::string from_file, token_file_->Token());
+      token = std::move(from_file);
     }
     if (!token.empty()) headers.add(http::header_names::authorization, "Bearer " + token);
     WarnOfExposedCredentials(!token.empty());
@@ -364,14 +362,13 @@ absl::StatusOr<std::unique_ptr<Transport>> NewHttpTransport(const ClientConfig& 
   }
   TlsMaterial tls{config.certificate_authority_pem, config.client_certificate_pem,
                   config.client_key_pem};
-  if (absl::Status status = CheckTls(tls); !status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(CheckTls(tls));
   return std::unique_ptr<Transport>(std::make_unique<HttpTransport>(config, std::move(tls)));
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientConfig& config) {
-  absl::StatusOr<std::unique_ptr<Transport>> transport = NewHttpTransport(config);
-  if (!transport.ok()) return transport.status();
-  return std::make_unique<Client>(config, std::move(*transport));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport, NewHttpTransport(config));
+  return std::make_unique<Client>(config, std::move(transport));
 }
 
 }  // namespace wavepool::kube

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/kube/api_error.h"
 
 namespace wavepool::kube {
@@ -192,15 +193,14 @@ absl::Status SharedInformer::WatchOnce() {
   watch_options.timeout = options_.watch_timeout;
   watch_options.allow_watch_bookmarks = true;
   watch_opened_ = false;
-  absl::StatusOr<std::unique_ptr<WatchStream>> stream =
-      client_.Watch(type_, options_.ns, watch_options);
-  if (!stream.ok()) return stream.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<WatchStream> stream,
+                            client_.Watch(type_, options_.ns, watch_options));
   watch_opened_ = true;
 
-  WatchStream* watch = stream->get();
+  WatchStream* watch = stream.get();
   {
     absl::MutexLock lock(&mu_);
-    watch_ = std::move(*stream);
+    watch_ = std::move(stream);
     if (stopping_) watch_->Stop();  // Stop() came between the request and now
   }
   absl::Status result;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/api/yaml.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::kube {
 namespace {
@@ -88,15 +89,14 @@ absl::Status MergeNamed(const json& document, const char* list, const char* fiel
     const json& item = (*it)[i];
     const std::string path = absl::StrCat(source, ": ", list, "[", i, "]");
     if (!item.is_object()) return absl::InvalidArgumentError(path + ": must be a mapping");
-    absl::StatusOr<std::string> name = StringField(item, "name", path);
-    if (!name.ok()) return name.status();
-    if (name->empty()) return absl::InvalidArgumentError(path + ".name: required");
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string name, StringField(item, "name", path));
+    if (name.empty()) return absl::InvalidArgumentError(path + ".name: required");
     json value = item.value(field, json::object());
     if (value.is_null()) value = json::object();
     if (!value.is_object()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ".", field, ": must be a mapping"));
     }
-    into.emplace(*name, Entry{std::move(value), base_dir});
+    into.emplace(name, Entry{std::move(value), base_dir});
   }
   return absl::OkStatus();
 }
@@ -112,9 +112,8 @@ absl::Status MergeText(std::string_view text, const std::string& source,
   if (!document->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": must be a mapping (a Config)"));
   }
-  absl::StatusOr<std::string> kind_field = StringField(*document, "kind", source + ": ");
-  if (!kind_field.ok()) return kind_field.status();
-  const std::string kind = kind_field->empty() ? "Config" : *kind_field;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string kind_field, StringField(*document, "kind", source + ": "));
+  const std::string kind = kind_field.empty() ? "Config" : kind_field;
   if (kind != "Config") {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": kind: must be Config, got \"", kind, "\""));
@@ -123,25 +122,22 @@ absl::Status MergeText(std::string_view text, const std::string& source,
        {std::make_tuple("clusters", "cluster", &config.clusters),
         std::make_tuple("users", "user", &config.users),
         std::make_tuple("contexts", "context", &config.contexts)}) {
-    if (absl::Status status = MergeNamed(*document, list, field, base_dir, source, *into);
-        !status.ok()) {
-      return status;
-    }
+    WAVEPOOL_RETURN_IF_ERROR(MergeNamed(*document, list, field, base_dir, source, *into));
   }
-  absl::StatusOr<std::string> current = StringField(*document, "current-context", source + ": ");
-  if (!current.ok()) return current.status();
-  if (config.current_context.empty()) config.current_context = *current;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string current,
+                            StringField(*document, "current-context", source + ": "));
+  if (config.current_context.empty()) config.current_context = current;
   return absl::OkStatus();
 }
 
 // `<field>-data` (base64) or `<field>` (a file path): the bytes, or "" when neither is set.
 absl::StatusOr<std::string> DataOrFile(const Entry& entry, const std::string& field,
                                        const std::string& path) {
-  absl::StatusOr<std::string> data = StringField(entry.value, (field + "-data").c_str(), path);
-  if (!data.ok()) return data.status();
-  if (!data->empty()) {
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string data,
+                            StringField(entry.value, (field + "-data").c_str(), path));
+  if (!data.empty()) {
     std::string decoded;
-    if (!absl::Base64Unescape(*data, &decoded)) {
+    if (!absl::Base64Unescape(data, &decoded)) {
       return absl::InvalidArgumentError(absl::StrCat(path, ".", field, "-data: not base64"));
     }
     return decoded;
@@ -157,15 +153,13 @@ absl::StatusOr<std::string> DataOrFile(const Entry& entry, const std::string& fi
 }
 
 absl::Status ApplyCluster(const Entry& cluster, const std::string& path, ClientConfig& config) {
-  absl::StatusOr<std::string> server = StringField(cluster.value, "server", path);
-  if (!server.ok()) return server.status();
-  if (server->empty()) return absl::InvalidArgumentError(path + ".server: required");
-  config.server = *server;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string server, StringField(cluster.value, "server", path));
+  if (server.empty()) return absl::InvalidArgumentError(path + ".server: required");
+  config.server = server;
   // kubectl accepts a trailing slash; the client adds paths that start with one.
   while (config.server.size() > 1 && config.server.back() == '/') config.server.pop_back();
-  absl::StatusOr<std::string> ca = DataOrFile(cluster, "certificate-authority", path);
-  if (!ca.ok()) return ca.status();
-  config.certificate_authority_pem = *ca;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string ca, DataOrFile(cluster, "certificate-authority", path));
+  config.certificate_authority_pem = ca;
   const auto insecure = cluster.value.find("insecure-skip-tls-verify");
   if (insecure != cluster.value.end() && !insecure->is_null()) {
     if (!insecure->is_boolean()) {
@@ -184,18 +178,14 @@ absl::Status ApplyUser(const Entry& user, const std::string& path, ClientConfig&
                        ": not supported; use a token, a token file or a client certificate"));
     }
   }
-  absl::StatusOr<std::string> token = StringField(user.value, "token", path);
-  if (!token.ok()) return token.status();
-  config.bearer_token = *token;
-  absl::StatusOr<std::string> token_file = StringField(user.value, "tokenFile", path);
-  if (!token_file.ok()) return token_file.status();
-  config.bearer_token_file = Resolve(user.base_dir, *token_file);
-  absl::StatusOr<std::string> certificate = DataOrFile(user, "client-certificate", path);
-  if (!certificate.ok()) return certificate.status();
-  config.client_certificate_pem = *certificate;
-  absl::StatusOr<std::string> key = DataOrFile(user, "client-key", path);
-  if (!key.ok()) return key.status();
-  config.client_key_pem = *key;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string token, StringField(user.value, "token", path));
+  config.bearer_token = token;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string token_file, StringField(user.value, "tokenFile", path));
+  config.bearer_token_file = Resolve(user.base_dir, token_file);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string certificate, DataOrFile(user, "client-certificate", path));
+  config.client_certificate_pem = certificate;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string key, DataOrFile(user, "client-key", path));
+  config.client_key_pem = key;
   if (config.client_certificate_pem.empty() != config.client_key_pem.empty()) {
     return absl::InvalidArgumentError(path +
                                       ": client-certificate and client-key: give both or neither");
@@ -227,40 +217,35 @@ absl::StatusOr<ClientConfig> Build(const Kubeconfig& kubeconfig, std::string_vie
       absl::StrCat(kubeconfig.source, ": contexts[", context_name, "].context");
   ClientConfig config;
   config.source = absl::StrCat(kubeconfig.source, " context ", context_name);
-  absl::StatusOr<std::string> cluster_name =
-      StringField(context->second.value, "cluster", context_path);
-  if (!cluster_name.ok()) return cluster_name.status();
-  const auto cluster = kubeconfig.clusters.find(*cluster_name);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string cluster_name,
+                            StringField(context->second.value, "cluster", context_path));
+  const auto cluster = kubeconfig.clusters.find(cluster_name);
   if (cluster == kubeconfig.clusters.end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(context_path, ".cluster: cluster \"", *cluster_name,
+        absl::StrCat(context_path, ".cluster: cluster \"", cluster_name,
                      "\" not defined (clusters: ", Names(kubeconfig.clusters), ")"));
   }
-  if (absl::Status status = ApplyCluster(
-          cluster->second,
-          absl::StrCat(kubeconfig.source, ": clusters[", *cluster_name, "].cluster"), config);
-      !status.ok()) {
-    return status;
-  }
-  absl::StatusOr<std::string> user_name = StringField(context->second.value, "user", context_path);
-  if (!user_name.ok()) return user_name.status();
-  if (!user_name->empty()) {
-    const auto user = kubeconfig.users.find(*user_name);
+  WAVEPOOL_RETURN_IF_ERROR(ApplyCluster(
+      cluster->second, absl::StrCat(kubeconfig.source, ": clusters[", cluster_name, "].cluster"),
+      config));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string user_name,
+                            StringField(context->second.value, "user", context_path));
+  if (!user_name.empty()) {
+    const auto user = kubeconfig.users.find(user_name);
     if (user == kubeconfig.users.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(context_path, ".user: user \"", *user_name,
+          absl::StrCat(context_path, ".user: user \"", user_name,
                        "\" not defined (users: ", Names(kubeconfig.users), ")"));
     }
-    if (absl::Status status =
-            ApplyUser(user->second,
-                      absl::StrCat(kubeconfig.source, ": users[", *user_name, "].user"), config);
+    if (absl::Status status = ApplyUser(
+            user->second, absl::StrCat(kubeconfig.source, ": users[", user_name, "].user"), config);
         !status.ok()) {
       return status;
     }
   }
-  absl::StatusOr<std::string> ns = StringField(context->second.value, "namespace", context_path);
-  if (!ns.ok()) return ns.status();
-  if (!ns->empty()) config.default_namespace = *ns;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string ns,
+                            StringField(context->second.value, "namespace", context_path));
+  if (!ns.empty()) config.default_namespace = ns;
   return config;
 }
 
@@ -276,10 +261,7 @@ absl::StatusOr<ClientConfig> ParseKubeconfig(std::string_view text, std::string_
                                              std::string_view context) {
   Kubeconfig kubeconfig;
   kubeconfig.source = std::string(source);
-  if (absl::Status status = MergeText(text, kubeconfig.source, base_dir, kubeconfig);
-      !status.ok()) {
-    return status;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(MergeText(text, kubeconfig.source, base_dir, kubeconfig));
   return Build(kubeconfig, context);
 }
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/resource.h"
 
@@ -67,7 +68,7 @@ absl::Status ValidateLeaderElectionConfig(const LeaderElectionConfig& c) {
 
 absl::StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client,
                                                                      LeaderElectionConfig config) {
-  if (absl::Status status = ValidateLeaderElectionConfig(config); !status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(ValidateLeaderElectionConfig(config));
   return std::unique_ptr<LeaderElector>(new LeaderElector(client, std::move(config)));
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "json_fields.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/kube/core_types.h"
 
 namespace wavepool::kube {
@@ -90,10 +91,7 @@ absl::Status DecodeContainerStatus(const json& value, const std::string& path,
   reader.Bool("ready", &out->ready);
   reader.Int("restartCount", &out->restart_count);
   if (!reader.status().ok()) return reader.status();
-  if (absl::Status status = DecodeState(reader.Object("state"), reader.Path("state"), &out->state);
-      !status.ok()) {
-    return status;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(DecodeState(reader.Object("state"), reader.Path("state"), &out->state));
   if (!reader.status().ok()) return reader.status();
   return DecodeState(reader.Object("lastState"), reader.Path("lastState"), &out->last_state);
 }
@@ -213,9 +211,7 @@ json Encode(const ContainerStatus& status) {
 absl::StatusOr<Pod> Pod::FromJson(const json& input) {
   Pod pod;
   std::string name;
-  if (absl::Status status = internal::DecodeTop(input, "Pod", &pod.metadata, &name); !status.ok()) {
-    return status;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(internal::DecodeTop(input, "Pod", &pod.metadata, &name));
   FieldReader reader(input, "");
   const nlohmann::json& spec = reader.Object("spec");
   const nlohmann::json& status = reader.Object("status");

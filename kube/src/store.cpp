@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/kube/informer.h"
 
 namespace wavepool::kube {
@@ -187,8 +188,7 @@ std::vector<nlohmann::json> Store::List() const {
 }
 
 absl::StatusOr<std::vector<nlohmann::json>> Store::List(std::string_view label_selector) const {
-  absl::StatusOr<LabelSelector> selector = LabelSelector::Parse(label_selector);
-  if (!selector.ok()) return selector.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(LabelSelector selector, LabelSelector::Parse(label_selector));
   absl::MutexLock lock(&mu_);
   std::vector<nlohmann::json> objects;
   for (const auto& [key, object] : items_) {
@@ -199,7 +199,7 @@ absl::StatusOr<std::vector<nlohmann::json>> Store::List(std::string_view label_s
         metadata != object.end() && metadata->is_object()) {
       if (const auto found = metadata->find("labels"); found != metadata->end()) labels = &*found;
     }
-    if (selector->Matches(*labels)) objects.push_back(object);
+    if (selector.Matches(*labels)) objects.push_back(object);
   }
   return objects;
 }

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/kube/api_error.h"
 
 namespace wavepool::kube {
@@ -62,10 +63,9 @@ WatchStream::WatchStream(std::unique_ptr<LineReader> reader) : reader_(std::move
 
 absl::StatusOr<std::optional<WatchEvent>> WatchStream::Next() {
   while (true) {
-    absl::StatusOr<std::optional<std::string>> line = reader_->NextLine();
-    if (!line.ok()) return line.status();
-    if (!line->has_value()) return std::nullopt;
-    const std::string& text = **line;
+    WAVEPOOL_ASSIGN_OR_RETURN(std::optional<std::string> line, reader_->NextLine());
+    if (!line.has_value()) return std::nullopt;
+    const std::string& text = *line;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;  // keep-alive blank line
     absl::StatusOr<WatchEvent> event = DecodeWatchEvent(text);
     if (!event.ok()) {

@@ -23,6 +23,8 @@
 #include "run_report.h"
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/simulated_gpu.h"
+#include "wavepool/base/seconds.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::local {
 namespace {
@@ -114,9 +116,7 @@ class LocalRun {
   void SampleAgent();
   void RecordMemory(const agent::AgentStatus& status);
   std::vector<JobView> Views() const;
-  double Elapsed() const {
-    return std::chrono::duration<double>(SteadyClock::now() - started_).count();
-  }
+  double Elapsed() const { return Seconds(SteadyClock::now() - started_).count(); }
   void Note(const std::string& text) {
     report_.notes.push_back({Elapsed(), text});
     display_.Note(text);
@@ -152,20 +152,19 @@ absl::Status LocalRun::Prepare() {
   if (options_.manifests.empty()) {
     return absl::InvalidArgumentError("no manifest: wavepool run JOB.yaml [MORE.yaml ...]");
   }
-  absl::StatusOr<std::vector<LocalJob>> jobs = LoadJobs(options_.manifests, options_.device);
-  if (!jobs.ok()) return jobs.status();
-  jobs_ = *std::move(jobs);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<LocalJob> jobs,
+                            LoadJobs(options_.manifests, options_.device));
+  jobs_ = std::move(jobs);
   clock_ = MakeRealClock();
-  absl::StatusOr<MachineGpus> machine = OpenMachineGpus(options_.devices, *clock_);
-  if (!machine.ok()) return machine.status();
-  machine_gpus_ = std::move(machine->nvml);
+  WAVEPOOL_ASSIGN_OR_RETURN(MachineGpus machine, OpenMachineGpus(options_.devices, *clock_));
+  machine_gpus_ = std::move(machine.nvml);
   std::uint32_t gpus = options_.gpus;
-  if (machine->simulated > 0) {
-    if (gpus > 0 && gpus != machine->simulated) {
+  if (machine.simulated > 0) {
+    if (gpus > 0 && gpus != machine.simulated) {
       return absl::InvalidArgumentError(
           absl::StrCat("--gpus ", gpus, " and --devices ", options_.devices, " disagree"));
     }
-    gpus = machine->simulated;
+    gpus = machine.simulated;
   }
   if (machine_gpus_ != nullptr) {
     const auto present = static_cast<std::uint32_t>(machine_gpus_->gpus().size());
@@ -176,7 +175,7 @@ absl::Status LocalRun::Prepare() {
     }
     if (gpus == 0) gpus = present;
   }
-  if (absl::Status s = AssignGpus(jobs_, &gpus); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(AssignGpus(jobs_, &gpus));
   report_.gpus = gpus;
   out_dir_ = options_.out_dir.empty() ? DefaultOutDir(jobs_) : options_.out_dir;
   std::error_code error;
@@ -210,10 +209,9 @@ absl::Status LocalRun::StartAgent() {
   if (devices == nullptr) {
     agent::SimulatedGpuOptions gpus;
     gpus.gpus = report_.gpus;
-    absl::StatusOr<std::unique_ptr<agent::SimulatedGpus>> simulated =
-        agent::SimulatedGpus::Create(*clock_, gpus);
-    if (!simulated.ok()) return simulated.status();
-    devices = *std::move(simulated);
+    WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<agent::SimulatedGpus> simulated,
+                              agent::SimulatedGpus::Create(*clock_, gpus));
+    devices = std::move(simulated);
   }
   agent::AgentOptions options;
   options.directory = fs::absolute(out_dir_ + "/agent").string();
@@ -225,10 +223,10 @@ absl::Status LocalRun::StartAgent() {
     options.metrics_address = "127.0.0.1";
     options.metrics_port = static_cast<std::uint16_t>(options_.metrics_port);
   }
-  absl::StatusOr<std::unique_ptr<agent::Agent>> started =
-      agent::Agent::Start(options, std::move(devices), clock_.get(), runner_.get());
-  if (!started.ok()) return started.status();
-  agent_ = *std::move(started);
+  WAVEPOOL_ASSIGN_OR_RETURN(
+      std::unique_ptr<agent::Agent> started,
+      agent::Agent::Start(options, std::move(devices), clock_.get(), runner_.get()));
+  agent_ = std::move(started);
   report_.devices = agent_->Status().devices;
   return absl::OkStatus();
 }

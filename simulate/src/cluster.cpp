@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::simulate {
 namespace {
@@ -68,9 +69,8 @@ absl::StatusOr<SimulatedCluster> SimulatedCluster::Create(
   c.free_for_foreground_ = gpus;
   c.open_for_background_ = gpus;
   // The margin by placement's own rule, read off a one-node inventory.
-  absl::StatusOr<controller::Inventory> one = c.InventoryOf({0});
-  if (!one.ok()) return one.status();
-  c.margin_bytes_ = one->MarginBytes(one->gpus().front());
+  WAVEPOOL_ASSIGN_OR_RETURN(controller::Inventory one, c.InventoryOf({0}));
+  c.margin_bytes_ = one.MarginBytes(one.gpus().front());
   return c;
 }
 
@@ -182,14 +182,13 @@ absl::StatusOr<ForegroundDecision> SimulatedCluster::DecideForeground(
   request.gpus = gpus;
   request.memory_per_gpu_bytes = memory;
   request.exclusive = exclusive;
-  absl::StatusOr<controller::ForegroundPlacement> placed =
-      controller::PlaceForeground(request, inv);
-  if (!placed.ok()) return placed.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(controller::ForegroundPlacement placed,
+                            controller::PlaceForeground(request, inv));
   ForegroundDecision decision;
-  for (const controller::RankPlacement& r : placed->ranks) {
+  for (const controller::RankPlacement& r : placed.ranks) {
     decision.gpus.push_back(gpu_by_uuid_.at(r.gpu_uuid));
   }
-  for (const controller::Preemption& p : placed->preemptions) {
+  for (const controller::Preemption& p : placed.preemptions) {
     decision.preempted.push_back(background_[gpu_by_uuid_.at(p.gpu_uuid)]);
   }
   return decision;
@@ -204,15 +203,12 @@ absl::StatusOr<ForegroundDecision> SimulatedCluster::PlaceForeground(JobId job, 
                                                      free_for_foreground_,
                                                      " hold no foreground job"));
   }
-  absl::StatusOr<controller::Inventory> inv = InventoryOf(nodes);
-  if (!inv.ok()) return inv.status();
-  absl::StatusOr<ForegroundDecision> decision =
-      DecideForeground(job, gpus, memory, exclusive, *inv);
+  WAVEPOOL_ASSIGN_OR_RETURN(controller::Inventory inv, InventoryOf(nodes));
+  absl::StatusOr<ForegroundDecision> decision = DecideForeground(job, gpus, memory, exclusive, inv);
   if (!verify_) return decision;
-  absl::StatusOr<controller::Inventory> full = FullInventory();
-  if (!full.ok()) return full.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(controller::Inventory full, FullInventory());
   absl::StatusOr<ForegroundDecision> reference =
-      DecideForeground(job, gpus, memory, exclusive, *full);
+      DecideForeground(job, gpus, memory, exclusive, full);
   if (decision.ok() != reference.ok() ||
       (decision.ok() &&
        (decision->gpus != reference->gpus || decision->preempted != reference->preempted))) {
@@ -233,12 +229,10 @@ absl::StatusOr<GpuId> SimulatedCluster::PlaceBackground(JobId job,
         absl::StrCat(job_names_[job], " needs 1 GPU; no GPU takes it now"));
   }
   auto decide = [&](const std::vector<int>& on) -> absl::StatusOr<GpuId> {
-    absl::StatusOr<controller::Inventory> inv = InventoryOf(on);
-    if (!inv.ok()) return inv.status();
-    absl::StatusOr<controller::BackgroundPlacement> placed =
-        controller::PlaceBackground({job_names_[job], memory_bytes}, *inv);
-    if (!placed.ok()) return placed.status();
-    return gpu_by_uuid_.at(placed->gpu_uuid);
+    WAVEPOOL_ASSIGN_OR_RETURN(controller::Inventory inv, InventoryOf(on));
+    WAVEPOOL_ASSIGN_OR_RETURN(controller::BackgroundPlacement placed,
+                              controller::PlaceBackground({job_names_[job], memory_bytes}, inv));
+    return gpu_by_uuid_.at(placed.gpu_uuid);
   };
   absl::StatusOr<GpuId> gpu = decide(nodes);
   if (!verify_) return gpu;

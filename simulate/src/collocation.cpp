@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/seconds.h"
 
 namespace wavepool::simulate {
 namespace {
@@ -104,8 +105,8 @@ SharedGpu CollocationModel::Share(const JobCost& fg, const JobCost& bg, double m
   using Nanos = std::chrono::duration<double, std::nano>;
   // Kernel lengths in integer nanoseconds, as the agent's API takes them; at least 1 ns.
   auto nanos = [](double seconds) {
-    return std::chrono::nanoseconds(std::max<std::int64_t>(
-        1, std::llround(Nanos(std::chrono::duration<double>(seconds)).count())));
+    return std::chrono::nanoseconds(
+        std::max<std::int64_t>(1, std::llround(Nanos(Seconds(seconds)).count())));
   };
   SharedGpu shared;
   shared.foreground_group_slowdown =

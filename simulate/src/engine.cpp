@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::simulate::internal {
 
@@ -60,8 +61,8 @@ absl::StatusOr<PolicyResult> Engine::Run() {
     if (!window_closed_ && window_end_ > 0 && event.time > window_end_) CloseWindow();
     Advance(event.time);
     ++events_handled_;
-    if (absl::Status s = Handle(event); !s.ok()) return s;
-    if (absl::Status s = Schedule(); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(Handle(event));
+    WAVEPOOL_RETURN_IF_ERROR(Schedule());
     if (options_.observer) Observe();
   }
   if (!window_closed_) {
@@ -146,7 +147,7 @@ absl::Status Engine::Handle(const Event& event) {
 }
 
 absl::Status Engine::Schedule() {
-  if (absl::Status s = ScheduleForeground(); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(ScheduleForeground());
   return RunsBackground() ? ScheduleBackground() : absl::OkStatus();
 }
 

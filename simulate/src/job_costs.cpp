@@ -10,6 +10,7 @@
 #include "wavepool/api/defaults.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/api/validation.h"
+#include "wavepool/base/plural.h"
 #include "wavepool/controller/job_planner.h"
 #include "wavepool/controller/placement.h"
 
@@ -36,8 +37,8 @@ api::TrainingJob JobFor(const CostKey& key, double amplification_limit) {
 }
 
 std::string Describe(const CostKey& key) {
-  return absl::StrFormat("%s on %d GPU%s, batch %d, %s", key.model, key.gpus,
-                         key.gpus == 1 ? "" : "s", key.global_batch, api::ToString(key.strategy));
+  return absl::StrFormat("%s on %s, batch %d, %s", key.model, Plural(key.gpus, "GPU"),
+                         key.global_batch, api::ToString(key.strategy));
 }
 
 JobCost CostOf(const controller::JobPlan& planned) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/planner/device.h"
 
 namespace wavepool::simulate {
@@ -167,30 +168,29 @@ double MeasurementWindow(const Trace& trace, double horizon_seconds) {
 absl::StatusOr<PolicyResult> SimulatePolicy(const Trace& trace, Policy policy,
                                             const SimulationOptions& options, PlanCache& plans,
                                             CollocationModel& collocation) {
-  if (absl::Status s = Validate(options); !s.ok()) return s;
-  absl::StatusOr<planner::DeviceSpec> device = planner::FindDevice(options.device);
-  if (!device.ok()) return device.status();
+  WAVEPOOL_RETURN_IF_ERROR(Validate(options));
+  WAVEPOOL_ASSIGN_OR_RETURN(planner::DeviceSpec device, planner::FindDevice(options.device));
   ClusterShape shape;
   shape.nodes = options.nodes;
   shape.gpus_per_node = options.gpus_per_node;
-  shape.gpu_memory_bytes = device->memory_bytes;
-  shape.gpu_model = device->display_name;
+  shape.gpu_memory_bytes = device.memory_bytes;
+  shape.gpu_model = device.display_name;
   std::vector<std::string> names;
   names.reserve(trace.jobs.size());
   for (const TraceJob& job : trace.jobs) names.push_back(job.name);
-  absl::StatusOr<SimulatedCluster> cluster = SimulatedCluster::Create(
-      shape, options.placement, std::move(names), options.verify_placement);
-  if (!cluster.ok()) return cluster.status();
-  absl::StatusOr<std::vector<const JobCost*>> costs = ResolveCosts(trace, policy, *cluster, plans);
-  if (!costs.ok()) return costs.status();
-  internal::Engine engine(trace, policy, options, *std::move(costs), *std::move(cluster),
+  WAVEPOOL_ASSIGN_OR_RETURN(SimulatedCluster cluster,
+                            SimulatedCluster::Create(shape, options.placement, std::move(names),
+                                                     options.verify_placement));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<const JobCost*> costs,
+                            ResolveCosts(trace, policy, cluster, plans));
+  internal::Engine engine(trace, policy, options, std::move(costs), std::move(cluster),
                           collocation);
   return engine.Run();
 }
 
 absl::StatusOr<SimulationReport> Simulate(const Trace& trace, const std::vector<Policy>& policies,
                                           const SimulationOptions& options) {
-  if (absl::Status s = Validate(options); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(Validate(options));
   PlanCache plans(options.device, options.amplification_limit);
   CollocationModel collocation(options.collocation);
   SimulationReport report;
@@ -208,9 +208,9 @@ absl::StatusOr<SimulationReport> Simulate(const Trace& trace, const std::vector<
     }
     report.results.push_back(*std::move(result));
   }
-  absl::StatusOr<std::optional<double>> load = OfferedForegroundLoad(trace, options, plans);
-  if (!load.ok()) return load.status();
-  report.offered_foreground_load = *load;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::optional<double> load,
+                            OfferedForegroundLoad(trace, options, plans));
+  report.offered_foreground_load = load;
   report.plans = static_cast<std::int64_t>(plans.plans());
   return report;
 }

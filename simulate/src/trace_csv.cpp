@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/planner/zoo.h"
 #include "wavepool/simulate/trace.h"
 
@@ -97,14 +98,13 @@ absl::Status ParseJob(const LineParser& p, const std::vector<Field>& f, double p
     return p.Error(f[1], 1,
                    absl::StrCat("must be Foreground or Background, got \"", f[1].text, "\""));
   }
-  absl::StatusOr<double> arrival = p.Seconds(f[2], 2);
-  if (!arrival.ok()) return arrival.status();
-  if (*arrival < previous_arrival) {
+  WAVEPOOL_ASSIGN_OR_RETURN(double arrival, p.Seconds(f[2], 2));
+  if (arrival < previous_arrival) {
     return p.Error(f[2], 2,
                    absl::StrCat("jobs must be in arrival order: ", f[2].text,
                                 " is before the previous job's ", previous_arrival));
   }
-  job->arrival_seconds = *arrival;
+  job->arrival_seconds = arrival;
   job->model = std::string(f[3].text);
   if (std::find(models.begin(), models.end(), job->model) == models.end()) {
     return p.Error(
@@ -157,7 +157,7 @@ absl::StatusOr<Trace> ParseTraceCsv(std::string_view source, std::string_view te
     }
     TraceJob job;
     const double previous = trace.jobs.empty() ? 0 : trace.jobs.back().arrival_seconds;
-    if (absl::Status s = ParseJob(parser, fields, previous, models, &job); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(ParseJob(parser, fields, previous, models, &job));
     if (!names.insert(job.name).second) {
       return parser.Error(fields[0], 0, absl::StrCat("\"", job.name, "\" names an earlier job"));
     }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "random.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/planner/zoo.h"
 #include "wavepool/simulate/trace.h"
 
@@ -79,7 +80,7 @@ absl::Status Validate(const TraceOptions& o) {
   if (!(o.arrival_rate > 0) || !std::isfinite(o.arrival_rate)) {
     return Bad("arrival_rate", absl::StrCat("must be > 0 jobs per second, got ", o.arrival_rate));
   }
-  if (absl::Status s = ValidateModels(o.models); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(ValidateModels(o.models));
   for (const absl::Status& s :
        {PositiveList("foreground_gpus", o.foreground_gpus),
         PositiveList("foreground_batches", o.foreground_batches),
@@ -99,7 +100,7 @@ absl::Status Validate(const TraceOptions& o) {
 }
 
 absl::StatusOr<Trace> GenerateTrace(const TraceOptions& o) {
-  if (absl::Status s = Validate(o); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(Validate(o));
   internal::Random random(o.seed);
   double total_weight = 0;
   for (const WeightedModel& m : o.models) total_weight += m.weight;

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/client/agent_client.h"
 #include "wavepool/agent/client/launch_gate.h"
@@ -34,6 +35,7 @@ using ::testing::HasSubstr;
 using ::testing::SizeIs;
 using ::wavepool::testing::Eventually;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
 
 constexpr std::chrono::seconds kCatchUp(20);  // A safety net for the agent's threads.
 constexpr pid_t kForegroundPid = 1001;
@@ -60,9 +62,8 @@ class FixedIdentity final : public PeerIdentity {
 class AdversarialRegister : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/wavepool-adv-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-adv"));
+    dir_ = temp_dir_.path();
     clock_ = MakeRealClock();
     runner_ = MakeSystemCommandRunner();
     SimulatedGpuOptions gpus;
@@ -81,10 +82,7 @@ class AdversarialRegister : public ::testing::Test {
     identity_.Set(kForegroundPid, Identity("team-a", "train", "train-0", Role::kForeground, {0}));
     identity_.Set(kBackgroundPid, Identity("team-b", "sweep", "sweep-0", Role::kBackground, {0}));
   }
-  void TearDown() override {
-    agent_.reset();
-    rmdir(dir_.c_str());
-  }
+  void TearDown() override { agent_.reset(); }
 
   WorkerIdentity Identity(const std::string& ns, const std::string& job, const std::string& pod,
                           Role role, const std::vector<int>& gpus) {
@@ -144,7 +142,8 @@ class AdversarialRegister : public ::testing::Test {
     }
   }
 
-  std::string dir_;
+  TempDir temp_dir_;  // removed after everything below
+  std::string dir_;   // temp_dir_.path()
   ClockPtr clock_;
   CommandRunnerPtr runner_;
   FixedIdentity identity_;

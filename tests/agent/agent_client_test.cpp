@@ -19,9 +19,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::wavepool::agent::testing::LogLines;
 using ::wavepool::agent::testing::RecordingHandler;
-using ::wavepool::agent::testing::TempDir;
 using ::wavepool::agent::testing::WaitUntil;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
 
 // An agent: a server whose handler hands out real slots of a real gate file (epoch = generation
 // of the agent, so that a restarted agent has a new one).
@@ -32,7 +32,7 @@ struct FakeAgent {
 
 class AgentClientTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_FALSE(dir_.path().empty()); }
+  void SetUp() override { ASSERT_OK_AND_ASSIGN(dir_, TempDir::Create("wavepool-sock")); }
 
   FakeAgent& StartAgent(std::uint64_t epoch) {
     agents_.push_back(std::make_unique<FakeAgent>());

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/client/agent_client.h"
 #include "wavepool/agent/simulated_gpu.h"
@@ -24,15 +25,15 @@ namespace {
 using ::testing::HasSubstr;
 using ::wavepool::testing::Eventually;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
 
 constexpr std::chrono::seconds kCatchUp(20);  // A safety net for the agent's threads.
 
 class AgentEndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/wavepool-agent-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-agent"));
+    dir_ = temp_dir_.path();
     clock_ = MakeRealClock();
     runner_ = MakeSystemCommandRunner();
     SimulatedGpuOptions gpus;
@@ -48,10 +49,7 @@ class AgentEndToEnd : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(agent_,
                          Agent::Start(options, std::move(devices), clock_.get(), runner_.get()));
   }
-  void TearDown() override {
-    agent_.reset();
-    rmdir(dir_.c_str());
-  }
+  void TearDown() override { agent_.reset(); }
 
   AgentClient::Options Worker(Role role, const std::string& pod, std::uint32_t gpu = 0) {
     AgentClient::Options options;
@@ -70,7 +68,8 @@ class AgentEndToEnd : public ::testing::Test {
 
   std::size_t TasksOn(std::uint32_t gpu) { return agent_->Status().gpus[gpu].tasks.size(); }
 
-  std::string dir_;
+  TempDir temp_dir_;  // removed after everything below
+  std::string dir_;   // temp_dir_.path()
   ClockPtr clock_;
   CommandRunnerPtr runner_;
   std::unique_ptr<Agent> agent_;

@@ -20,6 +20,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/client/gate_layout.h"
 #include "wavepool/agent/client/launch_gate.h"
@@ -38,6 +39,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::wavepool::testing::Eventually;
 using ::wavepool::testing::SimulatedClock;
+using ::wavepool::testing::TempDir;
 namespace apiserver = ::wavepool::testing::apiserver;
 
 constexpr char kNode[] = "gpu-node-1";
@@ -86,9 +88,8 @@ class CheatAdversarialTest : public ::testing::Test {
                                                {"kind", "Namespace"},
                                                {"metadata", {{"name", kNamespace}}}})
                   .status());
-    char dir[] = "/tmp/wavepool-cheat-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-cheat"));
+    dir_ = temp_dir_.path();
     clock_ = MakeRealClock();
     runner_ = MakeSystemCommandRunner();
     ASSERT_OK_AND_ASSIGN(std::unique_ptr<SimulatedGpus> devices,
@@ -123,7 +124,6 @@ class CheatAdversarialTest : public ::testing::Test {
   void TearDown() override {
     publisher_.reset();
     agent_.reset();  // and the simulated GPUs with it
-    rmdir(dir_.c_str());
   }
 
   // Registers a worker of pod `pod` under `pid` and returns its own gate segment.
@@ -177,7 +177,8 @@ class CheatAdversarialTest : public ::testing::Test {
     return events;
   }
 
-  std::string dir_;
+  TempDir temp_dir_;  // removed after everything below
+  std::string dir_;   // temp_dir_.path()
   ClockPtr clock_;
   CommandRunnerPtr runner_;
   SimulatedClock publisher_clock_;

@@ -14,6 +14,7 @@
 #include "tests/agent/gate_test_util.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/client/launch_gate.h"
 #include "wavepool/agent/gate_segment.h"
 #include "wavepool/agent/simulated_gpu.h"
@@ -23,6 +24,7 @@ namespace wavepool::agent {
 namespace {
 
 using std::chrono::microseconds;
+using ::wavepool::testing::TempDir;
 
 struct ForegroundGroup {
   std::uint32_t id;
@@ -46,17 +48,14 @@ constexpr double kSlo = 1.10;
 class FeedbackLoop : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/wavepool-feedback-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-feedback"));
+    dir_ = temp_dir_.path();
     ASSERT_OK_AND_ASSIGN(segment_, GateSegment::Create(dir_, 0, 4, 1));
     ASSERT_OK_AND_ASSIGN(gpus_, SimulatedGpus::Create(clock_, SimulatedGpuOptions{}));
     ASSERT_OK_AND_ASSIGN(fg_task_,
                          gpus_->AddTask(0, {Role::kForeground, 100, StreamPriority::kHigh}));
     fg_gate_ = Attach(Role::kForeground, 2);
   }
-  void TearDown() override { rmdir(dir_.c_str()); }
-
   std::unique_ptr<LaunchGate> Attach(Role role, int credits) {
     absl::StatusOr<Registered> registered = Register(*segment_, role, credits, 100);
     EXPECT_OK(registered.status());
@@ -132,7 +131,8 @@ class FeedbackLoop : public ::testing::Test {
     return sum / n;
   }
 
-  std::string dir_;
+  TempDir temp_dir_;  // removed after everything below
+  std::string dir_;   // temp_dir_.path()
   testing::SimulatedClock clock_;
   std::unique_ptr<GateSegment> segment_;
   std::unique_ptr<SimulatedGpus> gpus_;

@@ -34,8 +34,8 @@ namespace {
 using ::testing::HasSubstr;
 using testing::RawClient;
 using testing::RecordingHandler;
-using testing::TempDir;
 using testing::WaitUntil;
+using ::wavepool::testing::TempDir;
 
 // What one attack on one descriptor achieved: each is true when the attack failed as it must.
 struct Defended {
@@ -107,7 +107,7 @@ void ExpectDefended(const Defended& d, const std::string& what) {
 class GateAdversarialTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
+    ASSERT_OK_AND_ASSIGN(dir_, TempDir::Create("wavepool-sock"));
     handler_.gate_directory = dir_.path();
     SocketServer::Options options;
     options.path = dir_.File("agent.sock");

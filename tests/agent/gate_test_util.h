@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/client/launch_gate.h"
 #include "wavepool/agent/gate_segment.h"
 
@@ -58,16 +59,11 @@ inline absl::StatusOr<Registered> Register(GateSegment& segment, Role role,
 class GateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "wavepool-gate-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << pattern;
-    directory_ = pattern;
+    ASSERT_OK_AND_ASSIGN(temp_dir_, ::wavepool::testing::TempDir::Create("wavepool-gate"));
+    directory_ = temp_dir_.path();
     ASSERT_OK_AND_ASSIGN(segment_, GateSegment::Create(directory_, 0, kSlots, kTestEpoch));
   }
-  void TearDown() override {
-    segment_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(directory_, ignored);
-  }
+  void TearDown() override { segment_.reset(); }
 
   // A worker's gate on a new slot; fails the test (and returns null) when either step fails.
   std::unique_ptr<LaunchGate> NewGate(Role role, std::int32_t credit_limit) {
@@ -80,7 +76,8 @@ class GateTest : public ::testing::Test {
   }
 
   static constexpr std::uint32_t kSlots = 8;
-  std::string directory_;
+  ::wavepool::testing::TempDir temp_dir_;
+  std::string directory_;  // temp_dir_.path()
   std::unique_ptr<GateSegment> segment_;
 };
 

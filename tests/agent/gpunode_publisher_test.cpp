@@ -21,6 +21,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/client/launch_gate.h"
 #include "wavepool/agent/peer_identity.h"
@@ -40,6 +41,7 @@ using ::testing::SizeIs;
 using ::wavepool::testing::Eventually;
 using ::wavepool::testing::SimulatedClock;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
 namespace apiserver = ::wavepool::testing::apiserver;
 
 constexpr char kNode[] = "gpu-node-1";
@@ -86,16 +88,14 @@ class GpuNodePublisherTest : public ::testing::Test {
  protected:
   void SetUp() override {
     StartServer(0);
-    char dir[] = "/tmp/wavepool-gpunode-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-gpunode"));
+    dir_ = temp_dir_.path();
     agent_clock_ = MakeRealClock();
     runner_ = MakeSystemCommandRunner();
   }
   void TearDown() override {
     publisher_.reset();
     agent_.reset();
-    rmdir(dir_.c_str());
   }
 
   void StartServer(int port) {
@@ -164,7 +164,8 @@ class GpuNodePublisherTest : public ::testing::Test {
     ASSERT_OK(agent_->OnRegister(session, peer, request).status());
   }
 
-  std::string dir_;
+  TempDir temp_dir_;  // removed after everything below
+  std::string dir_;   // temp_dir_.path()
   ClockPtr agent_clock_;
   CommandRunnerPtr runner_;
   SimulatedClock clock_;

@@ -13,7 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "no_follow_fs.h"
+#include "host_dir/no_follow_fs.h"
 #include "tests/agent/socket_test_util.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/agent/agent.h"
@@ -26,8 +26,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::wavepool::agent::testing::RawClient;
 using ::wavepool::agent::testing::RecordingHandler;
-using ::wavepool::agent::testing::TempDir;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
 
 namespace fs = std::filesystem;
 
@@ -35,14 +35,15 @@ namespace fs = std::filesystem;
 // ------------------------------------------------------------------
 
 TEST(NoFollowFs, MakesNestedDirectoriesUnderTheRoot) {
-  TempDir dir;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-sock"));
   ASSERT_OK(internal::MakeDirectoriesUnder(dir.path(), "mps/0/pipe", 0755));
   EXPECT_TRUE(fs::is_directory(dir.File("mps/0/pipe")));
   ASSERT_OK(internal::MakeDirectoriesUnder(dir.path(), "mps/0/pipe", 0755));  // exists: fine
 }
 
 TEST(NoFollowFs, RefusesASymlinkedComponentAndCreatesNothingThroughIt) {
-  TempDir dir, elsewhere;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-sock"));
+  ASSERT_OK_AND_ASSIGN(const TempDir elsewhere, TempDir::Create("wavepool-sock"));
   fs::create_symlink(elsewhere.path(), dir.File("mps"));
   EXPECT_THAT(internal::MakeDirectoriesUnder(dir.path(), "mps/0/pipe", 0755),
               StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -53,7 +54,8 @@ TEST(NoFollowFs, RefusesASymlinkedComponentAndCreatesNothingThroughIt) {
 }
 
 TEST(NoFollowFs, RefusesASymlinkedAgentDirectory) {
-  TempDir dir, elsewhere;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-sock"));
+  ASSERT_OK_AND_ASSIGN(const TempDir elsewhere, TempDir::Create("wavepool-sock"));
   fs::create_symlink(elsewhere.path(), dir.File("agent"));
   EXPECT_THAT(internal::MakeDirectoryNoFollow(dir.File("agent"), 0755),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("symbolic link")));
@@ -62,7 +64,7 @@ TEST(NoFollowFs, RefusesASymlinkedAgentDirectory) {
 }
 
 TEST(NoFollowFs, ChmodRefusesALinkAndAReplacedFile) {
-  TempDir dir;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-sock"));
   std::ofstream(dir.File("target")) << "x";
   chmod(dir.File("target").c_str(), 0600);
   fs::create_symlink(dir.File("target"), dir.File("link"));
@@ -81,7 +83,8 @@ TEST(NoFollowFs, ChmodRefusesALinkAndAReplacedFile) {
 }
 
 TEST(NoFollowFs, TheAgentRefusesToStartInASymlinkedDirectory) {
-  TempDir dir, elsewhere;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-sock"));
+  ASSERT_OK_AND_ASSIGN(const TempDir elsewhere, TempDir::Create("wavepool-sock"));
   fs::create_symlink(elsewhere.path(), dir.File("agent"));
   ClockPtr clock = MakeRealClock();
   CommandRunnerPtr runner = MakeSystemCommandRunner();
@@ -108,7 +111,8 @@ std::string Script(const TempDir& dir, const std::string& name, const std::strin
 }
 
 TEST(SystemCommandRunner, ResolvesProgramsOnceFromItsDirectoriesNeverFromPath) {
-  TempDir fixed, on_path;
+  ASSERT_OK_AND_ASSIGN(const TempDir fixed, TempDir::Create("wavepool-sock"));
+  ASSERT_OK_AND_ASSIGN(const TempDir on_path, TempDir::Create("wavepool-sock"));
   Script(fixed, "nvidia-smi", "echo fixed");
   Script(on_path, "nvidia-smi", "echo from-path");
   Script(on_path, "nvidia-cuda-mps-control", "echo from-path");
@@ -130,7 +134,7 @@ TEST(SystemCommandRunner, ResolvesProgramsOnceFromItsDirectoriesNeverFromPath) {
 }
 
 TEST(SystemCommandRunner, KillsAProgramThatRunsPastItsTimeout) {
-  TempDir dir;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-sock"));
   const std::string marker = dir.File("survived");
   Script(dir, "hang", "sleep 30; touch " + marker);
   SystemCommandRunnerOptions options;
@@ -146,7 +150,7 @@ TEST(SystemCommandRunner, KillsAProgramThatRunsPastItsTimeout) {
 }
 
 TEST(SystemCommandRunner, ADaemonKeepingTheOutputOpenDoesNotHoldTheCaller) {
-  TempDir dir;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-sock"));
   // Like `nvidia-cuda-mps-control -d`: forks a long-lived child that inherits stdout, exits 0.
   Script(dir, "daemonize", "echo started; (sleep 30 &) ; exit 0");
   SystemCommandRunnerOptions options;
@@ -164,7 +168,7 @@ TEST(SystemCommandRunner, ADaemonKeepingTheOutputOpenDoesNotHoldTheCaller) {
 // --- Connections before Register -----------------------------------------------------------------
 
 TEST(SocketServerLimits, AnUnregisteredConnectionCannotBufferMuch) {
-  TempDir dir;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-sock"));
   RecordingHandler handler;
   SocketServer::Options options;
   options.path = dir.File("agent.sock");
@@ -188,7 +192,7 @@ TEST(SocketServerLimits, AnUnregisteredConnectionCannotBufferMuch) {
 }
 
 TEST(SocketServerLimits, UnregisteredConnectionsBeyondTheLimitAreRefused) {
-  TempDir dir;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-sock"));
   RecordingHandler handler;
   SocketServer::Options options;
   options.path = dir.File("agent.sock");

@@ -18,18 +18,21 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/metrics_test_util.h"
+#include "tests/support/files.h"
+#include "tests/support/http_get.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/metrics.h"
 
 namespace wavepool::agent {
 namespace {
 
 using metrics_testing::ChildProcess;
-using metrics_testing::HttpGet;
-using metrics_testing::ReadFile;
 using metrics_testing::Sample;
-using metrics_testing::TempDir;
 using metrics_testing::UrlEncode;
+using ::wavepool::testing::HttpGet;
+using ::wavepool::testing::ReadFileOrEmpty;
+using ::wavepool::testing::TempDir;
 using Clock = std::chrono::steady_clock;
 
 constexpr char kUuid[] = "GPU-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d";
@@ -81,8 +84,10 @@ class PrometheusServer {
   // Starts the server and waits until /-/ready answers 200. A port taken between choosing it and
   // Prometheus binding it is retried with another one.
   ::testing::AssertionResult Start(std::uint16_t agent_port) {
-    if (!metrics_testing::WriteFile(config_path(), PrometheusConfig(agent_port))) {
-      return ::testing::AssertionFailure() << "cannot write " << config_path();
+    if (absl::Status written =
+            ::wavepool::testing::WriteFile(config_path(), PrometheusConfig(agent_port));
+        !written.ok()) {
+      return ::testing::AssertionFailure() << written;
     }
     for (int attempt = 0; attempt < 3; ++attempt) {
       port_ = FreeLoopbackPort();
@@ -131,7 +136,7 @@ class PrometheusServer {
     return status;
   }
 
-  std::string log() const { return ReadFile(log_path()); }
+  std::string log() const { return ReadFileOrEmpty(log_path()); }
 
  private:
   std::string config_path() const { return directory_ + "/prometheus.yml"; }
@@ -200,8 +205,7 @@ TEST(MetricsEndToEnd, PrometheusScrapesGpuAndTaskSeriesAndDropsEndedTasks) {
   fg->ObserveGate({2, 1, 100, 0, 0});
   bg->ObserveGate({1, 0, 40, 0, 0});
 
-  TempDir directory;
-  ASSERT_TRUE(directory.ok());
+  ASSERT_OK_AND_ASSIGN(const TempDir directory, TempDir::Create("wavepool-metrics"));
   PrometheusServer server(*binary, directory.path());
   LogOnFailure log_on_failure(server);
   ASSERT_TRUE(server.Start(metrics->port()));

@@ -11,17 +11,18 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/metrics_test_util.h"
+#include "tests/support/http_get.h"
 #include "tests/support/status_matchers.h"
 
 namespace wavepool::agent {
 namespace {
 
 using metrics_testing::CountSamples;
-using metrics_testing::HttpGet;
 using metrics_testing::Labels;
 using metrics_testing::SampleValue;
 using ::testing::HasSubstr;
 using ::testing::Optional;
+using ::wavepool::testing::HttpGet;
 using ::wavepool::testing::StatusIs;
 
 constexpr char kHost[] = "node-a";

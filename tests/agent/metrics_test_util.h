@@ -1,5 +1,5 @@
-// Helpers for the metrics tests: an HTTP GET over loopback (cpprestsdk), child processes with a
-// bounded wait (promtool, prometheus), temporary directories, a reader of the Prometheus text
+// Helpers for the metrics tests: child processes with a bounded wait (promtool, prometheus), a
+// reader of the Prometheus text
 // format that finds one sample by name and exact label set, and a reader of the instant vectors
 // that Prometheus' query API answers (nlohmann::json).
 #ifndef WAVEPOOL_TESTS_AGENT_METRICS_TEST_UTIL_H_
@@ -31,32 +31,14 @@
 #include "absl/strings/str_cat.h"
 #include "cpprest/http_client.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 
 extern char** environ;
 
 namespace wavepool::agent::metrics_testing {
 
 using Labels = std::map<std::string, std::string>;
-
-struct HttpResponse {
-  int status = 0;
-  std::string body;
-};
-
-// GET http://127.0.0.1:<port><target>. Unavailable when the server cannot be reached in time.
-inline absl::StatusOr<HttpResponse> HttpGet(std::uint16_t port, const std::string& target,
-                                            std::chrono::seconds timeout) {
-  const std::string base = absl::StrCat("http://127.0.0.1:", port);
-  try {
-    web::http::client::http_client_config config;
-    config.set_timeout(timeout);
-    web::http::client::http_client client(base, config);
-    web::http::http_response response = client.request(web::http::methods::GET, target).get();
-    return HttpResponse{response.status_code(), response.extract_utf8string(true).get()};
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("GET ", base, target, ": ", e.what()));
-  }
-}
 
 // Percent-encodes a query-string value.
 inline std::string UrlEncode(const std::string& value) {
@@ -73,41 +55,6 @@ inline std::optional<std::string> FindExecutable(const std::string& name) {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return std::nullopt;
-}
-
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/wavepool-metrics-XXXXXX";
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  bool ok() const { return !path_.empty(); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
-inline bool WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  return static_cast<bool>(out);
 }
 
 // A child process whose stdin comes from a file (or /dev/null) and whose stdout and stderr go to
@@ -192,18 +139,19 @@ struct CommandResult {
 inline absl::StatusOr<CommandResult> RunWithInput(const std::vector<std::string>& argv,
                                                   const std::string& input,
                                                   std::chrono::seconds timeout) {
-  TempDir dir;
-  if (!dir.ok()) return absl::UnavailableError("mkdtemp failed");
-  const std::string input_path = dir.path() + "/stdin";
-  const std::string output_path = dir.path() + "/output";
-  if (!WriteFile(input_path, input)) return absl::UnavailableError("writing " + input_path);
+  absl::StatusOr<::wavepool::testing::TempDir> dir =
+      ::wavepool::testing::TempDir::Create("wavepool-metrics");
+  if (!dir.ok()) return dir.status();
+  const std::string input_path = dir->File("stdin");
+  const std::string output_path = dir->File("output");
+  if (absl::Status s = ::wavepool::testing::WriteFile(input_path, input); !s.ok()) return s;
   auto child = ChildProcess::Start(argv, input_path, output_path);
   if (!child.ok()) return child.status();
   const std::optional<int> status = (*child)->WaitFor(timeout);
   CommandResult result;
   if (status.has_value() && WIFEXITED(*status)) result.exit_code = WEXITSTATUS(*status);
   child->reset();  // kills it if it timed out
-  result.output = ReadFile(output_path);
+  result.output = ::wavepool::testing::ReadFileOrEmpty(output_path);
   return result;
 }
 

@@ -10,6 +10,9 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/files.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::agent {
 namespace {
@@ -18,6 +21,7 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using ::wavepool::testing::TempDir;
 
 // Records commands; `-d` fails for the GPUs listed in `failing`; a daemon answers
 // get_server_list for the GPUs listed in `alive_uuids`.
@@ -46,14 +50,10 @@ class FakeRunner final : public CommandRunner {
   }
 };
 
-std::string TempDir() {
-  std::string dir = ::testing::TempDir() + "mps-XXXXXX";
-  return mkdtemp(dir.data());
-}
-
 TEST(MpsControl, StartsOneDaemonPerGpuWithItsOwnPipes) {
   FakeRunner runner;
-  const std::string dir = TempDir();
+  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("mps"));
+  const std::string dir = temp_dir.path();
   MpsControl mps({dir, "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
   mps.Start({{0, "GPU-a"}, {1, "GPU-b"}});
   EXPECT_EQ(mps.PipeDirectory(1), dir + "/mps/1/pipe");
@@ -73,7 +73,8 @@ TEST(MpsControl, StartsOneDaemonPerGpuWithItsOwnPipes) {
 TEST(MpsControl, DegradesCleanlyWithoutTheProgram) {
   FakeRunner runner;
   runner.exists = false;
-  MpsControl mps({TempDir(), "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
+  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("mps"));
+  MpsControl mps({temp_dir.path(), "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
   mps.Start({{0, "GPU-a"}});
   EXPECT_THAT(mps.PipeDirectory(0), IsEmpty());
   EXPECT_EQ(mps.Status(), "MPS off: nvidia-cuda-mps-control not found");
@@ -83,7 +84,8 @@ TEST(MpsControl, DegradesCleanlyWithoutTheProgram) {
 TEST(MpsControl, AFailingDaemonLeavesThatGpuWithoutMps) {
   FakeRunner runner;
   runner.failing_uuids = {"GPU-b"};
-  MpsControl mps({TempDir(), "nvidia-cuda-mps-control", MpsMode::kOn}, &runner);
+  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("mps"));
+  MpsControl mps({temp_dir.path(), "nvidia-cuda-mps-control", MpsMode::kOn}, &runner);
   mps.Start({{0, "GPU-a"}, {1, "GPU-b"}});
   EXPECT_FALSE(mps.PipeDirectory(0).empty());
   EXPECT_TRUE(mps.PipeDirectory(1).empty());
@@ -95,13 +97,14 @@ TEST(MpsControl, AFailingDaemonLeavesThatGpuWithoutMps) {
 void PlantControlPipe(const std::string& pipe_directory) {
   std::filesystem::create_directories(pipe_directory);
   ASSERT_EQ(mkfifo((pipe_directory + "/control").c_str(), 0600), 0);
-  std::ofstream(pipe_directory + "/control_lock") << "";
+  ASSERT_OK(::wavepool::testing::WriteFile(pipe_directory + "/control_lock", ""));
 }
 
 TEST(MpsControl, AdoptsADaemonAPreviousAgentLeftRunning) {
   FakeRunner runner;
   runner.alive_uuids = {"GPU-a"};
-  const std::string dir = TempDir();
+  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("mps"));
+  const std::string dir = temp_dir.path();
   PlantControlPipe(dir + "/mps/0/pipe");
   MpsControl mps({dir, "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
   mps.Start({{0, "GPU-a"}, {1, "GPU-b"}});
@@ -114,7 +117,8 @@ TEST(MpsControl, AdoptsADaemonAPreviousAgentLeftRunning) {
 
 TEST(MpsControl, RestartsADaemonWhosePipeIsLeftButWhichIsGone) {
   FakeRunner runner;  // no daemon answers
-  const std::string dir = TempDir();
+  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("mps"));
+  const std::string dir = temp_dir.path();
   PlantControlPipe(dir + "/mps/0/pipe");
   MpsControl mps({dir, "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
   mps.Start({{0, "GPU-a"}});
@@ -128,7 +132,9 @@ TEST(MpsControl, RestartsADaemonWhosePipeIsLeftButWhichIsGone) {
 
 TEST(MpsControl, ASymlinkedPipeDirectoryIsRefusedNotFollowed) {
   FakeRunner runner;
-  const std::string dir = TempDir(), elsewhere = TempDir();
+  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("mps"));
+  ASSERT_OK_AND_ASSIGN(const TempDir other_dir, TempDir::Create("mps"));
+  const std::string dir = temp_dir.path(), elsewhere = other_dir.path();
   std::filesystem::create_directories(dir + "/mps");
   std::filesystem::create_symlink(elsewhere, dir + "/mps/0");
   MpsControl mps({dir, "nvidia-cuda-mps-control", MpsMode::kAuto}, &runner);
@@ -141,7 +147,8 @@ TEST(MpsControl, ASymlinkedPipeDirectoryIsRefusedNotFollowed) {
 
 TEST(MpsControl, OffMeansOff) {
   FakeRunner runner;
-  MpsControl mps({TempDir(), "nvidia-cuda-mps-control", MpsMode::kOff}, &runner);
+  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("mps"));
+  MpsControl mps({temp_dir.path(), "nvidia-cuda-mps-control", MpsMode::kOff}, &runner);
   mps.Start({{0, "GPU-a"}});
   EXPECT_THAT(runner.commands, IsEmpty());
   EXPECT_EQ(mps.Status(), "MPS off: turned off");

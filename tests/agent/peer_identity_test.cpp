@@ -14,10 +14,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "registration_check.h"
+#include "identity/registration_check.h"
+#include "identity/worker_strings.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/placement_records.h"
-#include "worker_strings.h"
 
 namespace wavepool::agent {
 namespace {
@@ -25,6 +27,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 
 constexpr char kUid[] = "8a4f5c1e-3b2d-4e6f-9a1b-2c3d4e5f6a7b";
 
@@ -178,21 +182,18 @@ class FakePodSource final : public PodSource {
 class FakeProc {
  public:
   FakeProc() {
-    std::string pattern = ::testing::TempDir() + "proc-XXXXXX";
-    root_ = mkdtemp(pattern.data());
-  }
-  ~FakeProc() {
-    std::error_code ignored;
-    std::filesystem::remove_all(root_, ignored);
+    absl::StatusOr<TempDir> dir = TempDir::Create("proc");
+    EXPECT_OK(dir.status());
+    if (dir.ok()) dir_ = *std::move(dir);
   }
   void SetCgroup(pid_t pid, const std::string& text) {
-    std::filesystem::create_directories(absl::StrCat(root_, "/", pid));
-    std::ofstream(absl::StrCat(root_, "/", pid, "/cgroup")) << text;
+    std::filesystem::create_directories(absl::StrCat(root(), "/", pid));
+    EXPECT_OK(WriteFile(absl::StrCat(root(), "/", pid, "/cgroup"), text));
   }
-  const std::string& root() const { return root_; }
+  const std::string& root() const { return dir_.path(); }
 
  private:
-  std::string root_;
+  TempDir dir_;
 };
 
 TEST(KubernetesPeerIdentity, ResolvesAProcessThroughItsCgroupAndItsPod) {

@@ -20,14 +20,14 @@ using ::testing::HasSubstr;
 using ::wavepool::agent::testing::LogLines;
 using ::wavepool::agent::testing::RawClient;
 using ::wavepool::agent::testing::RecordingHandler;
-using ::wavepool::agent::testing::TempDir;
 using ::wavepool::agent::testing::WaitUntil;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
 
 class SocketServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
+    ASSERT_OK_AND_ASSIGN(dir_, TempDir::Create("wavepool-sock"));
     options_.path = dir_.File("agent.sock");
     options_.log = log_.Sink();
   }

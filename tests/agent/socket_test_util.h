@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/client/gate_memory.h"
 #include "wavepool/agent/client/protocol.h"
 #include "wavepool/agent/gate_segment.h"
@@ -45,24 +46,6 @@ inline bool WaitUntil(const std::function<bool()>& done) {
   }
   return true;
 }
-
-// A fresh directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/wavepool-sock-XXXXXX";  // short: sun_path holds 107 bytes
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // Records every callback. With a gate directory set, OnRegister allocates a real slot in a
 // GateSegment of GPU 0 (created on first use with `epoch`) and OnClosed reclaims it; otherwise it

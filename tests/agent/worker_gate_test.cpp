@@ -15,11 +15,13 @@
 namespace wavepool::agent {
 namespace {
 
-using ::wavepool::agent::testing::TempDir;
+using ::wavepool::testing::TempDir;
 
 // Gate files of several GPUs (or several agent lifetimes) in one directory.
 class WorkerGateTest : public ::testing::Test {
  protected:
+  void SetUp() override { ASSERT_OK_AND_ASSIGN(dir_, TempDir::Create("wavepool-sock")); }
+
   GateSegment& Segment(std::uint32_t gpu) {
     while (segments_.size() <= gpu) {
       absl::StatusOr<std::unique_ptr<GateSegment>> segment = GateSegment::Create(

@@ -1,13 +1,12 @@
 #include "wavepool/api/manifest.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/yaml.h"
 
@@ -15,17 +14,11 @@ namespace wavepool::api {
 namespace {
 
 using ::testing::HasSubstr;
+using ::wavepool::testing::ReadFileOrEmpty;
 using ::wavepool::testing::StatusIs;
 
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string Example(const std::string& name) {
-  return ReadFile(std::filesystem::path(WAVEPOOL_SOURCE_DIR) / "examples" / name);
+  return ReadFileOrEmpty((std::filesystem::path(WAVEPOOL_SOURCE_DIR) / "examples" / name).string());
 }
 
 constexpr char kTwoJobs[] = R"(# two jobs and an empty document
@@ -64,7 +57,8 @@ TEST(Manifest, EveryExampleParsesAndValidates) {
     const std::string extension = entry.path().extension().string();
     if (extension != ".yaml" && extension != ".yml" && extension != ".json") continue;
     ++examples;
-    absl::StatusOr<std::vector<TrainingJob>> jobs = LoadTrainingJobs(ReadFile(entry.path()));
+    absl::StatusOr<std::vector<TrainingJob>> jobs =
+        LoadTrainingJobs(ReadFileOrEmpty(entry.path().string()));
     EXPECT_TRUE(jobs.ok()) << entry.path() << ": " << jobs.status();
   }
   EXPECT_GE(examples, 3);

@@ -9,6 +9,7 @@
 #include "tests/apiserver/http_test_client.h"
 #include "tests/support/apiserver/test_server.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::testing::apiserver {
 namespace {
@@ -318,9 +319,8 @@ TEST_F(HttpApi, WritesAKubeconfigForItsUrl) {
 
 TEST(HttpRestart, KeepsObjectsAndTheCounterWithADataDir) {
   TestApiServer::Options options;
-  std::string data_dir = ::testing::TempDir() + "http-restart-XXXXXX";
-  ASSERT_NE(::mkdtemp(data_dir.data()), nullptr);
-  options.store.data_dir = data_dir;
+  ASSERT_OK_AND_ASSIGN(const TempDir data_dir, TempDir::Create("http-restart"));
+  options.store.data_dir = data_dir.path();
   ASSERT_OK_AND_ASSIGN(auto server, TestApiServer::Start(options));
   const std::string url = server->url();
   HttpTestClient client(url);

@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +16,10 @@
 #include "gtest/gtest.h"
 #include "tests/support/apiserver/test_server.h"
 #include "tests/support/eventually.h"
+#include "tests/support/files.h"
 #include "tests/support/kubectl.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::testing::apiserver {
 namespace {
@@ -50,16 +51,9 @@ class KubectlAuthTest : public ::testing::TestWithParam<std::string> {
     options.authorization_mode = AuthorizationMode::kRbac;
     options.tls = true;  // kubectl sends credentials to https:// servers only
     ASSERT_OK_AND_ASSIGN(server_, TestApiServer::Start(options));
-    char dir_template[] = "/tmp/wavepool-kubectl-auth-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
-    WriteTextFile(dir_ + "/kubeconfig", server_->Kubeconfig());
-  }
-
-  void TearDown() override {
-    if (dir_.empty()) return;
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-kubectl-auth"));
+    dir_ = temp_dir_.path();
+    ASSERT_OK(WriteFile(dir_ + "/kubeconfig", server_->Kubeconfig()));
   }
 
   // As the admin (the server's kubeconfig), or as `kubeconfig`'s user.
@@ -70,7 +64,8 @@ class KubectlAuthTest : public ::testing::TestWithParam<std::string> {
   }
 
   std::unique_ptr<TestApiServer> server_;
-  std::string dir_;
+  TempDir temp_dir_;
+  std::string dir_;  // temp_dir_.path()
 };
 
 TEST_P(KubectlAuthTest, ServiceAccountTokenIsLimitedToItsRole) {
@@ -80,7 +75,7 @@ TEST_P(KubectlAuthTest, ServiceAccountTokenIsLimitedToItsRole) {
   ASSERT_EQ(token.exit_code, 0) << token;
   ASSERT_THAT(token.out, MatchesRegex("[A-Za-z0-9_-]{40,}"));  // no newline when not a terminal
   const std::string bot = dir_ + "/bot-kubeconfig";
-  WriteTextFile(bot, server_->KubeconfigWithToken(token.out));
+  ASSERT_OK(WriteFile(bot, server_->KubeconfigWithToken(token.out)));
 
   const KubectlResult denied = Kubectl({"get", "pods", "-n", "team"}, bot);
   EXPECT_NE(denied.exit_code, 0);
@@ -114,7 +109,7 @@ TEST_P(KubectlAuthTest, ServiceAccountTokenIsLimitedToItsRole) {
 // A token the server never issued (kubectl would prompt for a password without any).
 TEST_P(KubectlAuthTest, UnknownTokenIsUnauthorized) {
   const std::string stranger = dir_ + "/stranger-kubeconfig";
-  WriteTextFile(stranger, server_->KubeconfigWithToken("never-issued"));
+  ASSERT_OK(WriteFile(stranger, server_->KubeconfigWithToken("never-issued")));
   const KubectlResult r = Kubectl({"get", "namespaces"}, stranger);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("You must be logged in to the server"));
@@ -143,14 +138,14 @@ TEST_P(KubectlAuthTest, BinaryServesRbacOverTlsWithTheAdminKubeconfig) {
   const pid_t bad = spawn({"--authorization-mode=Webhook"});
   ASSERT_EQ(::waitpid(bad, &status, 0), bad);
   EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_THAT(ReadTextFile(dir_ + "/server.err"), HasSubstr("--authorization-mode"));
+  EXPECT_THAT(ReadFileOrEmpty(dir_ + "/server.err"), HasSubstr("--authorization-mode"));
 
   const std::string kubeconfig = dir_ + "/binary-kubeconfig", token = dir_ + "/admin-token";
   const pid_t server = spawn({"--port=0", "--tls", "--authorization-mode=RBAC",
                               "--kubeconfig-out=" + kubeconfig, "--admin-token-out=" + token});
   ASSERT_GT(server, 0);
-  const bool written = Eventually([&] { return !ReadTextFile(token).empty(); });
-  std::string text = ReadTextFile(kubeconfig);
+  const bool written = Eventually([&] { return !ReadFileOrEmpty(token).empty(); });
+  std::string text = ReadFileOrEmpty(kubeconfig);
   const KubectlResult ns = Kubectl({"get", "namespaces", "-o", "name"}, kubeconfig);
   ::kill(server, SIGTERM);
   ASSERT_EQ(::waitpid(server, &status, 0), server);
@@ -158,7 +153,7 @@ TEST_P(KubectlAuthTest, BinaryServesRbacOverTlsWithTheAdminKubeconfig) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_THAT(text, HasSubstr("server: https://127.0.0.1:"));
   EXPECT_THAT(text, HasSubstr("certificate-authority-data: "));
-  EXPECT_THAT(text, HasSubstr("token: " + ReadTextFile(token).substr(0, 20)));
+  EXPECT_THAT(text, HasSubstr("token: " + ReadFileOrEmpty(token).substr(0, 20)));
   EXPECT_EQ(ns.exit_code, 0) << ns;
   EXPECT_THAT(ns.out, HasSubstr("namespace/kube-system"));
 }

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,7 +18,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/apiserver/test_server.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::testing::apiserver {
 namespace {
@@ -42,20 +43,15 @@ class KubectlTest : public ::testing::TestWithParam<std::string> {
     kubectl_ = GetParam();
     if (!IsExecutable(kubectl_)) GTEST_SKIP() << "no kubectl at " << kubectl_;
     ASSERT_OK_AND_ASSIGN(server_, TestApiServer::Start({}));
-    char dir_template[] = "/tmp/wavepool-kubectl-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
-    WriteTextFile(dir_ + "/kubeconfig", server_->Kubeconfig());
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-kubectl"));
+    dir_ = temp_dir_.path();
+    ASSERT_OK(WriteFile(dir_ + "/kubeconfig", server_->Kubeconfig()));
   }
 
   void TearDown() override {
     for (pid_t pid : background_) {
       ::kill(pid, SIGTERM);
       ::waitpid(pid, nullptr, 0);
-    }
-    if (!dir_.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir_, ignored);
     }
   }
 
@@ -89,7 +85,8 @@ class KubectlTest : public ::testing::TestWithParam<std::string> {
 
   std::string kubectl_;
   std::unique_ptr<TestApiServer> server_;
-  std::string dir_;
+  TempDir temp_dir_;
+  std::string dir_;  // temp_dir_.path()
   std::vector<pid_t> background_;
 };
 
@@ -189,7 +186,7 @@ TEST_P(KubectlTest, MergePatchEditAndDelete) {
   EXPECT_EQ(after.out, "16 2 Running") << after;
 
   // An edit through $EDITOR: kubectl sends the difference as a merge patch.
-  WriteTextFile(dir_ + "/editor", "#!/bin/sh\nsed -i 's/gpus: 16/gpus: 12/' \"$1\"\n");
+  ASSERT_OK(WriteFile(dir_ + "/editor", "#!/bin/sh\nsed -i 's/gpus: 16/gpus: 12/' \"$1\"\n"));
   ::chmod((dir_ + "/editor").c_str(), 0755);
   const KubectlResult edit = Kubectl({"edit", "tj", "vgg"});
   EXPECT_EQ(edit.out, "trainingjob.wavepool.dev/vgg edited\n") << edit;
@@ -260,7 +257,7 @@ TEST_P(KubectlTest, InvalidObjectsAreRejectedWithTheServersCauses) {
 TEST_P(KubectlTest, WatchPrintsARowForEachChange) {
   ASSERT_NO_FATAL_FAILURE(ApplyTrainingJobs());
   const std::string out = dir_ + "/watch.out";
-  WriteTextFile(dir_ + "/watch.in", "");
+  ASSERT_OK(WriteFile(dir_ + "/watch.in", ""));
   const pid_t watch =
       Spawn({"get", "tj", "vgg", "--watch"}, dir_ + "/watch.in", out, dir_ + "/watch.err");
   ASSERT_GT(watch, 0);
@@ -268,10 +265,10 @@ TEST_P(KubectlTest, WatchPrintsARowForEachChange) {
   // Waits (up to a deadline, for a slow machine) until `predicate` holds for the output.
   auto wait_for = [&out](auto predicate) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!predicate(ReadTextFile(out)) && std::chrono::steady_clock::now() < deadline) {
+    while (!predicate(ReadFileOrEmpty(out)) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return ReadTextFile(out);
+    return ReadFileOrEmpty(out);
   };
   const std::string initial =
       wait_for([](const std::string& text) { return TableWords(text).size() >= 2; });
@@ -283,7 +280,7 @@ TEST_P(KubectlTest, WatchPrintsARowForEachChange) {
   const std::string changed =
       wait_for([](const std::string& text) { return text.find("Succeeded") != std::string::npos; });
   const auto lines = TableWords(changed);
-  ASSERT_EQ(lines.size(), 3u) << changed << ReadTextFile(dir_ + "/watch.err");
+  ASSERT_EQ(lines.size(), 3u) << changed << ReadFileOrEmpty(dir_ + "/watch.err");
   EXPECT_EQ(lines[2][0], "vgg");
   EXPECT_EQ(lines[2][4], "Succeeded");
 }

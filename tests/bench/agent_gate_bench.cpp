@@ -17,28 +17,25 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/client/launch_gate.h"
 #include "wavepool/agent/gate_segment.h"
 
 namespace wavepool::agent {
 namespace {
 
-// A gate file in a fresh directory under $TMPDIR (or /tmp), removed afterwards.
+// A gate file in a fresh directory, removed afterwards.
 class BenchGate {
  public:
   BenchGate() {
-    const char* tmp = getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/wavepool-gate-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) return;
-    directory_ = pattern;
-    auto segment = GateSegment::Create(directory_, 0, kMaxSlotsPerGpu, 1);
+    absl::StatusOr<::wavepool::testing::TempDir> directory =
+        ::wavepool::testing::TempDir::Create("wavepool-gate");
+    if (!directory.ok()) return;
+    directory_ = *std::move(directory);
+    auto segment = GateSegment::Create(directory_.path(), 0, kMaxSlotsPerGpu, 1);
     if (segment.ok()) segment_ = std::move(segment).value();
   }
-  ~BenchGate() {
-    segment_.reset();
-    std::error_code ignored;
-    if (!directory_.empty()) std::filesystem::remove_all(directory_, ignored);
-  }
+  ~BenchGate() { segment_.reset(); }
   BenchGate(const BenchGate&) = delete;
   BenchGate& operator=(const BenchGate&) = delete;
 
@@ -69,7 +66,7 @@ class BenchGate {
   }
 
  private:
-  std::string directory_;
+  ::wavepool::testing::TempDir directory_;  // removed after segment_ is unmapped
   std::unique_ptr<GateSegment> segment_;
 };
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/client/agent_client.h"
 #include "wavepool/agent/client/protocol.h"
 #include "wavepool/agent/gate_segment.h"
@@ -66,10 +67,12 @@ class CountingHandler : public SessionHandler {
 class Agent {
  public:
   Agent() {
-    std::string pattern = "/tmp/wavepool-bench-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) return;
-    dir_ = pattern;
-    absl::StatusOr<std::unique_ptr<GateSegment>> segment = GateSegment::Create(dir_, 0, 32, 1);
+    absl::StatusOr<::wavepool::testing::TempDir> dir =
+        ::wavepool::testing::TempDir::Create("wavepool-bench");
+    if (!dir.ok()) return;
+    dir_ = *std::move(dir);
+    absl::StatusOr<std::unique_ptr<GateSegment>> segment =
+        GateSegment::Create(dir_.path(), 0, 32, 1);
     if (!segment.ok()) return;
     segment_ = std::move(*segment);
     handler_ = std::make_unique<CountingHandler>(segment_.get());
@@ -83,15 +86,13 @@ class Agent {
   ~Agent() {
     server_.reset();
     segment_.reset();
-    std::error_code ignored;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
   }
   bool ok() const { return server_ != nullptr; }
-  std::string socket_path() const { return dir_ + "/agent.sock"; }
+  std::string socket_path() const { return dir_.File("agent.sock"); }
   const CountingHandler& handler() const { return *handler_; }
 
  private:
-  std::string dir_;
+  ::wavepool::testing::TempDir dir_;  // removed after the server and segment_ are gone
   std::unique_ptr<GateSegment> segment_;
   std::unique_ptr<CountingHandler> handler_;
   std::unique_ptr<SocketServer> server_;
@@ -261,9 +262,10 @@ void BM_ServerCpuAt1kHz(benchmark::State& state) {
   constexpr int kWorkers = 32;
   constexpr auto kDuration = std::chrono::seconds(1);
   for (auto _ : state) {
-    std::string pattern = "/tmp/wavepool-bench-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) return state.SkipWithError("mkdtemp");
-    const std::string dir = pattern;
+    absl::StatusOr<::wavepool::testing::TempDir> temp_dir =
+        ::wavepool::testing::TempDir::Create("wavepool-bench");
+    if (!temp_dir.ok()) return state.SkipWithError(temp_dir.status().ToString().c_str());
+    const std::string dir = temp_dir->path();
     const pid_t child = fork();  // before any thread of this process exists
     if (child == 0) {
       _exit(RunWorkers(dir + "/agent.sock", kWorkers, kDuration,
@@ -288,8 +290,6 @@ void BM_ServerCpuAt1kHz(benchmark::State& state) {
       received = handler.ops();
       if (!server.ok() || status != 0) state.SkipWithError("the agent or its workers failed");
     }
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
     state.counters["server_cpu_percent"] =
         100.0 * cpu_seconds / std::chrono::duration<double>(kDuration).count();
     state.counters["reports_per_s"] =

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
 #include "wavepool/agent/client/agent_client.h"
 
 extern char** environ;
@@ -82,8 +83,10 @@ int main(int argc, char** argv) {
     else
       return std::fprintf(stderr, "unknown flag %s\n", flag.c_str()), 2;
   }
-  char dir[] = "/tmp/wavepool-load-XXXXXX";
-  if (mkdtemp(dir) == nullptr) return 1;
+  absl::StatusOr<wavepool::testing::TempDir> temp_dir =
+      wavepool::testing::TempDir::Create("wavepool-load");
+  if (!temp_dir.ok()) return std::fprintf(stderr, "%s\n", temp_dir.status().ToString().c_str()), 1;
+  const std::string dir = temp_dir->path();
   const std::string devices = nvml ? "nvml" : "simulated:" + std::to_string(gpus);
   std::vector<std::string> args = {argv[1], "--dir",          dir, "--devices", devices, "--mps",
                                    "off",   "--metrics-port", "0"};
@@ -97,7 +100,7 @@ int main(int argc, char** argv) {
     std::perror("spawn agent");
     return 1;
   }
-  const std::string socket = std::string(dir) + "/agent.sock";
+  const std::string socket = dir + "/agent.sock";
   if (!WaitForFile(socket)) {
     std::fprintf(stderr, "the agent did not start\n");
     kill(agent, SIGTERM);
@@ -150,7 +153,6 @@ int main(int argc, char** argv) {
   for (std::thread& w : workers) w.join();
   kill(agent, SIGTERM);
   waitpid(agent, nullptr, 0);
-  rmdir(dir);
   std::printf(
       "%d %s GPUs x %d tasks at %d Hz: %.0f reports/s offered; agent CPU %.2f%% of one "
       "core (%.3f s over %.1f s)\n",

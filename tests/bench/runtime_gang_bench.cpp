@@ -24,6 +24,7 @@
 
 #include "CLI/CLI.hpp"
 #include "tests/runtime/worker_process.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/api/plan.h"
 #include "wavepool/planner/comm.h"
 #include "wavepool/planner/compute_cost.h"
@@ -158,8 +159,10 @@ int main(int argc, char** argv) {
       {"mpw-roundrobin-mlp_tiny-3", "mlp_tiny", 3, 64, api::Strategy::kModelParallelWaves,
        api::Toggle::kOff, api::WavePlacement::kRoundRobin},
   };
-  char dir_template[] = "/tmp/wavepool-gang-bench-XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
+  absl::StatusOr<wavepool::testing::TempDir> temp_dir =
+      wavepool::testing::TempDir::Create("wavepool-gang-bench");
+  if (!temp_dir.ok()) return std::fprintf(stderr, "%s\n", temp_dir.status().ToString().c_str()), 1;
+  const std::string dir = temp_dir->path();
   std::printf(
       "| gang | ranks | step (median, slowest rank) ms | transfer wait ms | all-reduce wait ms "
       "|\n");
@@ -192,6 +195,5 @@ int main(int argc, char** argv) {
                 1e3 * runtime::Median(allreduce));
     std::fflush(stdout);
   }
-  std::filesystem::remove_all(dir);
   return failed == 0 ? 0 : 1;
 }

@@ -1,8 +1,6 @@
 #include "tests/cli/cli_test_support.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -11,6 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/support/files.h"
+#include "tests/support/status_matchers.h"
 
 namespace wavepool::cli::testing {
 namespace {
@@ -79,18 +79,13 @@ std::string MakeTestDir() {
 
 std::string WriteFile(const std::string& dir, const std::string& name, const std::string& text) {
   const std::string path = (std::filesystem::path(dir) / name).string();
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  EXPECT_TRUE(out.good()) << "write " << path;
+  EXPECT_OK(::wavepool::testing::WriteFile(path, text));
   return path;
 }
 
 std::string ReadSourceFile(const std::string& relative_path) {
-  std::ifstream in(std::filesystem::path(WAVEPOOL_SOURCE_DIR) / relative_path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return ::wavepool::testing::ReadFileOrEmpty(
+      (std::filesystem::path(WAVEPOOL_SOURCE_DIR) / relative_path).string());
 }
 
 }  // namespace wavepool::cli::testing

@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -19,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/cli/cli_test_support.h"
 #include "tests/cli/subprocess.h"
+#include "tests/support/files.h"
 #include "wavepool/runtime/weight_codec.h"
 
 namespace wavepool::cli {
@@ -32,6 +31,7 @@ using ::wavepool::cli::testing::MakeTestDir;
 using ::wavepool::cli::testing::ProcessResult;
 using ::wavepool::cli::testing::RunProcess;
 using ::wavepool::cli::testing::WriteFile;
+using ::wavepool::testing::ReadFileOrEmpty;
 
 struct Result {
   int status = -1;
@@ -61,11 +61,6 @@ std::string RawFloats(const std::vector<float>& values) {
 
 std::string Bytes(const std::vector<std::uint8_t>& bytes) {
   return std::string(bytes.begin(), bytes.end());
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 std::set<std::string> DirectoryEntries(const std::string& dir) {
@@ -110,7 +105,7 @@ TEST(CodecCommand, EncodeWritesTheCodecsStreamAndReportsTheRoundTripError) {
             "max relative error: 0.0153846 (value 0) over 3 nonzero values kept; bound 0.03125\n"
             "flushed to zero: 1 nonzero values, largest 1e-06 (below 2^-15 beside a larger value "
             "in their group of 3, or below 2^-31)\n");
-  EXPECT_EQ(ReadAll(out), Bytes(*runtime::EncodeWeights(kValues)));
+  EXPECT_EQ(ReadFileOrEmpty(out), Bytes(*runtime::EncodeWeights(kValues)));
   EXPECT_EQ(DirectoryEntries(dir), (std::set<std::string>{"weights.f32", "weights.wpc"}));
 }
 
@@ -121,14 +116,14 @@ TEST(CodecCommand, DecodeWritesTheDecodedFloatsBack) {
   const Result result = Codec(CodecMode::kDecode, stream, out);
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_EQ(result.out, "values: 6\nbytes in: 24\nbytes out: 24\n");
-  EXPECT_EQ(ReadAll(out), RawFloats({1.0f, 0.0f, 0.25f, -0.0f, 0x1.9p-19f, 0.0f}));
+  EXPECT_EQ(ReadFileOrEmpty(out), RawFloats({1.0f, 0.0f, 0.25f, -0.0f, 0x1.9p-19f, 0.0f}));
 }
 
 TEST(CodecCommand, AnEmptyFileIsZeroValues) {
   const std::string dir = MakeTestDir();
   const std::string in = WriteFile(dir, "empty.f32", "");
   ASSERT_EQ(Codec(CodecMode::kEncode, in, dir + "/e.wpc").status, 0);
-  EXPECT_EQ(ReadAll(dir + "/e.wpc").size(), runtime::kWeightCodecHeaderBytes);
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/e.wpc").size(), runtime::kWeightCodecHeaderBytes);
   const Result decoded = Codec(CodecMode::kDecode, dir + "/e.wpc", dir + "/e.f32");
   ASSERT_EQ(decoded.status, 0) << decoded.err;
   EXPECT_EQ(decoded.out, "values: 0\nbytes in: 16\nbytes out: 0\n");
@@ -160,7 +155,7 @@ TEST(CodecCommand, AValueTheCodecCannotHoldNamesTheFileAndIndexAndLeavesTheOutpu
       dir, "w.f32", RawFloats({0.5f, 0.25f, std::numeric_limits<float>::quiet_NaN(), 3.0f}));
   const std::string out = WriteFile(dir, "w.wpc", "previous content");
   ExpectError(Codec(CodecMode::kEncode, in, out), "encode", {in, "value 2 is nan"});
-  EXPECT_EQ(ReadAll(out), "previous content");
+  EXPECT_EQ(ReadFileOrEmpty(out), "previous content");
   EXPECT_EQ(DirectoryEntries(dir), (std::set<std::string>{"w.f32", "w.wpc"}));
   const std::string large = WriteFile(dir, "large.f32", RawFloats({0.5f, -3.0f}));
   ExpectError(Codec(CodecMode::kEncode, large, out), "encode",
@@ -180,7 +175,7 @@ TEST(CodecCommand, ACorruptStreamNamesTheFileAndTheOffset) {
   const std::string short_file = WriteFile(dir, "s.wpc", "WPWC");
   ExpectError(Codec(CodecMode::kDecode, short_file, out), "decode",
               {short_file, "truncated at offset 4: the header needs 16 bytes"});
-  EXPECT_EQ(ReadAll(out), "previous content");
+  EXPECT_EQ(ReadFileOrEmpty(out), "previous content");
 }
 
 TEST(CodecCommand, AnUnwritableOutputNamesItAndLeavesNoTemporaryFile) {
@@ -201,7 +196,7 @@ TEST(CodecCommand, OutputMayReplaceTheInput) {
   const std::string path = WriteFile(dir, "w", RawFloats(kValues));
   ASSERT_EQ(Codec(CodecMode::kEncode, path, path).status, 0);
   ASSERT_EQ(Codec(CodecMode::kDecode, path, path).status, 0);
-  EXPECT_EQ(ReadAll(path), RawFloats({1.0f, 0.0f, 0.25f, -0.0f, 0x1.9p-19f, 0.0f}));
+  EXPECT_EQ(ReadFileOrEmpty(path), RawFloats({1.0f, 0.0f, 0.25f, -0.0f, 0x1.9p-19f, 0.0f}));
 }
 
 TEST(CodecCommand, WithoutEncodeOrDecodeItIsAnError) {
@@ -230,7 +225,8 @@ TEST(CodecBinary, EncodeAndDecodeThroughTheBinaryMatchRunCodec) {
   ASSERT_TRUE(decoded.exited) << decoded;
   EXPECT_EQ(decoded.exit_status, 0) << decoded;
   EXPECT_EQ(decoded.out, "values: 6\nbytes in: 24\nbytes out: 24\n");
-  EXPECT_EQ(ReadAll(dir + "/w2.f32"), RawFloats({1.0f, 0.0f, 0.25f, -0.0f, 0x1.9p-19f, 0.0f}));
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/w2.f32"),
+            RawFloats({1.0f, 0.0f, 0.25f, -0.0f, 0x1.9p-19f, 0.0f}));
 }
 
 TEST(CodecBinary, ErrorsExitOneWithOneLineOnStderr) {

@@ -1,13 +1,13 @@
 #include "tests/support/cluster/crds.h"
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/cluster_fixture.h"
+#include "tests/support/cluster/cluster_test.h"
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/kube/resource.h"
 
 namespace wavepool::testing {
@@ -15,24 +15,8 @@ namespace {
 
 using ::testing::Eq;
 
-class CrdDir {
- public:
-  CrdDir() {
-    char pattern[] = "/tmp/wavepool-crds-XXXXXX";
-    path_ = mkdtemp(pattern);
-  }
-  ~CrdDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  void Write(const std::string& name, const std::string& text) {
-    std::ofstream(path_ + "/" + name) << text;
-  }
-
- private:
-  std::string path_;
-};
-
 TEST(WavepoolCrd, MinimalDefinitionWhenNoFileExists) {
-  CrdDir dir;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-crds"));
   ASSERT_OK_AND_ASSIGN(nlohmann::json crd, WavepoolCrd("gpunodes.wavepool.dev", dir.path()));
   EXPECT_THAT(crd["spec"]["scope"], Eq("Cluster"));
   EXPECT_THAT(crd["spec"]["names"]["kind"], Eq("GPUNode"));
@@ -42,8 +26,8 @@ TEST(WavepoolCrd, MinimalDefinitionWhenNoFileExists) {
 }
 
 TEST(WavepoolCrd, ReadsTheFileWhenItExists) {
-  CrdDir dir;
-  dir.Write("gpunodes.wavepool.dev.yaml", R"(# a comment
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-crds"));
+  ASSERT_OK(WriteFile(dir.File("gpunodes.wavepool.dev.yaml"), R"(# a comment
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -59,16 +43,17 @@ spec:
       subresources: {status: {}}
       schema:
         openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-)");
+)"));
   ASSERT_OK_AND_ASSIGN(nlohmann::json crd, WavepoolCrd("gpunodes.wavepool.dev", dir.path()));
   EXPECT_THAT(crd["spec"]["names"]["shortNames"][0], Eq("gn"));
 }
 
 TEST(WavepoolCrd, RefusesUnknownNamesAndFilesWithoutTheCrd) {
-  CrdDir dir;
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-crds"));
   EXPECT_THAT(WavepoolCrd("pods", dir.path()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
-  dir.Write("trainingjobs.wavepool.dev.yaml", "kind: ConfigMap\nmetadata: {name: x}\n");
+  ASSERT_OK(WriteFile(dir.File("trainingjobs.wavepool.dev.yaml"),
+                      "kind: ConfigMap\nmetadata: {name: x}\n"));
   EXPECT_THAT(WavepoolCrd("trainingjobs.wavepool.dev", dir.path()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
 }

@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/cluster_fixture.h"
+#include "tests/support/cluster/cluster_test.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/core_types.h"
 #include "wavepool/kube/resource.h"

@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/cluster_fixture.h"
+#include "tests/support/cluster/cluster_test.h"
 #include "tests/support/cluster/crds.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/typed_client.h"

@@ -68,33 +68,33 @@ absl::Status FakeCluster::NextWrite() {
 }
 
 void FakeCluster::FailNthWrite(int n, absl::Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   faults_[write_attempts_ + n] = std::move(status);
 }
 
 void FakeCluster::LoseNextPlacementWriteResponse(absl::Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   lost_placement_response_ = std::move(status);
 }
 
 void FakeCluster::FreezeJobView(std::string_view ns, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = jobs_.find(Key(ns, name));
   if (it != jobs_.end()) frozen_jobs_[it->first] = it->second;
 }
 
 void FakeCluster::ThawJobView(std::string_view ns, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   frozen_jobs_.erase(Key(ns, name));
 }
 
 api::TrainingJob FakeCluster::StoredJob(std::string_view ns, std::string_view name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return api::TrainingJob::FromJson(jobs_.at(Key(ns, name))).value();
 }
 
 api::TrainingJob FakeCluster::AddJob(api::TrainingJob job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   job.metadata.uid = absl::StrCat("uid-", ++uid_counter_, "-", job.metadata.name);
   job.metadata.generation = 1;
   job.metadata.resource_version = NextResourceVersion();
@@ -105,7 +105,7 @@ api::TrainingJob FakeCluster::AddJob(api::TrainingJob job) {
 
 absl::Status FakeCluster::EditJob(std::string_view ns, std::string_view name,
                                   const std::function<void(api::TrainingJob&)>& edit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = jobs_.find(Key(ns, name));
   if (it == jobs_.end()) return NotFound("trainingjobs.wavepool.dev", name, "PUT");
   absl::StatusOr<api::TrainingJob> job = api::TrainingJob::FromJson(it->second);
@@ -118,12 +118,12 @@ absl::Status FakeCluster::EditJob(std::string_view ns, std::string_view name,
 }
 
 void FakeCluster::RemoveJob(std::string_view ns, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   jobs_.erase(Key(ns, name));
 }
 
 void FakeCluster::PutConfigMap(json config_map) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   json& meta = Meta(config_map);
   meta["resourceVersion"] = NextResourceVersion();
   const std::string key = Key(meta.value("namespace", ""), meta.value("name", ""));
@@ -131,18 +131,18 @@ void FakeCluster::PutConfigMap(json config_map) {
 }
 
 void FakeCluster::RemoveConfigMap(std::string_view ns, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   config_maps_.erase(Key(ns, name));
 }
 
 void FakeCluster::PutGpuNode(api::GpuNode node) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   node.metadata.resource_version = NextResourceVersion();
   gpu_nodes_[node.metadata.name] = std::move(node);
 }
 
 void FakeCluster::SetNodeState(const std::string& node, NodeState state) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   node_states_[node] = state;
 }
 
@@ -162,7 +162,7 @@ absl::Status FakeCluster::SetPodPhase(std::string_view ns, std::string_view name
 
 absl::Status FakeCluster::EditPod(std::string_view ns, std::string_view name,
                                   const std::function<void(json&)>& edit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = pods_.find(Key(ns, name));
   if (it == pods_.end()) return NotFound("pods", name, "PATCH");
   edit(it->second);
@@ -172,7 +172,7 @@ absl::Status FakeCluster::EditPod(std::string_view ns, std::string_view name,
 }
 
 void FakeCluster::RemovePod(std::string_view ns, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = pods_.find(Key(ns, name));
   if (it == pods_.end()) return;
   claims_.ObservePodDeleted(it->second);
@@ -180,7 +180,7 @@ void FakeCluster::RemovePod(std::string_view ns, std::string_view name) {
 }
 
 void FakeCluster::FinishTerminatingPods() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto it = pods_.begin(); it != pods_.end();) {
     if (!Meta(it->second).contains("deletionTimestamp")) {
       ++it;
@@ -192,7 +192,7 @@ void FakeCluster::FinishTerminatingPods() {
 }
 
 std::optional<json> FakeCluster::GetPod(std::string_view ns, std::string_view name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = pods_.find(Key(ns, name));
   if (it == pods_.end()) return std::nullopt;
   return it->second;
@@ -204,26 +204,26 @@ bool FakeCluster::PodTerminating(std::string_view ns, std::string_view name) con
 }
 
 std::vector<json> FakeCluster::AllPods() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<json> pods;
   for (const auto& [key, pod] : pods_) pods.push_back(pod);
   return pods;
 }
 
 std::vector<json> FakeCluster::AllServices() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<json> services;
   for (const auto& [key, service] : services_) services.push_back(service);
   return services;
 }
 
 void FakeCluster::RemoveService(std::string_view ns, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   services_.erase(Key(ns, name));
 }
 
 std::vector<FakeCluster::RecordedEvent> FakeCluster::Events() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return events_;
 }
 
@@ -237,18 +237,18 @@ std::vector<FakeCluster::RecordedEvent> FakeCluster::EventsWithReason(
 }
 
 std::int64_t FakeCluster::writes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return writes_;
 }
 
 std::int64_t FakeCluster::status_writes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return status_writes_;
 }
 
 std::optional<api::TrainingJob> FakeCluster::GetJob(std::string_view ns,
                                                     std::string_view name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string key = Key(ns, name);
   const auto frozen = frozen_jobs_.find(key);
   const auto stored = jobs_.find(key);
@@ -260,7 +260,7 @@ std::optional<api::TrainingJob> FakeCluster::GetJob(std::string_view ns,
 }
 
 std::vector<api::TrainingJob> FakeCluster::ListJobs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<api::TrainingJob> jobs;
   for (const auto& [key, stored] : jobs_) {
     const auto frozen = frozen_jobs_.find(key);
@@ -293,31 +293,31 @@ std::vector<json> SelectJob(const std::map<std::string, json>& objects, std::str
 }  // namespace
 
 std::vector<json> FakeCluster::PodsOfJob(std::string_view ns, std::string_view job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return SelectJob(pods_, ns, job);
 }
 
 std::vector<json> FakeCluster::ServicesOfJob(std::string_view ns, std::string_view job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return SelectJob(services_, ns, job);
 }
 
 std::optional<json> FakeCluster::GetConfigMap(std::string_view ns, std::string_view name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = config_maps_.find(Key(ns, name));
   if (it == config_maps_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<api::GpuNode> FakeCluster::ListGpuNodes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<api::GpuNode> nodes;
   for (const auto& [name, node] : gpu_nodes_) nodes.push_back(node);
   return nodes;
 }
 
 std::map<std::string, NodeState> FakeCluster::NodeStates() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::map<std::string, NodeState> states = node_states_;
   for (auto& [name, state] : states) state.heartbeat_fresh = false;  // The reconciler decides.
   return states;
@@ -326,7 +326,7 @@ std::map<std::string, NodeState> FakeCluster::NodeStates() const {
 std::vector<GpuAssignment> FakeCluster::Assignments() const { return claims_.PodAssignments(); }
 
 absl::StatusOr<json> FakeCluster::CreatePod(const json& pod) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   json created = pod;
   json& meta = Meta(created);
   const std::string name = meta.value("name", "");
@@ -349,7 +349,7 @@ absl::StatusOr<json> FakeCluster::CreatePod(const json& pod) {
 absl::Status FakeCluster::DeletePod(std::string_view ns, std::string_view name,
                                     std::string_view uid,
                                     std::optional<std::int64_t> grace_period_seconds) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = pods_.find(Key(ns, name));
   if (it == pods_.end()) return NotFound("pods", name, "DELETE pods");
   json& meta = Meta(it->second);
@@ -380,7 +380,7 @@ absl::Status FakeCluster::DeletePod(std::string_view ns, std::string_view name,
 
 absl::Status FakeCluster::AnnotatePod(std::string_view ns, std::string_view name,
                                       const std::map<std::string, std::string>& annotations) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = pods_.find(Key(ns, name));
   if (it == pods_.end()) return NotFound("pods", name, "PATCH pods");
   if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
@@ -393,7 +393,7 @@ absl::Status FakeCluster::AnnotatePod(std::string_view ns, std::string_view name
 }
 
 absl::StatusOr<json> FakeCluster::CreateService(const json& service) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   json created = service;
   json& meta = Meta(created);
   const std::string name = meta.value("name", "");
@@ -413,7 +413,7 @@ absl::StatusOr<json> FakeCluster::CreateService(const json& service) {
 
 absl::Status FakeCluster::DeleteService(std::string_view ns, std::string_view name,
                                         std::string_view uid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = services_.find(Key(ns, name));
   if (it == services_.end()) return NotFound("services", name, "DELETE services");
   if (!uid.empty() && Meta(it->second).value("uid", "") != uid) {
@@ -429,7 +429,7 @@ absl::Status FakeCluster::DeleteService(std::string_view ns, std::string_view na
 }
 
 absl::StatusOr<json> FakeCluster::CreateConfigMap(const json& config_map) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   json created = config_map;
   json& meta = Meta(created);
   const std::string name = meta.value("name", "");
@@ -446,7 +446,7 @@ absl::StatusOr<json> FakeCluster::CreateConfigMap(const json& config_map) {
 }
 
 absl::StatusOr<json> FakeCluster::UpdateConfigMap(const json& config_map) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   json updated = config_map;
   json& meta = Meta(updated);
   const std::string name = meta.value("name", "");
@@ -463,7 +463,7 @@ absl::StatusOr<json> FakeCluster::UpdateConfigMap(const json& config_map) {
 }
 
 absl::StatusOr<api::TrainingJob> FakeCluster::UpdateJobStatus(const api::TrainingJob& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string request =
       absl::StrCat("PUT /apis/wavepool.dev/v1alpha1/namespaces/", job.metadata.namespace_,
                    "/trainingjobs/", job.metadata.name, "/status");
@@ -491,13 +491,13 @@ absl::StatusOr<api::TrainingJob> FakeCluster::UpdateJobStatus(const api::Trainin
 
 void FakeCluster::RecordEvent(const api::TrainingJob& job, bool warning, std::string_view reason,
                               std::string_view message) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   events_.push_back(
       {api::NamespacedName(job.metadata), warning, std::string(reason), std::string(message)});
 }
 
 absl::Status FakeCluster::UpdateGpuNodeStatus(const api::GpuNode& node) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string request =
       absl::StrCat("PUT /apis/wavepool.dev/v1alpha1/gpunodes/", node.metadata.name, "/status");
   const auto it = gpu_nodes_.find(node.metadata.name);
@@ -514,7 +514,7 @@ absl::Status FakeCluster::UpdateGpuNodeStatus(const api::GpuNode& node) {
 
 void FakeCluster::RecordGpuNodeEvent(const api::GpuNode& node, bool warning,
                                      std::string_view reason, std::string_view message) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   events_.push_back({absl::StrCat("GPUNode/", node.metadata.name), warning, std::string(reason),
                      std::string(message)});
 }

@@ -13,14 +13,15 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/controller/cluster.h"
 #include "wavepool/controller/gpu_claims.h"
@@ -122,31 +123,38 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
                           std::string_view message) override;
 
  private:
-  // An injected failure for this write, if any. REQUIRES: mu_ held.
-  absl::Status NextWrite();
-  std::string NextResourceVersion();  // REQUIRES: mu_ held.
+  // An injected failure for this write, if any.
+  absl::Status NextWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string NextResourceVersion() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Now() const;
 
+  // Constant after construction.
   std::function<std::chrono::system_clock::time_point()> now_;
-  mutable std::mutex mu_;
-  std::int64_t resource_version_ = 100;
-  std::int64_t uid_counter_ = 0;
-  std::map<std::string, nlohmann::json> jobs_;  // "ns/name" -> TrainingJob JSON.
-  std::map<std::string, nlohmann::json> pods_;  // "ns/name" -> Pod.
+
+  // Guarded by mu_: everything below but claims_.
+  mutable absl::Mutex mu_;
+  std::int64_t resource_version_ ABSL_GUARDED_BY(mu_) = 100;
+  std::int64_t uid_counter_ ABSL_GUARDED_BY(mu_) = 0;
+  // "ns/name" -> TrainingJob JSON.
+  std::map<std::string, nlohmann::json> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, nlohmann::json> pods_ ABSL_GUARDED_BY(mu_);  // "ns/name" -> Pod.
   // The pods' GPUs, as KubeCluster keeps them from its pod cache; this cache is never behind,
-  // so nothing is ever assumed. Every change to pods_ is observed here.
+  // so nothing is ever assumed. Every change to pods_ is observed here, under mu_; GpuClaims
+  // locks its own mutex, so Assignments() reads it without mu_.
   GpuClaims claims_;
-  std::map<std::string, nlohmann::json> config_maps_;  // "ns/name" -> ConfigMap.
-  std::map<std::string, nlohmann::json> services_;     // "ns/name" -> Service.
-  std::map<std::string, api::GpuNode> gpu_nodes_;      // By name.
-  std::map<std::string, NodeState> node_states_;
-  std::vector<RecordedEvent> events_;
-  std::map<std::int64_t, absl::Status> faults_;  // Write number -> failure.
-  absl::Status lost_placement_response_;
-  std::map<std::string, nlohmann::json> frozen_jobs_;  // "ns/name" -> the job as reads show it.
-  std::int64_t write_attempts_ = 0;
-  std::int64_t writes_ = 0;
-  std::int64_t status_writes_ = 0;
+  // "ns/name" -> ConfigMap.
+  std::map<std::string, nlohmann::json> config_maps_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, nlohmann::json> services_ ABSL_GUARDED_BY(mu_);  // "ns/name" -> Service.
+  std::map<std::string, api::GpuNode> gpu_nodes_ ABSL_GUARDED_BY(mu_);   // By name.
+  std::map<std::string, NodeState> node_states_ ABSL_GUARDED_BY(mu_);
+  std::vector<RecordedEvent> events_ ABSL_GUARDED_BY(mu_);
+  std::map<std::int64_t, absl::Status> faults_ ABSL_GUARDED_BY(mu_);  // Write number -> failure.
+  absl::Status lost_placement_response_ ABSL_GUARDED_BY(mu_);
+  // "ns/name" -> the job as reads show it.
+  std::map<std::string, nlohmann::json> frozen_jobs_ ABSL_GUARDED_BY(mu_);
+  std::int64_t write_attempts_ ABSL_GUARDED_BY(mu_) = 0;
+  std::int64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::int64_t status_writes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // A small scene for reconciler tests: one wall clock shared by the fake and the reconciler,

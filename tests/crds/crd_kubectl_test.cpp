@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,8 +13,10 @@
 #include "nlohmann/json.hpp"
 #include "tests/crds/crd_fixture.h"
 #include "tests/support/apiserver/test_server.h"
+#include "tests/support/files.h"
 #include "tests/support/kubectl.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::testing::crds {
 namespace {
@@ -32,17 +33,9 @@ class CrdKubectlTest : public ::testing::TestWithParam<std::string> {
     kubectl_ = GetParam();
     if (::access(kubectl_.c_str(), X_OK) != 0) GTEST_SKIP() << "no kubectl at " << kubectl_;
     ASSERT_OK_AND_ASSIGN(server_, TestApiServer::Start({}));
-    char dir_template[] = "/tmp/wavepool-crds-kubectl-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
-    WriteTextFile(dir_ + "/kubeconfig", server_->Kubeconfig());
-  }
-
-  void TearDown() override {
-    if (!dir_.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir_, ignored);
-    }
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-crds-kubectl"));
+    dir_ = temp_dir_.path();
+    ASSERT_OK(WriteFile(dir_ + "/kubeconfig", server_->Kubeconfig()));
   }
 
   KubectlResult Kubectl(const std::vector<std::string>& args) {
@@ -74,7 +67,8 @@ class CrdKubectlTest : public ::testing::TestWithParam<std::string> {
 
   std::string kubectl_;
   std::unique_ptr<TestApiServer> server_;
-  std::string dir_;
+  TempDir temp_dir_;
+  std::string dir_;  // temp_dir_.path()
 };
 
 TEST_P(CrdKubectlTest, GetTrainingJobsShowsThePrinterColumns) {
@@ -122,9 +116,10 @@ TEST_P(CrdKubectlTest, GetTrainingJobsShowsThePrinterColumns) {
 TEST_P(CrdKubectlTest, GetGpuNodesAndTheCategory) {
   ASSERT_NO_FATAL_FAILURE(ApplyCrdsAndExamples());
   const std::string node_path = dir_ + "/node.yaml";
-  WriteTextFile(node_path,
+  ASSERT_OK(
+      WriteFile(node_path,
                 "apiVersion: wavepool.dev/v1alpha1\nkind: GPUNode\nmetadata:\n  name: node-a\n"
-                "spec:\n  nodeName: node-a\n");
+                "spec:\n  nodeName: node-a\n"));
   const KubectlResult created = Kubectl({"apply", "-f", node_path});
   ASSERT_EQ(created.exit_code, 0) << created;
   EXPECT_EQ(created.out, "gpunode.wavepool.dev/node-a created\n");
@@ -149,10 +144,11 @@ TEST_P(CrdKubectlTest, GetGpuNodesAndTheCategory) {
 TEST_P(CrdKubectlTest, InvalidJobIsRefusedWithItsFieldPath) {
   ASSERT_NO_FATAL_FAILURE(ApplyCrdsAndExamples());
   const std::string path = dir_ + "/bad.yaml";
-  WriteTextFile(path,
+  ASSERT_OK(
+      WriteFile(path,
                 "apiVersion: wavepool.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: bad\n"
                 "spec:\n  role: Foreground\n  model:\n    name: vgg16\n  globalBatchSize: 8\n"
-                "  gpus: 0\n  steps: 10\n");
+                "  gpus: 0\n  steps: 10\n"));
   const KubectlResult applied = Kubectl({"apply", "-f", path});
   EXPECT_NE(applied.exit_code, 0) << applied;
   EXPECT_THAT(applied.err, HasSubstr("spec.gpus"));

@@ -5,17 +5,13 @@
 // binary: the simulated kubelet and agents run in this process anyway, and embedding it needs
 // no port discovery or second child to clean up; the controller and kubectl still reach it only
 // over HTTP through a kubeconfig, as they would a real cluster.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <regex>
 #include <string>
@@ -25,11 +21,15 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/apiserver/test_server.h"
+#include "tests/support/cluster/cluster_server.h"
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/cluster/simulated_node_agent.h"
 #include "tests/support/eventually.h"
+#include "tests/support/files.h"
+#include "tests/support/http_get.h"
 #include "tests/support/kubectl.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/resource.h"
@@ -47,41 +47,20 @@ constexpr std::chrono::milliseconds kPoll(100);  // each poll runs kubectl or an
 const std::string kSource = WAVEPOOL_SOURCE_DIR;
 const std::string kNode = "node-0";
 
-// GET http://127.0.0.1:<port><path> over HTTP/1.0: "<status code> <body>", or "" when the
-// connection fails.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
-      char buffer[4096];
-      for (ssize_t n; (n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) response.append(buffer, n);
-    }
-  }
-  ::close(fd);
-  std::smatch match;
-  if (!std::regex_search(response, match, std::regex("^HTTP/1\\.[01] (\\d{3})"))) return "";
-  const std::size_t body = response.find("\r\n\r\n");
-  return match[1].str() + " " + (body == std::string::npos ? "" : response.substr(body + 4));
+// GET http://127.0.0.1:<port><path>: "<status code> <body>", or "" when the connection fails.
+std::string StatusAndBody(int port, const std::string& path) {
+  absl::StatusOr<HttpResponse> response = HttpGet(port, path);
+  return response.ok() ? std::to_string(response->status) + " " + response->body : "";
 }
 
 class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (::access(GetParam().c_str(), X_OK) != 0) GTEST_SKIP() << "no kubectl at " << GetParam();
-    apiserver::TestApiServer::Options options;
-    options.store.finish_pod_deletion_after_grace = false;  // the simulated kubelet confirms
-    ASSERT_OK_AND_ASSIGN(server_, apiserver::TestApiServer::Start(options));
-    char dir_template[] = "/tmp/wavepool-controller-e2e-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
-    WriteTextFile(dir_ + "/kubeconfig", server_->Kubeconfig());
+    ASSERT_OK_AND_ASSIGN(server_, apiserver::TestApiServer::Start(ClusterServerOptions()));
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-controller-e2e"));
+    dir_ = temp_dir_.path();
+    ASSERT_OK(WriteFile(dir_ + "/kubeconfig", server_->Kubeconfig()));
     kube::ClientConfig config;
     config.server = server_->url();
     ASSERT_OK_AND_ASSIGN(client_, kube::Client::Connect(config));
@@ -95,10 +74,6 @@ class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
     agents_.reset();
     kubelet_.reset();
     server_.reset();
-    if (!dir_.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir_, ignored);
-    }
   }
 
   KubectlResult Kubectl(const std::vector<std::string>& args) {
@@ -147,7 +122,7 @@ class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
     const std::regex http(R"(http 127\.0\.0\.1:(\d+))");
     ASSERT_TRUE(Eventually(
         [&] {
-          const std::string out = ReadTextFile(dir_ + "/controller.out");
+          const std::string out = ReadFileOrEmpty(dir_ + "/controller.out");
           if (!std::regex_search(out, match, http)) return false;
           http_port_ = std::stoi(match[1].str());
           return true;
@@ -157,8 +132,8 @@ class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
   }
 
   std::string ControllerOutput() {
-    return "controller stdout:\n" + ReadTextFile(dir_ + "/controller.out") +
-           "\ncontroller stderr:\n" + ReadTextFile(dir_ + "/controller.err");
+    return "controller stdout:\n" + ReadFileOrEmpty(dir_ + "/controller.out") +
+           "\ncontroller stderr:\n" + ReadFileOrEmpty(dir_ + "/controller.err");
   }
 
   // The `kubectl get tj` row of `name`, words split on blanks; empty when absent.
@@ -195,7 +170,8 @@ class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<SimulatedKubelet> kubelet_;
   std::unique_ptr<SimulatedNodeAgents> agents_;
-  std::string dir_;
+  TempDir temp_dir_;
+  std::string dir_;  // temp_dir_.path()
   pid_t controller_pid_ = -1;
   int http_port_ = -1;
 };
@@ -203,10 +179,10 @@ class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
 TEST_P(ControllerE2eTest, ExamplesRunUnderTheControllerBinaryAndDeleteCleanly) {
   ASSERT_NO_FATAL_FAILURE(InstallAndStartNodes());
   ASSERT_NO_FATAL_FAILURE(StartController());
-  EXPECT_THAT(HttpGet(http_port_, "/healthz"), Eq("200 ok")) << ControllerOutput();
+  EXPECT_THAT(StatusAndBody(http_port_, "/healthz"), Eq("200 ok")) << ControllerOutput();
   ASSERT_TRUE(
-      Eventually([&] { return HttpGet(http_port_, "/readyz") == "200 ok"; }, kTimeout, kPoll))
-      << HttpGet(http_port_, "/readyz") << "\n"
+      Eventually([&] { return StatusAndBody(http_port_, "/readyz") == "200 ok"; }, kTimeout, kPoll))
+      << StatusAndBody(http_port_, "/readyz") << "\n"
       << ControllerOutput();
 
   // Both examples fit one node of 8 x 80 GiB: vgg16 on all 8 GPUs, resnet50 next to it.
@@ -301,22 +277,22 @@ TEST_P(ControllerE2eTest, MissingLeaseNamespaceIsNamedAndKeepsTheControllerUnrea
   std::string ready;
   ASSERT_TRUE(Eventually(
       [&] {
-        ready = HttpGet(http_port_, "/readyz");
+        ready = StatusAndBody(http_port_, "/readyz");
         return ready.find("namespace wavepool-system does not exist") != std::string::npos;
       },
       kTimeout, kPoll))
       << ready << "\n"
       << ControllerOutput();
   EXPECT_THAT(ready, HasSubstr("503"));
-  EXPECT_THAT(ReadTextFile(dir_ + "/controller.err"),
+  EXPECT_THAT(ReadFileOrEmpty(dir_ + "/controller.err"),
               HasSubstr("namespace wavepool-system does not exist"));
-  EXPECT_THAT(HttpGet(http_port_, "/healthz"), Eq("200 ok"));
+  EXPECT_THAT(StatusAndBody(http_port_, "/healthz"), Eq("200 ok"));
 
   const KubectlResult ns = Kubectl({"create", "namespace", "wavepool-system"});
   ASSERT_EQ(ns.exit_code, 0) << ns;
   EXPECT_TRUE(
-      Eventually([&] { return HttpGet(http_port_, "/readyz") == "200 ok"; }, kTimeout, kPoll))
-      << HttpGet(http_port_, "/readyz") << "\n"
+      Eventually([&] { return StatusAndBody(http_port_, "/readyz") == "200 ok"; }, kTimeout, kPoll))
+      << StatusAndBody(http_port_, "/readyz") << "\n"
       << ControllerOutput();
 }
 

@@ -31,6 +31,7 @@
 #include "tests/support/apiserver/test_server.h"
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/eventually.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/yaml.h"
 #include "wavepool/kube/client.h"
@@ -100,7 +101,7 @@ class Child {
   bool started() const { return pid_ > 0; }
   // Whether it still runs (false once it exited).
   bool Running() { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
-  std::string Output() const { return ReadFile(out_) + ReadFile(err_); }
+  std::string Output() const { return ReadFileOrEmpty(out_) + ReadFileOrEmpty(err_); }
 
  private:
   std::string out_, err_;

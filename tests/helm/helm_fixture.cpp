@@ -8,12 +8,12 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/support/files.h"
 #include "wavepool/api/yaml.h"
 
 namespace wavepool::testing::helm {
@@ -27,31 +27,22 @@ std::string HelmBinary() { return SourcePath(".tools/bin/helm"); }
 std::string ToolsKubectl() { return SourcePath(".tools/bin/kubectl"); }
 std::string ChartDir() { return SourcePath("helm/wavepool"); }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::ostream& operator<<(std::ostream& os, const CommandResult& r) {
   return os << "exit " << r.exit_code << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
 }
 
 Scratch::Scratch() {
-  char dir_template[] = "/tmp/wavepool-helm-XXXXXX";
-  if (::mkdtemp(dir_template) != nullptr) path_ = dir_template;
-}
-
-Scratch::~Scratch() {
-  if (path_.empty()) return;
-  std::error_code ignored;
-  fs::remove_all(path_, ignored);
+  absl::StatusOr<TempDir> dir = TempDir::Create("wavepool-helm");
+  if (dir.ok()) {
+    dir_ = *std::move(dir);
+  } else {
+    ADD_FAILURE() << dir.status();
+  }
 }
 
 std::string Scratch::Write(const std::string& name, const std::string& text) const {
-  const std::string file = path_ + "/" + name;
-  std::ofstream(file) << text;
+  const std::string file = dir_.File(name);
+  if (absl::Status written = WriteFile(file, text); !written.ok()) ADD_FAILURE() << written;
   return file;
 }
 
@@ -80,14 +71,14 @@ CommandResult Scratch::Run(const std::vector<std::string>& args,
                            const std::string& kubeconfig) const {
   CommandResult result;
   std::vector<std::string> argv = args;
-  std::vector<std::string> env = {"HOME=" + path_,
+  std::vector<std::string> env = {"HOME=" + path(),
                                   "PATH=/usr/bin:/bin",
-                                  "HELM_CACHE_HOME=" + path_ + "/helm-cache",
-                                  "HELM_CONFIG_HOME=" + path_ + "/helm-config",
-                                  "HELM_DATA_HOME=" + path_ + "/helm-data",
-                                  "KUBECACHEDIR=" + path_ + "/kube-cache"};
+                                  "HELM_CACHE_HOME=" + path() + "/helm-cache",
+                                  "HELM_CONFIG_HOME=" + path() + "/helm-config",
+                                  "HELM_DATA_HOME=" + path() + "/helm-data",
+                                  "KUBECACHEDIR=" + path() + "/kube-cache"};
   if (!kubeconfig.empty()) env.push_back("KUBECONFIG=" + kubeconfig);
-  const std::string out = path_ + "/.stdout", err = path_ + "/.stderr";
+  const std::string out = path() + "/.stdout", err = path() + "/.stderr";
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -101,8 +92,8 @@ CommandResult Scratch::Run(const std::vector<std::string>& args,
   int status = 0;
   ::waitpid(pid, &status, 0);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = ReadFile(out);
-  result.err = WithoutLinkNotices(ReadFile(err));
+  result.out = ReadFileOrEmpty(out);
+  result.err = WithoutLinkNotices(ReadFileOrEmpty(err));
   return result;
 }
 

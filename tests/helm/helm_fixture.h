@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::testing::helm {
 
@@ -21,7 +22,6 @@ inline constexpr char kSystemKubectl[] = "/usr/bin/kubectl";
 // <source>/helm/wavepool, <source>/<relative>.
 std::string ChartDir();
 std::string SourcePath(const std::string& relative);
-std::string ReadFile(const std::string& path);
 
 struct CommandResult {
   int exit_code = -1;  // -1: it did not start or did not exit normally
@@ -34,12 +34,9 @@ std::ostream& operator<<(std::ostream& os, const CommandResult& r);
 // and kubectl's cache of every command run through it.
 class Scratch {
  public:
-  Scratch();
-  ~Scratch();
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
+  Scratch();  // a failure of the test when the directory cannot be made
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return dir_.path(); }
   // Writes `text` to <path>/<name> and returns that path.
   std::string Write(const std::string& name, const std::string& text) const;
 
@@ -48,7 +45,7 @@ class Scratch {
   CommandResult Run(const std::vector<std::string>& argv, const std::string& kubeconfig = "") const;
 
  private:
-  std::string path_;
+  TempDir dir_;
 };
 
 // A rendered manifest: every non-empty document, in order.

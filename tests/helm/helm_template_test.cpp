@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/helm/helm_fixture.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/yaml.h"
 
@@ -57,7 +58,7 @@ json OnlyContainer(const json& workload) {
 
 // Every `--flag` the chart passes must be one the binary defines (CLI11 `"--flag"` in its main).
 void ExpectFlagsDefinedIn(const std::vector<std::string>& args, const std::string& main_source) {
-  const std::string source = ReadFile(SourcePath(main_source));
+  const std::string source = ReadFileOrEmpty(SourcePath(main_source));
   ASSERT_FALSE(source.empty()) << main_source;
   for (const std::string& arg : args) {
     const std::string flag = arg.substr(0, arg.find('='));
@@ -199,7 +200,7 @@ TEST_F(HelmTemplateTest, CrdsAreThoseOfTheRepositoryKeptOnUninstall) {
   ASSERT_EQ(files.size(), 2u);
   ASSERT_EQ(r.OfKind("CustomResourceDefinition").size(), files.size());
   for (const std::string& file : files) {
-    ASSERT_OK_AND_ASSIGN(json source, api::YamlToJson(ReadFile(file)));
+    ASSERT_OK_AND_ASSIGN(json source, api::YamlToJson(ReadFileOrEmpty(file)));
     const std::string name = source["metadata"]["name"];
     const json crd = r.Find("CustomResourceDefinition", name);
     ASSERT_TRUE(crd.is_object()) << name;

@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/integration/cluster_fixture.h"
+#include "tests/support/cluster/test_cluster.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/api/object_meta.h"

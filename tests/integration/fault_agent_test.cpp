@@ -11,8 +11,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/integration/cluster_fixture.h"
 #include "tests/integration/fault_support.h"
+#include "tests/support/cluster/test_cluster.h"
 #include "tests/support/status_matchers.h"
 
 namespace wavepool::controller::fault {

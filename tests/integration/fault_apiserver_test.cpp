@@ -16,8 +16,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/integration/cluster_fixture.h"
 #include "tests/integration/fault_support.h"
+#include "tests/support/cluster/test_cluster.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/controller/manager.h"
 
@@ -50,18 +50,20 @@ std::vector<std::string> CreationProblems(const std::vector<std::map<std::string
 
 TEST(FaultApiServer, RestartMidPlacementLosesNoJobAndDuplicatesNoPod) {
   std::mt19937 rng = SeededRng();
-  SimulatedCluster::Options options;
+  TestCluster::Options options = FixtureOptions(4, 8, /*start_controller=*/false);
   options.persistent = true;
-  ASSERT_OK_AND_ASSIGN(auto cluster, SimulatedCluster::Start(options));
-  ASSERT_OK_AND_ASSIGN(auto controller_client, ConnectTo(*cluster->server));
+  options.heartbeat_period = std::chrono::seconds(1);
+  ASSERT_OK_AND_ASSIGN(auto cluster, TestCluster::Start(options));
+  ASSERT_OK(CreateNamespace(cluster->client()));
+  ASSERT_OK_AND_ASSIGN(auto controller_client, ConnectTo(cluster->server()));
   ASSERT_OK_AND_ASSIGN(auto manager,
                        ControllerManager::Create(*controller_client, FastManagerOptions()));
   ASSERT_OK(manager->Start());
 
   std::vector<std::map<std::string, int>> creations;
   std::vector<nlohmann::json> jobs = MixedJobs(rng, 10, 14, 8, 24);
-  ASSERT_OK_AND_ASSIGN(auto log, PodCreationLog::Start(cluster->server->store()));
-  ASSERT_OK(CreateJobs(*cluster->client, jobs));
+  ASSERT_OK_AND_ASSIGN(auto log, PodCreationLog::Start(cluster->server().store()));
+  ASSERT_OK(CreateJobs(cluster->client(), jobs));
   std::uniform_int_distribution<int> delay_ms(20, 400);
   for (int restart = 0; restart < 2; ++restart) {
     const int delay = delay_ms(rng);
@@ -69,20 +71,20 @@ TEST(FaultApiServer, RestartMidPlacementLosesNoJobAndDuplicatesNoPod) {
     // The log watches the store that Restart replaces: stop it first, start a new one after.
     log->Stop();
     creations.push_back(log->Creations());
-    ASSERT_OK(cluster->server->Restart());
-    ASSERT_OK_AND_ASSIGN(log, PodCreationLog::Start(cluster->server->store()));
-    ASSERT_OK_AND_ASSIGN(Snapshot snapshot, TakeSnapshot(*cluster->client));
+    ASSERT_OK(cluster->server().Restart());
+    ASSERT_OK_AND_ASSIGN(log, PodCreationLog::Start(cluster->server().store()));
+    ASSERT_OK_AND_ASSIGN(Snapshot snapshot, TakeSnapshot(cluster->client()));
     std::cout << "restart " << restart << " after " << delay << " ms: " << CountPlaced(snapshot)
               << " of " << snapshot.jobs.size() << " jobs placed\n";
   }
   // The simulated kubelet drops a pod status write that failed while the server was down (a
   // real kubelet's status manager retries); a new kubelet looks at every pod again.
-  ASSERT_OK(cluster->RestartKubelet());
+  ASSERT_OK(cluster->RestartKubelets());
   // Jobs created after the restarts are seen through the informers' new watches.
   const std::vector<nlohmann::json> late = {ForegroundJob("late-fg", 4), BackgroundJob("late-bg")};
-  ASSERT_OK(CreateJobs(*cluster->client, late));
+  ASSERT_OK(CreateJobs(cluster->client(), late));
   const Snapshot last =
-      WaitAllRunning(*cluster->client, jobs.size() + late.size(), kConvergeTimeout);
+      WaitAllRunning(cluster->client(), jobs.size() + late.size(), kConvergeTimeout);
   log->Stop();
   creations.push_back(log->Creations());
   EXPECT_THAT(CheckInvariants(last, {}), IsEmpty());

@@ -7,7 +7,6 @@
 // stops and restarts the ControllerManager at random delays. Seeds are printed; run again with
 // WAVEPOOL_FAULT_SEED=<seed> to reproduce.
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <random>
 #include <string>
@@ -18,15 +17,20 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/integration/cluster_fixture.h"
 #include "tests/integration/fault_support.h"
+#include "tests/support/cluster/test_cluster.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::controller::fault {
 namespace {
 
 using ::testing::IsEmpty;
+using ::wavepool::testing::ReadFileOrEmpty;
+using ::wavepool::testing::TempDir;
 using ::wavepool::testing::TestCluster;
+using ::wavepool::testing::WriteFile;
 
 constexpr auto kConvergeTimeout = std::chrono::seconds(180);
 
@@ -69,9 +73,11 @@ TEST(FaultCrash, ControllerProcessKilledAtRandomPointsPlacesEveryJobOnce) {
   ASSERT_OK_AND_ASSIGN(auto cluster, TestCluster::Start(FixtureOptions(4, 8, false)));
   ASSERT_OK(CreateNamespace(cluster->client()));
   ASSERT_OK_AND_ASSIGN(auto log, PodCreationLog::Start(cluster->server().store()));
-  ASSERT_OK_AND_ASSIGN(std::string kubeconfig,
-                       WriteTempFile("wavepool-fault-kubeconfig", cluster->server().Kubeconfig()));
-  ASSERT_OK_AND_ASSIGN(std::string log_path, WriteTempFile("wavepool-fault-controller-log", ""));
+  ASSERT_OK_AND_ASSIGN(TempDir dir, TempDir::Create("wavepool-fault-crash"));
+  const std::string kubeconfig = dir.File("kubeconfig");
+  ASSERT_OK(WriteFile(kubeconfig, cluster->server().Kubeconfig()));
+  const std::string log_path = dir.File("controller.log");
+  ASSERT_OK(WriteFile(log_path, ""));
   std::cout << "controller log: " << log_path << "\n";
 
   // Up to 28 of the 32 GPUs for foreground gangs, 14 background pods; created in four batches,
@@ -111,8 +117,8 @@ TEST(FaultCrash, ControllerProcessKilledAtRandomPointsPlacesEveryJobOnce) {
   EXPECT_TRUE(controller->Running());
   controller->Terminate(std::chrono::seconds(10));
   log->Stop();
-  std::remove(kubeconfig.c_str());
-  if (!HasFailure()) std::remove(log_path.c_str());
+  // The directory goes with the test: a failure shows the log here.
+  if (HasFailure()) std::cout << "controller log:\n" << ReadFileOrEmpty(log_path) << "\n";
 }
 
 #endif  // WAVEPOOL_CONTROLLER_BIN

@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "tests/support/cluster/crds.h"
 #include "tests/support/eventually.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/api_error.h"
@@ -316,13 +315,13 @@ void PodCreationLog::Loop() {
     if (!event.ok()) return;
     if (!event->has_value() || (*event)->type != testing::apiserver::EventType::kAdded) continue;
     const nlohmann::json& metadata = (*event)->object["metadata"];
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     uids_by_pod_[metadata.value("name", "")].insert(metadata.value("uid", ""));
   }
 }
 
 std::map<std::string, int> PodCreationLog::Creations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::map<std::string, int> out;
   for (const auto& [name, uids] : uids_by_pod_) out[name] = static_cast<int>(uids.size());
   return out;
@@ -343,7 +342,7 @@ absl::StatusOr<kube::HttpResponse> CountingTransport::Send(const kube::HttpReque
   if (cut_) return absl::UnavailableError("connection refused (transport cut by the test)");
   absl::StatusOr<kube::HttpResponse> response = inner_->Send(request);
   if (request.method != "GET" && response.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++writes_[ResourceOf(request.target)];
   }
   return response;
@@ -356,7 +355,7 @@ absl::StatusOr<std::unique_ptr<kube::LineReader>> CountingTransport::Stream(
 }
 
 std::map<std::string, int> CountingTransport::Writes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return writes_;
 }
 
@@ -375,68 +374,6 @@ absl::StatusOr<std::unique_ptr<kube::Client>> ConnectTo(const TestApiServer& ser
     chosen = std::move(wrapper);
   }
   return std::make_unique<kube::Client>(config, std::move(chosen));
-}
-
-absl::StatusOr<std::unique_ptr<SimulatedCluster>> SimulatedCluster::Start(const Options& options) {
-  auto cluster = std::make_unique<SimulatedCluster>();
-  TestApiServer::Options server_options;
-  server_options.store.finish_pod_deletion_after_grace = false;
-  if (options.persistent) {
-    char pattern[] = "/tmp/wavepool-fault-XXXXXX";
-    if (mkdtemp(pattern) == nullptr) return absl::InternalError("mkdtemp failed");
-    cluster->data_dir = pattern;
-    server_options.store.data_dir = cluster->data_dir;
-  }
-  absl::StatusOr<std::unique_ptr<TestApiServer>> server = TestApiServer::Start(server_options);
-  if (!server.ok()) return server.status();
-  cluster->server = *std::move(server);
-  absl::StatusOr<std::unique_ptr<kube::Client>> client = ConnectTo(*cluster->server);
-  if (!client.ok()) return client.status();
-  cluster->client = *std::move(client);
-  if (absl::Status s = testing::RegisterWavepoolCrds(*cluster->client); !s.ok()) return s;
-  if (absl::Status s = CreateNamespace(*cluster->client); !s.ok()) return s;
-  for (int i = 0; i < options.nodes; ++i) {
-    cluster->node_names.push_back(absl::StrCat("node-", i < 10 ? "0" : "", i));
-  }
-  cluster->options = options;
-  if (absl::Status s = cluster->RestartKubelet(); !s.ok()) return s;
-  testing::SimulatedNodeAgents::Options agent_options;
-  agent_options.heartbeat_period = options.heartbeat_period;
-  absl::StatusOr<std::unique_ptr<testing::SimulatedNodeAgents>> agents =
-      testing::SimulatedNodeAgents::Start(
-          *cluster->client,
-          testing::SimulatedNodeAgents::Uniform(cluster->node_names, options.gpus_per_node),
-          agent_options);
-  if (!agents.ok()) return agents.status();
-  cluster->agents = *std::move(agents);
-  return cluster;
-}
-
-absl::Status SimulatedCluster::RestartKubelet() {
-  if (kubelet != nullptr) kubelet->Stop();
-  kubelet.reset();
-  testing::SimulatedKubelet::Options kubelet_options;
-  kubelet_options.gpus_per_node = options.gpus_per_node;
-  absl::StatusOr<std::unique_ptr<testing::SimulatedKubelet>> started =
-      testing::SimulatedKubelet::Start(*client, node_names, kubelet_options);
-  if (!started.ok()) return started.status();
-  kubelet = *std::move(started);
-  return absl::OkStatus();
-}
-
-SimulatedCluster::~SimulatedCluster() {
-  if (agents != nullptr) agents->Stop();
-  if (kubelet != nullptr) kubelet->Stop();
-  agents.reset();
-  kubelet.reset();
-  client.reset();
-  server.reset();
-  if (!data_dir.empty()) {
-    std::string command = "rm -rf '" + data_dir + "'";
-    if (std::system(command.c_str()) != 0) {
-      // Left behind in /tmp; harmless.
-    }
-  }
 }
 
 testing::TestCluster::Options FixtureOptions(int nodes, std::int64_t gpus_per_node,
@@ -529,18 +466,6 @@ std::int64_t ControllerProcess::PeakRssBytes() const {
     }
   }
   return -1;
-}
-
-absl::StatusOr<std::string> WriteTempFile(std::string_view prefix, std::string_view text) {
-  std::string pattern = absl::StrCat("/tmp/", std::string(prefix), "-XXXXXX");
-  const int fd = mkstemp(pattern.data());
-  if (fd < 0) return absl::InternalError("mkstemp failed");
-  const ssize_t written = write(fd, text.data(), text.size());
-  close(fd);
-  if (written != static_cast<ssize_t>(text.size())) {
-    return absl::InternalError(absl::StrCat("cannot write ", pattern));
-  }
-  return pattern;
 }
 
 }  // namespace wavepool::controller::fault

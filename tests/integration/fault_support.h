@@ -18,7 +18,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -26,13 +25,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
-#include "tests/integration/cluster_fixture.h"
 #include "tests/support/apiserver/test_server.h"
-#include "tests/support/cluster/simulated_kubelet.h"
-#include "tests/support/cluster/simulated_node_agent.h"
+#include "tests/support/cluster/test_cluster.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/controller/manager.h"
 #include "wavepool/kube/client.h"
@@ -124,8 +123,8 @@ class PodCreationLog {
 
   std::unique_ptr<testing::apiserver::StoreWatch> watch_;
   std::atomic<bool> stopping_{false};
-  mutable std::mutex mu_;
-  std::map<std::string, std::set<std::string>> uids_by_pod_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::set<std::string>> uids_by_pod_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
@@ -148,8 +147,8 @@ class CountingTransport : public kube::Transport {
  private:
   std::unique_ptr<kube::Transport> inner_;
   std::atomic<bool> cut_{false};
-  mutable std::mutex mu_;
-  std::map<std::string, int> writes_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, int> writes_ ABSL_GUARDED_BY(mu_);
 };
 
 // A client of `server` over HTTP; with a CountingTransport when `counting` is not null (which
@@ -158,33 +157,7 @@ absl::StatusOr<std::unique_ptr<kube::Client>> ConnectTo(
     const testing::apiserver::TestApiServer& server, CountingTransport** counting = nullptr,
     std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
-// The test API server with the simulated kubelet (pods turn Running at once) and agents
-// (heartbeats on the real clock), the CRDs and kNamespace.
-struct SimulatedCluster {
-  struct Options {
-    int nodes = 4;
-    std::int64_t gpus_per_node = 8;
-    // Keeps the objects across TestApiServer::Restart (a fresh temporary directory) when true.
-    bool persistent = false;
-    std::chrono::nanoseconds heartbeat_period = std::chrono::seconds(1);
-  };
-  static absl::StatusOr<std::unique_ptr<SimulatedCluster>> Start(const Options& options);
-  ~SimulatedCluster();
-
-  // Stops the kubelet and starts a new one, which looks at every pod afresh (the simulated
-  // kubelet does not retry a status write that failed while the server was away).
-  absl::Status RestartKubelet();
-
-  Options options;
-  std::vector<std::string> node_names;
-  std::string data_dir;  // empty unless persistent
-  std::unique_ptr<testing::apiserver::TestApiServer> server;
-  std::unique_ptr<kube::Client> client;  // the test's own client
-  std::unique_ptr<testing::SimulatedKubelet> kubelet;
-  std::unique_ptr<testing::SimulatedNodeAgents> agents;
-};
-
-// The shared fixture's options for `nodes` x `gpus_per_node` GPUs.
+// The cluster fixture's options for `nodes` x `gpus_per_node` GPUs.
 testing::TestCluster::Options FixtureOptions(int nodes, std::int64_t gpus_per_node,
                                              bool start_controller);
 
@@ -216,9 +189,6 @@ class ControllerProcess {
   pid_t pid_;
   bool reaped_ = false;
 };
-
-// Writes `text` to a new file under the temporary directory; its path.
-absl::StatusOr<std::string> WriteTempFile(std::string_view prefix, std::string_view text);
 
 }  // namespace wavepool::controller::fault
 

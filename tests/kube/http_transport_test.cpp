@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <optional>
@@ -23,7 +22,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/kube/raw_http_server.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
 
@@ -35,6 +36,8 @@ using ::wavepool::kube::testing::RawConnection;
 using ::wavepool::kube::testing::RawHttpServer;
 using ::wavepool::kube::testing::RawRequest;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 
 std::unique_ptr<Transport> TransportTo(const ClientConfig& config) {
   absl::StatusOr<std::unique_ptr<Transport>> transport = NewHttpTransport(config);
@@ -48,23 +51,6 @@ ClientConfig ConfigFor(const RawHttpServer& server) {
   config.user_agent = "wavepool-test/1";
   return config;
 }
-
-void WriteFile(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/wavepool-kube-XXXXXX";
-    path_ = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 TEST(HttpTransport, SendsMethodTargetHeadersAndBody) {
   RawHttpServer server([](const RawRequest&, RawConnection& connection) {
@@ -128,9 +114,9 @@ TEST(HttpTransport, AnyHttpStatusIsAnAnswer) {
 }
 
 TEST(HttpTransport, RereadsTheTokenFileWhenItIsReplaced) {
-  TempDir dir;
-  const std::filesystem::path token = dir.path() / "token";
-  WriteFile(token, "first-token\n");
+  ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-kube"));
+  const std::filesystem::path token = dir.File("token");
+  ASSERT_OK(WriteFile(token.string(), "first-token\n"));
   RawHttpServer server(
       [](const RawRequest&, RawConnection& connection) { connection.Answer(200, "{}"); });
   ClientConfig config = ConfigFor(server);
@@ -139,8 +125,8 @@ TEST(HttpTransport, RereadsTheTokenFileWhenItIsReplaced) {
   std::unique_ptr<Transport> transport = TransportTo(config);
   ASSERT_OK(transport->Send(HttpRequest{}));
   // Rotate as kubelet does: write a new file, then rename it over the old one.
-  WriteFile(dir.path() / "token.new", "second-token");
-  std::filesystem::rename(dir.path() / "token.new", token);
+  ASSERT_OK(WriteFile(dir.File("token.new"), "second-token"));
+  std::filesystem::rename(dir.File("token.new"), token);
   ASSERT_OK(transport->Send(HttpRequest{}));
   // A missing file keeps the last token read.
   std::filesystem::remove(token);

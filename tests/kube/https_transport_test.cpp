@@ -5,9 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +13,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/kube/raw_http_server.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/kube/http_transport.h"
 
 namespace wavepool::kube {
@@ -28,25 +28,22 @@ using ::wavepool::kube::testing::RawConnection;
 using ::wavepool::kube::testing::RawHttpServer;
 using ::wavepool::kube::testing::RawRequest;
 using ::wavepool::kube::testing::RawTlsOptions;
+using ::wavepool::testing::ReadFileOrEmpty;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 namespace fs = std::filesystem;
-
-std::string Slurp(const fs::path& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // A CA, a server certificate for 127.0.0.1 and a client certificate signed by it, and a second,
 // unrelated CA.
 class HttpsTransportTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    char pattern[] = "/tmp/wavepool-tls-XXXXXX";
-    dir_ = new fs::path(::mkdtemp(pattern));
+    ASSERT_OK_AND_ASSIGN(TempDir made, TempDir::Create("wavepool-tls"));
+    temp_dir_ = new TempDir(std::move(made));
+    dir_ = new fs::path(temp_dir_->path());
     const std::string d = dir_->string();
-    std::ofstream(*dir_ / "san.ext") << "subjectAltName=IP:127.0.0.1\n";
+    ASSERT_OK(WriteFile((*dir_ / "san.ext").string(), "subjectAltName=IP:127.0.0.1\n"));
     const std::string quiet = " >/dev/null 2>&1";
     const std::string script =
         "cd " + d + " && " +
@@ -71,8 +68,8 @@ class HttpsTransportTest : public ::testing::Test {
     made_ = std::system(script.c_str()) == 0;
   }
   static void TearDownTestSuite() {
-    fs::remove_all(*dir_);
     delete dir_;
+    delete temp_dir_;  // removes the directory
   }
   void SetUp() override {
     if (!made_) GTEST_SKIP() << "the openssl command could not make test certificates";
@@ -85,11 +82,12 @@ class HttpsTransportTest : public ::testing::Test {
     if (require_client_certificate) tls.client_ca_file = (*dir_ / "ca.pem").string();
     return tls;
   }
-  static std::string Pem(const char* name) { return Slurp(*dir_ / name); }
+  static std::string Pem(const char* name) { return ReadFileOrEmpty((*dir_ / name).string()); }
 
   static void Ok(const RawRequest&, RawConnection& connection) { connection.Answer(200, "{}"); }
 
-  static inline fs::path* dir_ = nullptr;
+  static inline TempDir* temp_dir_ = nullptr;
+  static inline fs::path* dir_ = nullptr;  // temp_dir_->path()
   static inline bool made_ = false;
 };
 

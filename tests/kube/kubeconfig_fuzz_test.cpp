@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,13 +13,18 @@
 #include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
 #include "tests/kube/kubeconfig_fuzz_target.h"
+#include "tests/support/files.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/text_fuzz.h"
 
 namespace wavepool::kube::testing {
 namespace {
 
 using ::wavepool::testing::RunTextFuzz;
+using ::wavepool::testing::TempDir;
 using ::wavepool::testing::TextFuzzReport;
+using ::wavepool::testing::WriteFile;
 
 constexpr char kKubeconfig[] = R"(apiVersion: v1
 kind: Config
@@ -60,16 +64,15 @@ contexts:
 class KubeconfigFuzz : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/wavepool-kubeconfig-fuzz-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-kubeconfig-fuzz"));
+    dir_ = temp_dir_.path();
     std::filesystem::create_directories(dir_ / "certs");
-    std::ofstream(dir_ / "token") << "file-token\n";
-    std::ofstream(dir_ / "certs" / "ca.pem") << "-----BEGIN CERTIFICATE-----\nCA\n";
+    ASSERT_OK(WriteFile((dir_ / "token").string(), "file-token\n"));
+    ASSERT_OK(WriteFile((dir_ / "certs" / "ca.pem").string(), "-----BEGIN CERTIFICATE-----\nCA\n"));
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::filesystem::path dir_;
+  TempDir temp_dir_;
+  std::filesystem::path dir_;  // temp_dir_.path()
 };
 
 std::vector<std::string> Seeds() {

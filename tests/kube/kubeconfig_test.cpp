@@ -5,32 +5,34 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::kube {
 namespace {
 
 using ::testing::HasSubstr;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 namespace fs = std::filesystem;
 
 class KubeconfigTest : public ::testing::Test {
  protected:
-  KubeconfigTest() {
-    char pattern[] = "/tmp/wavepool-kubeconfig-XXXXXX";
-    dir_ = ::mkdtemp(pattern);
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-kubeconfig"));
+    dir_ = temp_dir_.path();
   }
-  ~KubeconfigTest() override { fs::remove_all(dir_); }
 
   std::string Write(const std::string& name, const std::string& text) {
     const fs::path path = dir_ / name;
     fs::create_directories(path.parent_path());
-    std::ofstream(path) << text;
+    EXPECT_OK(WriteFile(path.string(), text));
     return path.string();
   }
 
@@ -44,7 +46,8 @@ class KubeconfigTest : public ::testing::Test {
     return options;
   }
 
-  fs::path dir_;
+  TempDir temp_dir_;
+  fs::path dir_;  // temp_dir_.path()
 };
 
 // "-----BEGIN CERTIFICATE-----\nCA\n" in base64.

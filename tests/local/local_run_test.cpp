@@ -7,10 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,20 +16,19 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/eventually.h"
+#include "tests/support/files.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::local {
 namespace {
 
 using ::testing::HasSubstr;
 using ::wavepool::testing::Eventually;
+using ::wavepool::testing::ReadFileOrEmpty;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 using json = nlohmann::json;
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A foreground data-parallel job on two GPUs and a background job that shares one of them.
 constexpr const char* kPair = R"(apiVersion: wavepool.dev/v1alpha1
@@ -62,11 +58,9 @@ spec:
 class WavepoolRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/wavepool-run-test-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-run-test"));
+    dir_ = temp_dir_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string Manifest(const std::string& name, std::string text, int steps) {
     const std::string key = "STEPS";
@@ -74,7 +68,7 @@ class WavepoolRun : public ::testing::Test {
       text.replace(at, key.size(), std::to_string(steps));
     }
     const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
+    EXPECT_OK(WriteFile(path, text));
     return path;
   }
 
@@ -103,13 +97,18 @@ class WavepoolRun : public ::testing::Test {
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
-  std::string Out() const { return Read(dir_ + "/run" + std::to_string(runs_) + ".out"); }
-  std::string Err() const { return Read(dir_ + "/run" + std::to_string(runs_) + ".err"); }
+  std::string Out() const {
+    return ReadFileOrEmpty(dir_ + "/run" + std::to_string(runs_) + ".out");
+  }
+  std::string Err() const {
+    return ReadFileOrEmpty(dir_ + "/run" + std::to_string(runs_) + ".err");
+  }
   json Report(const std::string& out) const {
-    return json::parse(Read(dir_ + "/" + out + "/report.json"));
+    return json::parse(ReadFileOrEmpty(dir_ + "/" + out + "/report.json"));
   }
 
-  std::string dir_;
+  TempDir temp_dir_;
+  std::string dir_;  // temp_dir_.path()
   int runs_ = 0;
 };
 
@@ -164,7 +163,7 @@ TEST_F(WavepoolRun, AForegroundAndABackgroundJobShareAGpuUnderTheAgent) {
   }
   EXPECT_TRUE(totals);
   EXPECT_THAT(Out(), HasSubstr("report: out/report.html"));
-  EXPECT_THAT(Read(dir_ + "/out/report.html"), HasSubstr("<figure class=\"chart\""));
+  EXPECT_THAT(ReadFileOrEmpty(dir_ + "/out/report.html"), HasSubstr("<figure class=\"chart\""));
 }
 
 TEST_F(WavepoolRun, AnInterruptedRunCheckpointsAndTheSameCommandResumesIt) {

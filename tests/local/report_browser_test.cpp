@@ -8,7 +8,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -19,6 +18,9 @@
 #include "gtest/gtest.h"
 #include "report_html.h"
 #include "tests/local/synthetic_report.h"
+#include "tests/support/files.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::local {
 namespace {
@@ -27,13 +29,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using ::wavepool::testing::ReadFileOrEmpty;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 
 // $WAVEPOOL_CHROMIUM, else `chromium` on the PATH; "" when neither is there.
 std::string FindChromium() {
@@ -77,13 +75,7 @@ class ReportInChromium : public ::testing::Test {
         std::string(WAVEPOOL_TEST_OUTPUT_DIR) + "/" + test->test_suite_name() + "." + test->name();
     fs::remove_all(out_);
     fs::create_directories(out_);
-    char profile[] = "/tmp/wavepool-chromium-XXXXXX";
-    ASSERT_NE(mkdtemp(profile), nullptr);
-    profile_ = profile;
-  }
-  void TearDown() override {
-    if (!profile_.empty()) fs::remove_all(profile_);
-    if (!run_dir_.empty()) fs::remove_all(run_dir_);
+    ASSERT_OK_AND_ASSIGN(profile_, TempDir::Create("wavepool-chromium"));
   }
 
   // chromium --headless with the flags every run shares; its stdout to `stdout_path`, its log
@@ -95,8 +87,8 @@ class ReportInChromium : public ::testing::Test {
         " --headless --no-sandbox --disable-gpu --disable-background-networking --no-first-run"
         " --no-default-browser-check --disable-extensions --hide-scrollbars"
         " --enable-logging=stderr --v=0 --user-data-dir=" +
-        Quote(profile_) + " --window-size=1100," + std::to_string(height_) + " " + args + " > " +
-        Quote(stdout_path) + " 2> " + Quote(log_path);
+        Quote(profile_.path()) + " --window-size=1100," + std::to_string(height_) + " " + args +
+        " > " + Quote(stdout_path) + " 2> " + Quote(log_path);
     return std::system(command.c_str());
   }
 
@@ -107,9 +99,9 @@ class ReportInChromium : public ::testing::Test {
     const std::string url = "file://" + fs::absolute(html).string();
     PageLoad load;
     EXPECT_EQ(Chromium("--dump-dom " + Quote(url), out_ + "/dom.html", out_ + "/chromium.log"), 0)
-        << Read(out_ + "/chromium.log");
-    load.dom = Read(out_ + "/dom.html");
-    std::stringstream log(Read(out_ + "/chromium.log"));
+        << ReadFileOrEmpty(out_ + "/chromium.log");
+    load.dom = ReadFileOrEmpty(out_ + "/dom.html");
+    std::stringstream log(ReadFileOrEmpty(out_ + "/chromium.log"));
     for (std::string line; std::getline(log, line);) {
       if (line.find(":CONSOLE") != std::string::npos) load.console.push_back(line);
     }
@@ -135,7 +127,7 @@ class ReportInChromium : public ::testing::Test {
     EXPECT_EQ(Chromium("--screenshot=" + Quote(out_ + "/report.png") + " " + Quote(url),
                        out_ + "/screenshot.out", out_ + "/screenshot.log"),
               0)
-        << Read(out_ + "/screenshot.log");
+        << ReadFileOrEmpty(out_ + "/screenshot.log");
     return load;
   }
 
@@ -154,15 +146,15 @@ class ReportInChromium : public ::testing::Test {
   }
 
   void ExpectScreenshot() const {
-    const std::string png = Read(out_ + "/report.png");
+    const std::string png = ReadFileOrEmpty(out_ + "/report.png");
     ASSERT_GT(png.size(), 10000u) << "no screenshot in " << out_;
     EXPECT_EQ(png.substr(1, 3), "PNG");
   }
 
   std::string chromium_;
   std::string out_;
-  std::string profile_;  // chromium's, removed after the test
-  std::string run_dir_;  // a `wavepool run`'s, removed after the test
+  TempDir profile_;  // chromium's
+  TempDir run_dir_;  // a `wavepool run`'s
   int height_ = 1200;
 };
 
@@ -221,15 +213,15 @@ spec:
 
 TEST_F(ReportInChromium, AWavepoolRunsReportRendersEveryChart) {
   // A short directory: the agent's socket path must fit in sun_path.
-  char dir[] = "/tmp/wavepool-report-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string run = run_dir_ = dir;
-  std::ofstream(run + "/jobs.yaml") << kRun;
+  ASSERT_OK_AND_ASSIGN(run_dir_, TempDir::Create("wavepool-report"));
+  const std::string run = run_dir_.path();
+  ASSERT_OK(WriteFile(run + "/jobs.yaml", kRun));
   const std::string command = "cd " + Quote(run) + " && " + Quote(WAVEPOOL_BIN) +
                               " run jobs.yaml --out out --threads 1 --fresh --worker " +
                               Quote(WAVEPOOL_WORKER_BIN) + " > run.out 2> run.err";
-  ASSERT_EQ(std::system(command.c_str()), 0) << Read(run + "/run.out") << Read(run + "/run.err");
-  EXPECT_THAT(Read(run + "/run.out"), HasSubstr("report: out/report.html"));
+  ASSERT_EQ(std::system(command.c_str()), 0)
+      << ReadFileOrEmpty(run + "/run.out") << ReadFileOrEmpty(run + "/run.err");
+  EXPECT_THAT(ReadFileOrEmpty(run + "/run.out"), HasSubstr("report: out/report.html"));
   fs::copy_file(run + "/out/report.json", out_ + "/report.json");
   const PageLoad load = Load(run + "/out/report.html");
   ExpectClean(load);

@@ -16,7 +16,9 @@
 #include "checkpoint_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/runtime/checkpoint.h"
 
 namespace wavepool::runtime {
@@ -25,9 +27,12 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using testing::ScratchDirectory;
 using ::testing::UnorderedElementsAre;
+using ::wavepool::testing::IsOkAndHolds;
+using ::wavepool::testing::ReadFile;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 
 constexpr char kFingerprint[] = "ab12cd34ef56ab78cd90ef12ab34cd56ef78ab90cd12ef34ab56cd78ef90ab12";
 
@@ -65,8 +70,8 @@ std::set<std::string> Entries(const std::string& path) {
 }
 
 TEST(CheckpointDirectory, OpenCreatesAMissingDirectoryAndItsParents) {
-  ScratchDirectory scratch;
-  const std::string path = scratch / "jobs/team-a/mlp";
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
+  const std::string path = scratch.File("jobs/team-a/mlp");
   ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(path + "/"));
   EXPECT_EQ(dir.path(), path);
   EXPECT_TRUE(fs::is_directory(path));
@@ -79,15 +84,15 @@ TEST(CheckpointDirectory, OpenCreatesAMissingDirectoryAndItsParents) {
 }
 
 TEST(CheckpointDirectory, OpenRejectsWhatCannotHoldCheckpoints) {
-  ScratchDirectory scratch;
-  testing::WriteBytes(scratch / "file", "x");
-  EXPECT_THAT(CheckpointDirectory::Open(scratch / "file"),
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
+  ASSERT_OK(WriteFile(scratch.File("file"), "x"));
+  EXPECT_THAT(CheckpointDirectory::Open(scratch.File("file")),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("checkpoint directory " + (scratch / "file") +
+                       HasSubstr("checkpoint directory " + (scratch.File("file")) +
                                  ": exists and is not a directory")));
-  EXPECT_THAT(CheckpointDirectory::Open(scratch / "file/sub"),
+  EXPECT_THAT(CheckpointDirectory::Open(scratch.File("file/sub")),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       AllOf(HasSubstr(scratch / "file/sub"), HasSubstr("Not a directory"))));
+                       AllOf(HasSubstr(scratch.File("file/sub")), HasSubstr("Not a directory"))));
   EXPECT_THAT(CheckpointDirectory::Open(""),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the path is empty")));
 }
@@ -102,8 +107,8 @@ TEST(CheckpointDirectory, OpenRejectsADirectoryNobodyCanWrite) {
 
 TEST(CheckpointDirectory, OpenRejectsADirectoryItCannotWrite) {
   if (::geteuid() == 0) GTEST_SKIP() << "root writes into a mode-0555 directory";
-  ScratchDirectory scratch;
-  const std::string path = scratch / "read-only";
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
+  const std::string path = scratch.File("read-only");
   fs::create_directory(path);
   fs::permissions(path, fs::perms(0555));
   EXPECT_THAT(
@@ -114,12 +119,12 @@ TEST(CheckpointDirectory, OpenRejectsADirectoryItCannotWrite) {
 }
 
 TEST(CheckpointDirectory, CommittedStepsReadBackForEveryRank) {
-  ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch.path()));
   WriteStep(dir, 100, 3);
   ASSERT_OK_AND_ASSIGN(const std::int64_t latest, dir.Latest());
   EXPECT_EQ(latest, 100);
-  EXPECT_EQ(testing::ReadBytes(scratch / "LATEST"), "100\n");
+  EXPECT_THAT(ReadFile(scratch.File("LATEST")), IsOkAndHolds("100\n"));
   for (std::int32_t rank = 0; rank < 3; ++rank) {
     ASSERT_OK_AND_ASSIGN(const CheckpointFile file, dir.Read(100, Expect(rank, 3)));
     EXPECT_EQ(file.rank, rank);
@@ -130,31 +135,32 @@ TEST(CheckpointDirectory, CommittedStepsReadBackForEveryRank) {
 }
 
 TEST(CheckpointDirectory, RanksAsThreadsWriteOneStepThenRankZeroCommits) {
-  ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   constexpr int kRanks = 8;
   for (std::int64_t step : {10, 20}) {
     std::vector<std::thread> ranks;
     std::vector<absl::Status> results(kRanks);
     for (int rank = 0; rank < kRanks; ++rank) {
       ranks.emplace_back([&, rank] {
-        absl::StatusOr<CheckpointDirectory> dir = CheckpointDirectory::Open(scratch / "ckpt");
+        absl::StatusOr<CheckpointDirectory> dir = CheckpointDirectory::Open(scratch.File("ckpt"));
         results[rank] = dir.ok() ? dir->Write(RankFile(step, rank, kRanks, 4096)) : dir.status();
       });
     }
     for (std::thread& thread : ranks) thread.join();  // the barrier
     for (const absl::Status& result : results) ASSERT_OK(result);
     ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir,
-                         CheckpointDirectory::Open(scratch / "ckpt"));
+                         CheckpointDirectory::Open(scratch.File("ckpt")));
     ASSERT_OK(dir.Commit(step, kRanks));
     ASSERT_OK(dir.Prune());
   }
-  ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch / "ckpt"));
+  ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir,
+                       CheckpointDirectory::Open(scratch.File("ckpt")));
   EXPECT_THAT(Entries(dir.path()), UnorderedElementsAre("LATEST", "step-20"));
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_OK(dir.Read(20, Expect(rank, kRanks)).status());
 }
 
 TEST(CheckpointDirectory, CommitRequiresEveryRanksFile) {
-  ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch.path()));
   WriteStep(dir, 100, 2);
   ASSERT_OK(dir.Write(RankFile(200, 0, 2)));
@@ -166,7 +172,7 @@ TEST(CheckpointDirectory, CommitRequiresEveryRanksFile) {
 }
 
 TEST(CheckpointDirectory, PruneKeepsOnlyTheCommittedStepAndForeignEntries) {
-  ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch.path()));
   WriteStep(dir, 100, 2);
   ASSERT_OK(dir.Prune());
@@ -174,11 +180,11 @@ TEST(CheckpointDirectory, PruneKeepsOnlyTheCommittedStepAndForeignEntries) {
   // A crash left step 300 written but not committed, and temporaries; the user keeps notes.
   ASSERT_OK(dir.Write(RankFile(300, 0, 2)));
   ASSERT_OK(dir.Write(RankFile(300, 1, 2)));
-  testing::WriteBytes(scratch / "LATEST.tmp.Ab12Cd", "3");
-  testing::WriteBytes(scratch / ".write-probe.Zz99Yy", "");
-  testing::WriteBytes(dir.StepPath(100) + "/rank-0.ckpt.tmp.Qw34Er", "partial");
-  testing::WriteBytes(scratch / "notes.txt", "mine");
-  fs::create_directory(scratch / "step-old");
+  ASSERT_OK(WriteFile(scratch.File("LATEST.tmp.Ab12Cd"), "3"));
+  ASSERT_OK(WriteFile(scratch.File(".write-probe.Zz99Yy"), ""));
+  ASSERT_OK(WriteFile(dir.StepPath(100) + "/rank-0.ckpt.tmp.Qw34Er", "partial"));
+  ASSERT_OK(WriteFile(scratch.File("notes.txt"), "mine"));
+  fs::create_directory(scratch.File("step-old"));
   ASSERT_OK_AND_ASSIGN(std::int64_t latest, dir.Latest());
   EXPECT_EQ(latest, 100);  // the uncommitted step is ignored
   ASSERT_OK(dir.Read(100, Expect(1, 2)).status());
@@ -193,7 +199,7 @@ TEST(CheckpointDirectory, PruneKeepsOnlyTheCommittedStepAndForeignEntries) {
 }
 
 TEST(CheckpointDirectory, RewritingTheCommittedStepKeepsItLoadable) {
-  ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch.path()));
   WriteStep(dir, 100, 1);
   // A job resumed at step 100 and stopped at once checkpoints step 100 again.
@@ -203,7 +209,7 @@ TEST(CheckpointDirectory, RewritingTheCommittedStepKeepsItLoadable) {
 }
 
 TEST(CheckpointDirectory, ALatestNamingAMissingStepOrFileIsAnErrorNotAFreshStart) {
-  ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch.path()));
   WriteStep(dir, 100, 2);
   fs::remove(dir.RankFilePath(100, 1));
@@ -219,7 +225,7 @@ TEST(CheckpointDirectory, ALatestNamingAMissingStepOrFileIsAnErrorNotAFreshStart
                                  dir.StepPath(100) + " is not a directory")));
   for (const char* text :
        {"", "100", "0100\n", "-1\n", "abc\n", "100\n\n", "99999999999999999999\n"}) {
-    testing::WriteBytes(dir.LatestPath(), text);
+    ASSERT_OK(WriteFile(dir.LatestPath(), text));
     EXPECT_THAT(dir.Latest(), StatusIs(absl::StatusCode::kDataLoss,
                                        HasSubstr("expected a step number and a newline")))
         << "LATEST holds '" << text << "'";
@@ -227,13 +233,13 @@ TEST(CheckpointDirectory, ALatestNamingAMissingStepOrFileIsAnErrorNotAFreshStart
 }
 
 TEST(CheckpointDirectory, ACorruptCommittedFileIsDataLossNamingIt) {
-  ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch.path()));
   WriteStep(dir, 100, 2);
   const std::string path = dir.RankFilePath(100, 1);
-  std::string bytes = testing::ReadBytes(path);
+  ASSERT_OK_AND_ASSIGN(std::string bytes, ReadFile(path));
   bytes[bytes.size() - 10] ^= 0x40;
-  testing::WriteBytes(path, bytes);
+  ASSERT_OK(WriteFile(path, bytes));
   EXPECT_THAT(dir.Read(100, Expect(1, 2)),
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(HasSubstr("checkpoint " + path + ": section 'model'"),
@@ -241,7 +247,7 @@ TEST(CheckpointDirectory, ACorruptCommittedFileIsDataLossNamingIt) {
 }
 
 TEST(CheckpointDirectory, ReadChecksFingerprintRankWorldSizeAndStep) {
-  ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch.path()));
   WriteStep(dir, 200, 2);
   const std::string path = dir.RankFilePath(200, 1);
@@ -306,10 +312,10 @@ std::string Describe(const absl::Status& status) {
 }
 
 TEST(CheckpointDirectory, AFullDiskFailsTheWriteAndLeavesThePreviousCheckpointLoadable) {
-  ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch.path()));
   WriteStep(dir, 100, 1);
-  const std::string committed_bytes = testing::ReadBytes(dir.RankFilePath(100, 0));
+  ASSERT_OK_AND_ASSIGN(const std::string committed_bytes, ReadFile(dir.RankFilePath(100, 0)));
   // Files of 1 MiB under a 256 KiB limit: a new step, and the committed step rewritten in place.
   const CheckpointFile next = RankFile(200, 0, 1, 1 << 20);
   const CheckpointFile rewrite = RankFile(100, 0, 1, 1 << 20);
@@ -324,7 +330,7 @@ TEST(CheckpointDirectory, AFullDiskFailsTheWriteAndLeavesThePreviousCheckpointLo
   // No temporary file; the committed step is untouched and loads.
   EXPECT_THAT(Entries(dir.StepPath(200)), ::testing::IsEmpty());
   EXPECT_THAT(Entries(dir.StepPath(100)), UnorderedElementsAre("rank-0.ckpt"));
-  EXPECT_EQ(testing::ReadBytes(dir.RankFilePath(100, 0)), committed_bytes);
+  EXPECT_THAT(ReadFile(dir.RankFilePath(100, 0)), IsOkAndHolds(committed_bytes));
   ASSERT_OK_AND_ASSIGN(const std::int64_t latest, dir.Latest());
   EXPECT_EQ(latest, 100);
   ASSERT_OK_AND_ASSIGN(const CheckpointFile file, dir.Read(100, Expect(0, 1)));
@@ -332,7 +338,7 @@ TEST(CheckpointDirectory, AFullDiskFailsTheWriteAndLeavesThePreviousCheckpointLo
 }
 
 TEST(CheckpointDirectory, AFullDiskDuringCommitKeepsTheOldLatest) {
-  ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch.path()));
   WriteStep(dir, 100, 1);
   ASSERT_OK(dir.Write(RankFile(200, 0, 1)));

@@ -2,12 +2,15 @@
 // table in docs/runtime.md, and every corruption is reported with the file and where.
 #include "wavepool/runtime/checkpoint_file.h"
 
+#include <filesystem>
 #include <string>
 
 #include "checkpoint_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -20,7 +23,11 @@ using testing::LayoutOf;
 using testing::LittleEndian;
 using testing::PutLittleEndian;
 using testing::ReferenceCrc32c;
+using ::wavepool::testing::IsOkAndHolds;
+using ::wavepool::testing::ReadFile;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 
 CheckpointFile SampleFile() {
   CheckpointFile file;
@@ -221,32 +228,32 @@ TEST(CheckpointFile, AMissingSectionNamesTheFileAndTheSectionsPresent) {
 }
 
 TEST(CheckpointFile, WritesAndReadsAFile) {
-  testing::ScratchDirectory dir;
-  const std::string path = dir / "rank-2.ckpt";
+  ASSERT_OK_AND_ASSIGN(TempDir dir, TempDir::Create("wavepool_checkpoint"));
+  const std::string path = dir.File("rank-2.ckpt");
   ASSERT_OK(WriteCheckpointFile(path, SampleFile()));
   ASSERT_OK_AND_ASSIGN(const CheckpointFile read, ReadCheckpointFile(path));
   EXPECT_EQ(read.sections, SampleFile().sections);
   EXPECT_EQ(read.source, path);
-  EXPECT_EQ(testing::ReadBytes(path), SampleBytes());
+  EXPECT_THAT(ReadFile(path), IsOkAndHolds(SampleBytes()));
   EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
             std::filesystem::perms(0644));
-  EXPECT_THAT(
-      ReadCheckpointFile(dir / "absent.ckpt"),
-      StatusIs(absl::StatusCode::kNotFound, HasSubstr("read checkpoint " + (dir / "absent.ckpt") +
-                                                      ": No such file or directory")));
+  EXPECT_THAT(ReadCheckpointFile(dir.File("absent.ckpt")),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("read checkpoint " + (dir.File("absent.ckpt")) +
+                                 ": No such file or directory")));
 }
 
 TEST(CheckpointFile, AFailedWriteNamesThePathAndLeavesNoTemporaryFile) {
-  testing::ScratchDirectory dir;
-  const std::string path = dir / "missing-dir/rank-0.ckpt";
+  ASSERT_OK_AND_ASSIGN(TempDir dir, TempDir::Create("wavepool_checkpoint"));
+  const std::string path = dir.File("missing-dir/rank-0.ckpt");
   EXPECT_THAT(WriteCheckpointFile(path, SampleFile()),
               StatusIs(absl::StatusCode::kNotFound,
                        AllOf(HasSubstr(path), HasSubstr("No such file or directory"))));
   // A directory where the file should go: rename fails after the data was written.
-  std::filesystem::create_directory(dir / "rank-1.ckpt");
-  std::filesystem::create_directory(dir / "rank-1.ckpt/child");
-  EXPECT_THAT(WriteCheckpointFile(dir / "rank-1.ckpt", SampleFile()),
-              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(dir / "rank-1.ckpt")));
+  std::filesystem::create_directory(dir.File("rank-1.ckpt"));
+  std::filesystem::create_directory(dir.File("rank-1.ckpt/child"));
+  EXPECT_THAT(WriteCheckpointFile(dir.File("rank-1.ckpt"), SampleFile()),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(dir.File("rank-1.ckpt"))));
   std::vector<std::string> entries;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     entries.push_back(entry.path().filename().string());

@@ -13,7 +13,9 @@
 #include "checkpoint_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/runtime/checkpoint.h"
 
 namespace wavepool::runtime {
@@ -21,7 +23,11 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::wavepool::testing::IsOkAndHolds;
+using ::wavepool::testing::ReadFile;
 using ::wavepool::testing::StatusIs;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 
 enum class OptimizerKind { kSgdMomentum, kAdam, kAdamW };
 
@@ -96,8 +102,9 @@ std::string OptimizerName(const ::testing::TestParamInfo<OptimizerKind>& param) 
 class ResumeTest : public ::testing::TestWithParam<OptimizerKind> {};
 
 TEST_P(ResumeTest, ARestoredRunTrainsOnBitIdenticallyToAnUninterruptedOne) {
-  testing::ScratchDirectory scratch;
-  ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir, CheckpointDirectory::Open(scratch / "ckpt"));
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
+  ASSERT_OK_AND_ASSIGN(const CheckpointDirectory dir,
+                       CheckpointDirectory::Open(scratch.File("ckpt")));
 
   // Uninterrupted: 3 steps, checkpoint, 3 more.
   torch::manual_seed(1);
@@ -292,12 +299,12 @@ CheckpointFile TrainedFile(torch::nn::Sequential& model, torch::optim::Optimizer
 }
 
 TEST(TrainingState, AFlippedByteInAnySectionIsReportedBeforeAnythingIsApplied) {
-  testing::ScratchDirectory scratch;
+  ASSERT_OK_AND_ASSIGN(TempDir scratch, TempDir::Create("wavepool_checkpoint"));
   torch::nn::Sequential model = MakeModel();
   torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  const std::string path = scratch / "rank-0.ckpt";
+  const std::string path = scratch.File("rank-0.ckpt");
   ASSERT_OK(WriteCheckpointFile(path, TrainedFile(model, sgd)));
-  const std::string bytes = testing::ReadBytes(path);
+  ASSERT_OK_AND_ASSIGN(const std::string bytes, ReadFile(path));
   const testing::FileLayout layout = testing::LayoutOf(bytes);
   std::vector<std::string> names;
   for (const testing::SectionLayout& section : layout.sections) {
@@ -305,7 +312,7 @@ TEST(TrainingState, AFlippedByteInAnySectionIsReportedBeforeAnythingIsApplied) {
     for (std::size_t at : {section.payload_offset, section.checksum_offset - 1}) {
       std::string corrupt = bytes;
       corrupt[at] ^= 0x01;
-      testing::WriteBytes(path, corrupt);
+      ASSERT_OK(WriteFile(path, corrupt));
       EXPECT_THAT(ReadCheckpointFile(path),
                   StatusIs(absl::StatusCode::kDataLoss,
                            AllOf(HasSubstr("checkpoint " + path + ": section '" + section.name),

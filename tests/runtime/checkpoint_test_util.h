@@ -1,56 +1,14 @@
-// Shared by the checkpoint tests: a scratch directory, byte edits of encoded files, and the file
-// layout of docs/runtime.md ("Checkpoints") read independently of the library, so that the tests
+// Shared by the checkpoint tests: byte edits of encoded files, and the file layout of
+// docs/runtime.md ("Checkpoints") read independently of the library, so that the tests
 // check the documented format rather than the code against itself.
 #ifndef WAVEPOOL_TESTS_RUNTIME_CHECKPOINT_TEST_UTIL_H_
 #define WAVEPOOL_TESTS_RUNTIME_CHECKPOINT_TEST_UTIL_H_
 
-#include <stdlib.h>
-
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
-#include <system_error>
 #include <vector>
 
-#include "gtest/gtest.h"
-
 namespace wavepool::runtime::testing {
-
-// A fresh directory under the test's temporary directory, removed with everything in it.
-class ScratchDirectory {
- public:
-  ScratchDirectory() {
-    std::string root = ::testing::TempDir();
-    while (root.size() > 1 && root.back() == '/') root.pop_back();
-    std::string pattern = root + "/wavepool_checkpoint_XXXXXX";
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-    EXPECT_FALSE(path_.empty()) << "mkdtemp " << pattern;
-  }
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDirectory(const ScratchDirectory&) = delete;
-  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-inline std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-inline void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
 
 inline std::uint64_t LittleEndian(const std::string& bytes, std::size_t offset, int width) {
   std::uint64_t value = 0;

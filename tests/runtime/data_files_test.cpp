@@ -1,18 +1,18 @@
 // The CIFAR-10 and MNIST readers against small files written here: values after normalisation,
 // labels, sample numbering across files, and every way a dataset file can be wrong.
-#include <unistd.h>
 
 #include <array>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/runtime/sample_source.h"
 
 namespace wavepool::runtime {
@@ -35,10 +35,8 @@ SampleSpec Features(std::vector<std::int64_t> shape, std::int64_t classes = 10) 
 }
 
 void WriteFile(const std::string& path, const Bytes& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
+  ASSERT_OK(::wavepool::testing::WriteFile(
+      path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
 }
 
 void AppendBigEndian(Bytes* bytes, std::uint32_t value) {
@@ -87,13 +85,10 @@ Bytes MnistLabels(std::uint32_t count, std::uint32_t magic = 2049) {
 class DatasetFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "/wavepool_data_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
+    ASSERT_OK_AND_ASSIGN(dir_, ::wavepool::testing::TempDir::Create("wavepool_data"));
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string Path(const std::string& name) const { return dir_.File(name); }
   std::string CifarFile(int i) const { return Path("data_batch_" + std::to_string(i) + ".bin"); }
   std::string ImagesFile() const { return Path("train-images-idx3-ubyte"); }
   std::string LabelsFile() const { return Path("train-labels-idx1-ubyte"); }
@@ -112,21 +107,21 @@ class DatasetFiles : public ::testing::Test {
   }
 
   absl::StatusOr<SampleSourcePtr> OpenCifar(const SampleSpec& spec = Features({3, 32, 32})) {
-    return OpenSampleSource("cifar10:" + dir_, spec, 1);
+    return OpenSampleSource("cifar10:" + dir_.path(), spec, 1);
   }
   absl::StatusOr<SampleSourcePtr> OpenMnist(const SampleSpec& spec = Features({1, 28, 28})) {
-    return OpenSampleSource("mnist:" + dir_, spec, 1);
+    return OpenSampleSource("mnist:" + dir_.path(), spec, 1);
   }
 
   static constexpr std::array<std::int64_t, 5> kCifarCounts = {1, 2, 3, 1, 2};
-  std::string dir_;
+  ::wavepool::testing::TempDir dir_;
 };
 
 TEST_F(DatasetFiles, CifarSamplesAreNumberedThroughTheFilesAndNormalisedPerChannel) {
   WriteCifar();
   ASSERT_OK_AND_ASSIGN(SampleSourcePtr source, OpenCifar());
   ASSERT_EQ(source->size(), 9);
-  EXPECT_THAT(source->Describe(), AllOf(HasSubstr(dir_), HasSubstr("9 samples")));
+  EXPECT_THAT(source->Describe(), AllOf(HasSubstr(dir_.path()), HasSubstr("9 samples")));
   std::vector<float> pixels(3072);
   for (std::int64_t s = 0; s < 9; ++s) {
     std::int64_t label = -1;

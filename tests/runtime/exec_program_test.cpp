@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "tests/runtime/exec_test_support.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/planner/zoo.h"
 #include "wavepool/runtime/rendezvous.h"
 #include "wavepool/runtime/stage_program.h"
@@ -134,11 +135,11 @@ TEST(StoreAddress, ParsesTcpAndFileAndNamesWhatIsWrong) {
 }
 
 TEST(Rendezvous, NamesEveryRankThatDidNotArrive) {
-  char dir[] = "/tmp/wavepool-rendezvous-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
+  ASSERT_OK_AND_ASSIGN(const ::wavepool::testing::TempDir dir,
+                       ::wavepool::testing::TempDir::Create("wavepool-rendezvous"));
   StoreAddress address;
   address.kind = StoreAddress::Kind::kFile;
-  address.path = std::string(dir) + "/store";
+  address.path = dir.File("store");
   absl::StatusOr<StorePtr> one, two;
   std::thread rank1([&] { one = Rendezvous(address, 1, 4, std::chrono::milliseconds(300)); });
   two = Rendezvous(address, 2, 4, std::chrono::milliseconds(300));
@@ -149,7 +150,6 @@ TEST(Rendezvous, NamesEveryRankThatDidNotArrive) {
   EXPECT_THAT(Rendezvous(address, 4, 4, std::chrono::milliseconds(10)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("rank 4 is not in [0, world size 4)")));
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

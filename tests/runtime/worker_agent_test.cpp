@@ -1,9 +1,7 @@
 // wavepool-worker with a real node agent (wavepool-agent on simulated GPUs): registration with the
 // pod's identity, launch groups and iterations reaching the agent's metrics, a background task
 // preempted by SIGTERM and resumed on another GPU, and a background task that finds no agent.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,7 +15,10 @@
 #include "tests/runtime/exec_test_support.h"
 #include "tests/runtime/worker_process.h"
 #include "tests/support/eventually.h"
+#include "tests/support/files.h"
+#include "tests/support/http_get.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/api/plan.h"
 #include "wavepool/planner/zoo.h"
 #include "wavepool/runtime/agent_session.h"
@@ -30,34 +31,16 @@ using testing::ChildProcess;
 using testing::FreePort;
 using ::testing::HasSubstr;
 using ::wavepool::testing::Eventually;
-
-// GET http://127.0.0.1:<port><path>; empty on any failure.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string body;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buffer[65536];
-      ssize_t n = 0;
-      while ((n = read(fd, buffer, sizeof(buffer))) > 0)
-        body.append(buffer, static_cast<std::size_t>(n));
-    }
-  }
-  close(fd);
-  return body;
-}
+using ::wavepool::testing::HttpGet;
+using ::wavepool::testing::HttpResponse;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 
 class WorkerWithAgent : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/wavepool-worker-agent-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-worker-agent"));
+    dir_ = temp_dir_.path();
     metrics_port_ = FreePort();
     agent_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{WAVEPOOL_AGENT_BIN, "--dir", dir_ + "/agent", "--devices",
@@ -75,11 +58,14 @@ class WorkerWithAgent : public ::testing::Test {
     absl::StatusOr<api::Plan> plan = testing::PlanFor(*graph, request, 400, 0.05, 5);
     ASSERT_TRUE(plan.ok()) << plan.status();
     plan_ = dir_ + "/plan.json";
-    testing::WriteFile(plan_, api::ToJson(*plan).dump(2));
+    ASSERT_OK(WriteFile(plan_, api::ToJson(*plan).dump(2)));
   }
-  void TearDown() override {
-    agent_.reset();
-    std::filesystem::remove_all(dir_);
+  void TearDown() override { agent_.reset(); }
+
+  // The agent's /metrics page; "" while it cannot be read.
+  std::string Metrics() const {
+    absl::StatusOr<HttpResponse> scrape = HttpGet(metrics_port_, "/metrics");
+    return scrape.ok() ? scrape->body : std::string();
   }
 
   std::unique_ptr<ChildProcess> Worker(const std::string& name, const std::string& role, int gpu,
@@ -97,7 +83,8 @@ class WorkerWithAgent : public ::testing::Test {
         dir_, name + std::to_string(gpu) + std::to_string(++started_));
   }
 
-  std::string dir_;
+  TempDir temp_dir_;
+  std::string dir_;  // temp_dir_.path()
   std::string plan_;
   int metrics_port_ = 0;
   int started_ = 0;
@@ -113,12 +100,12 @@ TEST_F(WorkerWithAgent, AForegroundWorkerRegistersWithItsPodsIdentityAndReportsI
   // its iterations and launch groups arrive.
   EXPECT_TRUE(Eventually(
       [&] {
-        const std::string metrics = HttpGet(metrics_port_, "/metrics");
+        const std::string metrics = Metrics();
         return metrics.find("wavepool_task_samples_total" + task) != std::string::npos &&
                metrics.find("wavepool_task_launch_credit_limit" + task + " 2") != std::string::npos;
       },
       std::chrono::seconds(60)))
-      << HttpGet(metrics_port_, "/metrics");
+      << Metrics();
   ASSERT_EQ(worker->Wait(), 0) << worker->err();
   EXPECT_THAT(worker->out(), ::testing::Not(HasSubstr("unpaced")));
 }
@@ -189,16 +176,16 @@ TEST_F(WorkerWithAgent, ABackgroundLaunchWaitsWhileAForegroundAllReduceRuns) {
 }
 
 TEST(WorkerWithoutAgent, ABackgroundTaskNeverRunsUnpacedAForegroundTaskDoes) {
-  char dir[] = "/tmp/wavepool-worker-noagent-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
+  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("wavepool-worker-noagent"));
+  const std::string dir = temp_dir.path();
   absl::StatusOr<planner::ModelGraph> graph = planner::BuiltinModel("mlp_tiny");
   ASSERT_TRUE(graph.ok());
   planner::PlanRequest request;
   request.global_batch = 8;
   absl::StatusOr<api::Plan> plan = testing::PlanFor(*graph, request, 3, 0.05, 5);
   ASSERT_TRUE(plan.ok());
-  const std::string path = std::string(dir) + "/plan.json";
-  testing::WriteFile(path, api::ToJson(*plan).dump());
+  const std::string path = dir + "/plan.json";
+  ASSERT_OK(WriteFile(path, api::ToJson(*plan).dump()));
   for (const std::string role : {"Background", "Foreground"}) {
     ChildProcess worker(
         {WAVEPOOL_WORKER_BIN, "--plan", path, "--agent-dir", dir, "--agent-timeout", "0.5"},

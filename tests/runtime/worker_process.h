@@ -18,19 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/files.h"
+
 namespace wavepool::runtime::testing {
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-inline void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
 
 // A child process whose stdout and stderr go to <dir>/<name>.out and .err.
 class ChildProcess {
@@ -77,8 +67,9 @@ class ChildProcess {
     return code_;
   }
   void Signal(int signal) { kill(pid_, signal); }
-  std::string out() const { return ReadFile(out_); }
-  std::string err() const { return ReadFile(err_); }
+  // What the child wrote so far; "" before it wrote anything.
+  std::string out() const { return ::wavepool::testing::ReadFileOrEmpty(out_); }
+  std::string err() const { return ::wavepool::testing::ReadFileOrEmpty(err_); }
   pid_t pid() const { return pid_; }
 
  private:

@@ -13,7 +13,9 @@
 #include "tests/runtime/exec_test_support.h"
 #include "tests/runtime/worker_process.h"
 #include "tests/support/eventually.h"
+#include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 #include "wavepool/api/plan.h"
 #include "wavepool/planner/zoo.h"
 
@@ -25,6 +27,9 @@ using testing::FreePort;
 using ::testing::HasSubstr;
 using testing::PlanFor;
 using ::wavepool::testing::Eventually;
+using ::wavepool::testing::ReadFile;
+using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WriteFile;
 
 // The loss printed on each progress line, by step.
 std::map<int, std::string> Losses(const std::string& out) {
@@ -40,11 +45,9 @@ std::map<int, std::string> Losses(const std::string& out) {
 class WorkerProcess : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/wavepool-worker-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-worker"));
+    dir_ = temp_dir_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Writes the planner's plan for `model` to <dir>/<name>.json.
   std::string WritePlan(const std::string& name, const std::string& model, int gpus,
@@ -62,7 +65,7 @@ class WorkerProcess : public ::testing::Test {
     absl::StatusOr<api::Plan> plan = PlanFor(*graph, request, steps, 0.05, 3);
     EXPECT_TRUE(plan.ok()) << plan.status();
     const std::string path = dir_ + "/" + name + ".json";
-    testing::WriteFile(path, api::ToJson(*plan).dump(2));
+    EXPECT_OK(WriteFile(path, api::ToJson(*plan).dump(2)));
     return path;
   }
 
@@ -125,7 +128,8 @@ class WorkerProcess : public ::testing::Test {
     EXPECT_EQ(losses, expected);
   }
 
-  std::string dir_;
+  TempDir temp_dir_;
+  std::string dir_;  // temp_dir_.path()
   int gangs_ = 0;
 };
 
@@ -163,8 +167,8 @@ TEST_F(WorkerProcess, BadSettingsAndBadPlansAreRefusedWithTheirReason) {
   EXPECT_EQ(missing->Wait(), 3);
   EXPECT_THAT(missing->err(), HasSubstr("nope.json: cannot be read"));
 
-  testing::WriteFile(dir_ + "/bad.json", R"({"apiVersion": "wavepool.dev/v1alpha1", "kind": "Plan",
-      "strategy": "DataParallel", "globalBatchSize": 0, "gpus": 1, "stages": []})");
+  ASSERT_OK(WriteFile(dir_ + "/bad.json", R"({"apiVersion": "wavepool.dev/v1alpha1", "kind": "Plan",
+      "strategy": "DataParallel", "globalBatchSize": 0, "gpus": 1, "stages": []})"));
   auto invalid = Worker("invalid", {"--plan", dir_ + "/bad.json"});
   EXPECT_EQ(invalid->Wait(), 3);
   EXPECT_THAT(invalid->err(), HasSubstr("globalBatchSize"));
@@ -193,9 +197,9 @@ TEST_F(WorkerProcess, ACorruptCheckpointIsAnErrorNeverAFreshStart) {
   ASSERT_EQ(run->Wait(), 0) << run->err();
   const std::string file = dir_ + "/ck/step-3/rank-0.ckpt";
   ASSERT_TRUE(std::filesystem::exists(file));
-  std::string bytes = testing::ReadFile(file);
+  ASSERT_OK_AND_ASSIGN(std::string bytes, ReadFile(file));
   bytes[bytes.size() / 2] ^= 0x5a;
-  testing::WriteFile(file, bytes);
+  ASSERT_OK(WriteFile(file, bytes));
   auto again = Worker("again", {"--plan", plan, "--steps", "5", "--checkpoint-dir", dir_ + "/ck"});
   EXPECT_EQ(again->Wait(), 3);
   EXPECT_THAT(again->err(), HasSubstr(file));

@@ -10,25 +10,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <ostream>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "tests/support/files.h"
+
 namespace wavepool::testing {
-
-inline std::string ReadTextFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-inline void WriteTextFile(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
 
 // The words of each non-empty line of `text` (kubectl aligns table columns with spaces).
 inline std::vector<std::vector<std::string>> TableWords(const std::string& text) {
@@ -88,15 +79,18 @@ class KubectlRunner {
   // Runs kubectl `args` to completion with `input` on its stdin.
   KubectlResult Run(const std::vector<std::string>& args, const std::string& input = "") const {
     const std::string in = dir_ + "/stdin", out = dir_ + "/stdout", err = dir_ + "/stderr";
-    WriteTextFile(in, input);
     KubectlResult result;
+    if (absl::Status written = WriteFile(in, input); !written.ok()) {
+      result.err = std::string(written.message());
+      return result;
+    }
     const pid_t pid = Spawn(args, in, out, err);
     if (pid < 0) return result;
     int status = 0;
     ::waitpid(pid, &status, 0);
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = ReadTextFile(out);
-    result.err = ReadTextFile(err);
+    result.out = ReadFileOrEmpty(out);
+    result.err = ReadFileOrEmpty(err);
     return result;
   }
 

@@ -36,6 +36,15 @@ MATCHER(IsOk, "is OK") {
   return status.ok();
 }
 
+// A StatusOr that is OK and whose value matches `value_matcher` (a matcher or a value).
+MATCHER_P(IsOkAndHolds, value_matcher, "is OK and holds a matching value") {
+  if (!arg.ok()) {
+    *result_listener << "whose status is " << arg.status();
+    return false;
+  }
+  return ::testing::ExplainMatchResult(value_matcher, *arg, result_listener);
+}
+
 }  // namespace wavepool::testing
 
 #define WAVEPOOL_STATUS_CONCAT_INNER(a, b) a##b

@@ -16,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "agent_connection.h"
 #include "wavepool/agent/client/launch_gate.h"
+#include "wavepool/base/errno_error.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::agent {
 namespace {
@@ -91,23 +93,24 @@ AgentClient::AgentClient(Options options)
                     (static_cast<std::uint64_t>(getpid()) << 32)) {}
 
 absl::StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(Options options) {
-  if (absl::Status checked = CheckOptions(options); !checked.ok()) return checked;
+  WAVEPOOL_RETURN_IF_ERROR(CheckOptions(options));
   if (options.registration.pid == 0) options.registration.pid = static_cast<std::int32_t>(getpid());
   std::unique_ptr<AgentClient> client(new AgentClient(std::move(options)));
   const Options& o = client->options_;
   client->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (client->wake_fd_ < 0) return absl::ErrnoToStatus(errno, "AgentClient: eventfd");
+  if (client->wake_fd_ < 0) return ErrnoError(errno, "AgentClient: eventfd");
   Registered registered;
-  absl::StatusOr<std::unique_ptr<AgentConnection>> connection = AgentConnection::Open(
-      o.socket_path, o.registration, SteadyClock::now() + o.register_timeout, client->wake_fd_,
-      [] { return false; }, &registered);
-  if (!connection.ok()) return connection.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(
+      std::unique_ptr<AgentConnection> connection,
+      AgentConnection::Open(
+          o.socket_path, o.registration, SteadyClock::now() + o.register_timeout, client->wake_fd_,
+          [] { return false; }, &registered));
   absl::StatusOr<std::unique_ptr<LaunchGate>> gate =
       LaunchGate::Attach(registered, o.registration.role);
   if (!gate.ok()) {
     // Tell the agent to free the slot now rather than when it notices the closed socket.
-    if ((*connection)->Queue(Goodbye{}).ok()) {
-      (void)(*connection)->Drain(SteadyClock::now() + o.register_timeout);
+    if (connection->Queue(Goodbye{}).ok()) {
+      (void)connection->Drain(SteadyClock::now() + o.register_timeout);
     }
     return gate.status();
   }
@@ -116,7 +119,7 @@ absl::StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(Options option
     absl::MutexLock lock(&client->mu_);  // uncontended: the thread starts below
     client->registered_ = registered;
   }
-  client->connection_ = std::move(*connection);
+  client->connection_ = std::move(connection);
   client->connected_.store(true, std::memory_order_release);
   client->thread_ = std::thread([c = client.get()] { c->Run(); });
   return client;
@@ -263,7 +266,7 @@ void AgentClient::Serve(SteadyClock::time_point& next_flush) {
   const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_flush - SteadyClock::now());
   if (poll(fds, 2, static_cast<int>(std::max<std::int64_t>(0, wait.count()))) < 0 &&
       errno != EINTR) {
-    Disconnect(absl::ErrnoToStatus(errno, "poll"));
+    Disconnect(ErrnoError(errno, "poll"));
     return;
   }
   if (fds[1].revents != 0) WaitForWakeUp(std::chrono::nanoseconds::zero());

@@ -14,6 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "wavepool/agent/client/launch_gate.h"
+#include "wavepool/base/errno_error.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::agent::internal {
 namespace {
@@ -39,10 +41,9 @@ void DrainEventFd(int fd) {
 absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::Open(
     const std::string& path, const RegisterRequest& request, TimePoint deadline, int wake_fd,
     const std::function<bool()>& stop, Registered* registered) {
-  absl::StatusOr<OwnSegment> own = LaunchGate::CreateWorkerSegment();
-  if (!own.ok()) return own.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(OwnSegment own, LaunchGate::CreateWorkerSegment());
   RegisterRequest with_segment = request;
-  with_segment.worker_segment = own->fd;
+  with_segment.worker_segment = own.fd;
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(address.sun_path)) {
@@ -51,18 +52,18 @@ absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::Open(
   }
   std::memcpy(address.sun_path, path.data(), path.size());
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::ErrnoToStatus(errno, "agent socket: socket");
+  if (fd < 0) return ErrnoError(errno, "agent socket: socket");
   std::unique_ptr<AgentConnection> connection(new AgentConnection(fd, path));
   // A unix socket connects at once or fails: EAGAIN means the agent's backlog is full.
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
     const int err = errno;
-    return absl::UnavailableError(
-        absl::StrCat("connect to the agent at ", path, ": ", std::strerror(err)));
+    return ErrnoError(absl::StatusCode::kUnavailable, err,
+                      absl::StrCat("connect to the agent at ", path));
   }
-  if (absl::Status queued = connection->Queue(with_segment); !queued.ok()) return queued;
+  WAVEPOOL_RETURN_IF_ERROR(connection->Queue(with_segment));
   std::vector<Message> messages;
   for (;;) {
-    if (absl::Status written = connection->Write(); !written.ok()) return written;
+    WAVEPOOL_RETURN_IF_ERROR(connection->Write());
     pollfd fds[2] = {
         {fd, static_cast<short>(POLLIN | (connection->pending_bytes() ? POLLOUT : 0)), 0},
         {wake_fd, POLLIN, 0}};
@@ -76,7 +77,7 @@ absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::Open(
         Message& message = messages[i];
         if (auto* answer = std::get_if<Registered>(&message)) {
           *registered = std::move(*answer);
-          registered->own_segment = own->mapping;
+          registered->own_segment = own.mapping;
           // What came right after (a Policy, Foregrounds) is the connection's to deliver.
           connection->backlog_.assign(std::make_move_iterator(messages.begin() + i + 1),
                                       std::make_move_iterator(messages.end()));
@@ -103,22 +104,20 @@ absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::Open(
 AgentConnection::~AgentConnection() { close(fd_); }
 
 absl::Status AgentConnection::Failed(const char* syscall, int err) const {
-  return absl::UnavailableError(
-      absl::StrCat("agent connection ", path_, ": ", syscall, ": ", std::strerror(err)));
+  return ErrnoError(absl::StatusCode::kUnavailable, err,
+                    absl::StrCat("agent connection ", path_, ": ", syscall));
 }
 
 absl::Status AgentConnection::Queue(const Message& message) {
-  absl::StatusOr<std::string> frame = EncodeFrame(message, next_out_);
-  if (!frame.ok()) return frame.status();
-  absl::StatusOr<std::vector<SharedFd>> fds = DescriptorsOf(message);
-  if (!fds.ok()) return fds.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string frame, EncodeFrame(message, next_out_));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<SharedFd> fds, DescriptorsOf(message));
   if (written_ == output_.size()) {
     output_.clear();
     written_ = 0;
   }
   // The descriptors travel with the frame's first byte.
-  outgoing_fds_.Add(stream_position_ + (output_.size() - written_), *std::move(fds));
-  output_ += *frame;
+  outgoing_fds_.Add(stream_position_ + (output_.size() - written_), std::move(fds));
+  output_ += frame;
   next_out_ = NextSequence(next_out_);
   return absl::OkStatus();
 }
@@ -165,10 +164,9 @@ absl::Status AgentConnection::Read(std::vector<Message>* messages) {
   }
   // Frames that arrived before the end still count (an Error right before the agent closes).
   for (;;) {
-    absl::StatusOr<std::optional<Frame>> next = reader_.Next();
-    if (!next.ok()) return next.status();
-    if (!next->has_value()) return gone;
-    Frame& frame = **next;
+    WAVEPOOL_ASSIGN_OR_RETURN(std::optional<Frame> next, reader_.Next());
+    if (!next.has_value()) return gone;
+    Frame& frame = *next;
     if (frame.sequence != expected_in_) {
       return absl::FailedPreconditionError(absl::StrCat(
           "agent at ", path_, ": frame.sequence ", frame.sequence, ", expected ", expected_in_));
@@ -184,7 +182,7 @@ absl::Status AgentConnection::Read(std::vector<Message>* messages) {
 
 absl::Status AgentConnection::Drain(TimePoint deadline) {
   for (;;) {
-    if (absl::Status written = Write(); !written.ok()) return written;
+    WAVEPOOL_RETURN_IF_ERROR(Write());
     if (pending_bytes() == 0) return absl::OkStatus();
     pollfd fds[1] = {{fd_, POLLOUT, 0}};
     const int timeout = PollTimeoutMs(deadline);

@@ -11,13 +11,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-
-// Returns from the enclosing function when `expr` is not OK.
-#define WAVEPOOL_AGENT_RETURN_IF_ERROR(expr)       \
-  do {                                             \
-    const absl::Status agent_status_ = (expr);     \
-    if (!agent_status_.ok()) return agent_status_; \
-  } while (false)
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::agent::internal {
 

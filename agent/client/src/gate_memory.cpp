@@ -12,6 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "wavepool/base/errno_error.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::agent {
 namespace {
@@ -22,7 +24,7 @@ static_assert(kWriterSeals == (F_SEAL_SEAL | F_SEAL_FUTURE_WRITE), "seal values"
 constexpr unsigned kMfdNoexecSeal = 0x0008U;
 
 absl::Status Failed(int err, const std::string& what, const char* syscall) {
-  return absl::ErrnoToStatus(err, absl::StrCat(what, ": ", syscall));
+  return ErrnoError(err, absl::StrCat(what, ": ", syscall));
 }
 
 }  // namespace
@@ -84,12 +86,11 @@ absl::Status CheckSealed(int fd, std::size_t bytes, const std::string& what) {
 }
 
 absl::StatusOr<OwnSegment> CreateOwnSegment(const std::string& name, std::size_t bytes) {
-  absl::StatusOr<UniqueFd> fd = CreateSealableSegment(name, bytes);
-  if (!fd.ok()) return fd.status();
-  absl::StatusOr<std::unique_ptr<Mapping>> mapping = Mapping::Map(fd->get(), bytes, true, name);
-  if (!mapping.ok()) return mapping.status();
-  if (absl::Status sealed = SealAgainstNewWriters(fd->get(), name); !sealed.ok()) return sealed;
-  return OwnSegment{ShareFd(*std::move(fd)), std::shared_ptr<Mapping>(*std::move(mapping))};
+  WAVEPOOL_ASSIGN_OR_RETURN(UniqueFd fd, CreateSealableSegment(name, bytes));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<Mapping> mapping,
+                            Mapping::Map(fd.get(), bytes, true, name));
+  WAVEPOOL_RETURN_IF_ERROR(SealAgainstNewWriters(fd.get(), name));
+  return OwnSegment{ShareFd(std::move(fd)), std::shared_ptr<Mapping>(std::move(mapping))};
 }
 
 void OutgoingDescriptors::Add(std::uint64_t position, std::vector<SharedFd> fds) {

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::agent {
 namespace {
@@ -124,16 +125,13 @@ absl::StatusOr<std::unique_ptr<LaunchGate>> LaunchGate::Attach(const Registered&
   }
   const int fd = registered.gate->get();
   // Sealed against resizing and writers: a mapping of it can never fault, and it is the agent's.
-  if (absl::Status sealed = CheckSealed(fd, sizeof(GateFile), absl::StrCat("gate ", path));
-      !sealed.ok()) {
-    return sealed;
-  }
-  absl::StatusOr<std::unique_ptr<Mapping>> control =
-      Mapping::Map(fd, sizeof(GateFile), /*writable=*/false, absl::StrCat("gate ", path));
-  if (!control.ok()) return control.status();
-  const auto* file = static_cast<const GateFile*>((*control)->data());
-  if (absl::Status checked = CheckFile(registered, role, *file); !checked.ok()) return checked;
-  std::unique_ptr<LaunchGate> gate(new LaunchGate(path, *std::move(control), registered.own_segment,
+  WAVEPOOL_RETURN_IF_ERROR(CheckSealed(fd, sizeof(GateFile), absl::StrCat("gate ", path)));
+  WAVEPOOL_ASSIGN_OR_RETURN(
+      std::unique_ptr<Mapping> control,
+      Mapping::Map(fd, sizeof(GateFile), /*writable=*/false, absl::StrCat("gate ", path)));
+  const auto* file = static_cast<const GateFile*>(control->data());
+  WAVEPOOL_RETURN_IF_ERROR(CheckFile(registered, role, *file));
+  std::unique_ptr<LaunchGate> gate(new LaunchGate(path, std::move(control), registered.own_segment,
                                                   registered.slot, registered.gate_generation,
                                                   role));
   // A foreground it cannot map keeps pausing the background: not an Attach failure.
@@ -182,16 +180,13 @@ absl::Status LaunchGate::WatchForeground(const ForegroundSegment& segment) {
   }
   const int fd = segment.segment->get();
   // Sealed: it cannot shrink under this mapping (no SIGBUS), and this mapping is read-only.
-  if (absl::Status sealed = CheckSealed(fd, sizeof(WorkerSegment), what); !sealed.ok()) {
-    return sealed;
-  }
-  absl::StatusOr<std::unique_ptr<Mapping>> mapping =
-      Mapping::Map(fd, sizeof(WorkerSegment), /*writable=*/false, what);
-  if (!mapping.ok()) return mapping.status();
+  WAVEPOOL_RETURN_IF_ERROR(CheckSealed(fd, sizeof(WorkerSegment), what));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<Mapping> mapping,
+                            Mapping::Map(fd, sizeof(WorkerSegment), /*writable=*/false, what));
   auto view = std::make_unique<ForegroundView>();
   view->generation = segment.generation;
-  view->segment = static_cast<const WorkerSegment*>((*mapping)->data());
-  view->mapping = *std::move(mapping);
+  view->segment = static_cast<const WorkerSegment*>(mapping->data());
+  view->mapping = std::move(mapping);
   // Release: a hot-path thread that loads the pointer (acquire) sees the view's fields.
   foregrounds_[segment.slot].store(view.get(), std::memory_order_release);
   views_.push_back(std::move(view));

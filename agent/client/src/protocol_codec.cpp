@@ -16,6 +16,7 @@
 #include "frame_header.h"
 #include "wavepool/agent/client/gate_layout.h"
 #include "wavepool/agent/client/protocol.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::agent {
 namespace {
@@ -59,10 +60,10 @@ absl::Status CheckPriority(const FieldPath& f, StreamPriority priority) {
 }
 
 absl::Status Validate(const RegisterRequest& m) {
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(CheckString({kRegister, "namespace_name"}, m.namespace_name));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(CheckString({kRegister, "job"}, m.job));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(CheckString({kRegister, "pod"}, m.pod));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(CheckRole({kRegister, "role"}, m.role));
+  WAVEPOOL_RETURN_IF_ERROR(CheckString({kRegister, "namespace_name"}, m.namespace_name));
+  WAVEPOOL_RETURN_IF_ERROR(CheckString({kRegister, "job"}, m.job));
+  WAVEPOOL_RETURN_IF_ERROR(CheckString({kRegister, "pod"}, m.pod));
+  WAVEPOOL_RETURN_IF_ERROR(CheckRole({kRegister, "role"}, m.role));
   const double slo = m.max_foreground_slowdown;
   // NaN fails both comparisons; an infinite SLO would disable the feedback loop silently.
   if (!(std::isfinite(slo) && (slo == 0 || slo >= 1))) {
@@ -89,14 +90,13 @@ absl::Status CheckForegrounds(const char* message, const std::vector<ForegroundS
 absl::Status Validate(const Foregrounds& m) { return CheckForegrounds(kForegrounds, m.segments); }
 
 absl::Status Validate(const Registered& m) {
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(CheckForegrounds(kRegistered, m.foregrounds));
+  WAVEPOOL_RETURN_IF_ERROR(CheckForegrounds(kRegistered, m.foregrounds));
   if (m.slot >= kMaxSlotsPerGpu) {
     return FieldPath{kRegistered, "slot"}.Error(absl::StrCat(m.slot, " >= ", kMaxSlotsPerGpu));
   }
   if (m.gate_path.empty()) return FieldPath{kRegistered, "gate_path"}.Error("must not be empty");
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(CheckString({kRegistered, "gate_path"}, m.gate_path));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(
-      CheckPriority({kRegistered, "stream_priority"}, m.stream_priority));
+  WAVEPOOL_RETURN_IF_ERROR(CheckString({kRegistered, "gate_path"}, m.gate_path));
+  WAVEPOOL_RETURN_IF_ERROR(CheckPriority({kRegistered, "stream_priority"}, m.stream_priority));
   return CheckString({kRegistered, "mps_pipe_directory"}, m.mps_pipe_directory);
 }
 
@@ -111,9 +111,8 @@ absl::Status Validate(const ReportOps& m) {
       return FieldPath{kReportOps, "op_group", "groups", i}.Error(
           absl::StrCat(g.op_group, " >= ", kMaxOpGroups));
     }
-    WAVEPOOL_AGENT_RETURN_IF_ERROR(
-        CheckEnum(FieldPath{kReportOps, "kind", "groups", i}, g.kind, 0, 3,
-                  "an OpKind (0 compute, 1 all-reduce, 2 receive, 3 copy)"));
+    WAVEPOOL_RETURN_IF_ERROR(CheckEnum(FieldPath{kReportOps, "kind", "groups", i}, g.kind, 0, 3,
+                                       "an OpKind (0 compute, 1 all-reduce, 2 receive, 3 copy)"));
   }
   return absl::OkStatus();
 }
@@ -144,13 +143,13 @@ absl::Status Validate(const ReportIteration& m) {
 absl::Status Validate(const Goodbye&) { return absl::OkStatus(); }
 
 absl::Status Validate(const ErrorReply& m) {
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(CheckEnum(FieldPath{kError, "code"}, m.code, 1, 16,
-                                           "an error code (1 CANCELLED .. 16 UNAUTHENTICATED)"));
+  WAVEPOOL_RETURN_IF_ERROR(CheckEnum(FieldPath{kError, "code"}, m.code, 1, 16,
+                                     "an error code (1 CANCELLED .. 16 UNAUTHENTICATED)"));
   return CheckString({kError, "message"}, m.message);
 }
 
 absl::Status Validate(const Policy& m) {
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(CheckPriority({kPolicy, "stream_priority"}, m.stream_priority));
+  WAVEPOOL_RETURN_IF_ERROR(CheckPriority({kPolicy, "stream_priority"}, m.stream_priority));
   return CheckString({kPolicy, "reason"}, m.reason);
 }
 
@@ -236,7 +235,7 @@ void Write(ByteWriter& w, const Policy& m) {
 // A descriptor flag: a placeholder SharedFd for 1 (AdoptDescriptors fills it in), null for 0.
 absl::Status ReadDescriptor(ByteReader& r, const FieldPath& f, SharedFd* fd) {
   std::uint8_t flag = 0;
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U8(f, &flag));
+  WAVEPOOL_RETURN_IF_ERROR(r.U8(f, &flag));
   if (flag > 1) return f.Error(absl::StrCat(flag, " is not a descriptor flag (0 or 1)"));
   if (flag == 1) *fd = ShareFd(UniqueFd());
   return absl::OkStatus();
@@ -245,14 +244,14 @@ absl::Status ReadDescriptor(ByteReader& r, const FieldPath& f, SharedFd* fd) {
 absl::Status ReadForegrounds(ByteReader& r, const char* message,
                              std::vector<ForegroundSegment>* list) {
   std::uint32_t count = 0;
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(
+  WAVEPOOL_RETURN_IF_ERROR(
       r.Count({message, "foregrounds"}, kMaxSlotsPerGpu, kForegroundBytes, &count));
   list->resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     ForegroundSegment& f = (*list)[i];
     f.slot = r.TakeU32();
     f.generation = r.TakeU32();
-    WAVEPOOL_AGENT_RETURN_IF_ERROR(
+    WAVEPOOL_RETURN_IF_ERROR(
         ReadDescriptor(r, FieldPath{message, "segment", "foregrounds", i}, &f.segment));
   }
   return absl::OkStatus();
@@ -264,42 +263,40 @@ absl::Status Read(ByteReader& r, Foregrounds* m) {
 
 absl::Status Read(ByteReader& r, RegisterRequest* m) {
   std::uint8_t role = 0;
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(
+  WAVEPOOL_RETURN_IF_ERROR(
       r.String({kRegister, "namespace_name"}, kMaxStringBytes, &m->namespace_name));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.String({kRegister, "job"}, kMaxStringBytes, &m->job));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.String({kRegister, "pod"}, kMaxStringBytes, &m->pod));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U8({kRegister, "role"}, &role));
+  WAVEPOOL_RETURN_IF_ERROR(r.String({kRegister, "job"}, kMaxStringBytes, &m->job));
+  WAVEPOOL_RETURN_IF_ERROR(r.String({kRegister, "pod"}, kMaxStringBytes, &m->pod));
+  WAVEPOOL_RETURN_IF_ERROR(r.U8({kRegister, "role"}, &role));
   m->role = static_cast<Role>(role);
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U32({kRegister, "gpu_index"}, &m->gpu_index));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.I32({kRegister, "pid"}, &m->pid));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(
+  WAVEPOOL_RETURN_IF_ERROR(r.U32({kRegister, "gpu_index"}, &m->gpu_index));
+  WAVEPOOL_RETURN_IF_ERROR(r.I32({kRegister, "pid"}, &m->pid));
+  WAVEPOOL_RETURN_IF_ERROR(
       r.F64({kRegister, "max_foreground_slowdown"}, &m->max_foreground_slowdown));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U32({kRegister, "credit_limit"}, &m->credit_limit));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U32({kRegister, "batch_size"}, &m->batch_size));
+  WAVEPOOL_RETURN_IF_ERROR(r.U32({kRegister, "credit_limit"}, &m->credit_limit));
+  WAVEPOOL_RETURN_IF_ERROR(r.U32({kRegister, "batch_size"}, &m->batch_size));
   return ReadDescriptor(r, {kRegister, "worker_segment"}, &m->worker_segment);
 }
 
 absl::Status Read(ByteReader& r, Registered* m) {
   std::uint8_t priority = 0;
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U32({kRegistered, "slot"}, &m->slot));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(
-      r.String({kRegistered, "gate_path"}, kMaxStringBytes, &m->gate_path));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U64({kRegistered, "gate_epoch"}, &m->gate_epoch));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U32({kRegistered, "gate_generation"}, &m->gate_generation));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U8({kRegistered, "stream_priority"}, &priority));
+  WAVEPOOL_RETURN_IF_ERROR(r.U32({kRegistered, "slot"}, &m->slot));
+  WAVEPOOL_RETURN_IF_ERROR(r.String({kRegistered, "gate_path"}, kMaxStringBytes, &m->gate_path));
+  WAVEPOOL_RETURN_IF_ERROR(r.U64({kRegistered, "gate_epoch"}, &m->gate_epoch));
+  WAVEPOOL_RETURN_IF_ERROR(r.U32({kRegistered, "gate_generation"}, &m->gate_generation));
+  WAVEPOOL_RETURN_IF_ERROR(r.U8({kRegistered, "stream_priority"}, &priority));
   m->stream_priority = static_cast<StreamPriority>(priority);
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U32({kRegistered, "credit_limit"}, &m->credit_limit));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(
+  WAVEPOOL_RETURN_IF_ERROR(r.U32({kRegistered, "credit_limit"}, &m->credit_limit));
+  WAVEPOOL_RETURN_IF_ERROR(
       r.String({kRegistered, "mps_pipe_directory"}, kMaxStringBytes, &m->mps_pipe_directory));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(
-      r.U32({kRegistered, "mps_client_priority"}, &m->mps_client_priority));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(ReadDescriptor(r, {kRegistered, "gate"}, &m->gate));
+  WAVEPOOL_RETURN_IF_ERROR(r.U32({kRegistered, "mps_client_priority"}, &m->mps_client_priority));
+  WAVEPOOL_RETURN_IF_ERROR(ReadDescriptor(r, {kRegistered, "gate"}, &m->gate));
   return ReadForegrounds(r, kRegistered, &m->foregrounds);
 }
 
 absl::Status Read(ByteReader& r, ReportOps* m) {
   std::uint32_t count = 0;
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(
+  WAVEPOOL_RETURN_IF_ERROR(
       r.Count({kReportOps, "groups"}, kMaxOpGroupsPerReport, kOpGroupBytes, &count));
   m->groups.resize(count);
   for (OpGroupReport& g : m->groups) {
@@ -312,7 +309,7 @@ absl::Status Read(ByteReader& r, ReportOps* m) {
 
 absl::Status Read(ByteReader& r, ReportMemory* m) {
   std::uint32_t count = 0;
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(
+  WAVEPOOL_RETURN_IF_ERROR(
       r.Count({kReportMemory, "samples"}, kMaxMemorySamplesPerReport, kMemorySampleBytes, &count));
   m->samples.resize(count);
   for (MemorySample& s : m->samples) {
@@ -324,8 +321,8 @@ absl::Status Read(ByteReader& r, ReportMemory* m) {
 }
 
 absl::Status Read(ByteReader& r, ReportIteration* m) {
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U64({kReportIteration, "iteration"}, &m->iteration));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.F64({kReportIteration, "seconds"}, &m->seconds));
+  WAVEPOOL_RETURN_IF_ERROR(r.U64({kReportIteration, "iteration"}, &m->iteration));
+  WAVEPOOL_RETURN_IF_ERROR(r.F64({kReportIteration, "seconds"}, &m->seconds));
   return r.U64({kReportIteration, "samples"}, &m->samples);
 }
 
@@ -333,18 +330,17 @@ absl::Status Read(ByteReader&, Goodbye*) { return absl::OkStatus(); }
 
 absl::Status Read(ByteReader& r, ErrorReply* m) {
   std::uint16_t code = 0;
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U16({kError, "code"}, &code));
+  WAVEPOOL_RETURN_IF_ERROR(r.U16({kError, "code"}, &code));
   m->code = static_cast<absl::StatusCode>(code);
   return r.String({kError, "message"}, kMaxStringBytes, &m->message);
 }
 
 absl::Status Read(ByteReader& r, Policy* m) {
   std::uint8_t priority = 0;
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U32({kPolicy, "credit_limit"}, &m->credit_limit));
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(r.U8({kPolicy, "stream_priority"}, &priority));
+  WAVEPOOL_RETURN_IF_ERROR(r.U32({kPolicy, "credit_limit"}, &m->credit_limit));
+  WAVEPOOL_RETURN_IF_ERROR(r.U8({kPolicy, "stream_priority"}, &priority));
   m->stream_priority = static_cast<StreamPriority>(priority);
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(
-      r.U32({kPolicy, "recommended_batch_size"}, &m->recommended_batch_size));
+  WAVEPOOL_RETURN_IF_ERROR(r.U32({kPolicy, "recommended_batch_size"}, &m->recommended_batch_size));
   return r.String({kPolicy, "reason"}, kMaxStringBytes, &m->reason);
 }
 
@@ -353,13 +349,13 @@ template <typename T>
 absl::StatusOr<Message> ReadBody(std::string_view body, MessageType type) {
   T message;
   ByteReader r(body);
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(Read(r, &message));
+  WAVEPOOL_RETURN_IF_ERROR(Read(r, &message));
   if (r.remaining() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(MessageTypeName(type)), ": ",
                                                    r.remaining(),
                                                    " unexpected bytes after the last field"));
   }
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(Validate(message));
+  WAVEPOOL_RETURN_IF_ERROR(Validate(message));
   return Message(std::move(message));
 }
 
@@ -473,7 +469,7 @@ absl::Status AdoptDescriptors(Message* message, std::deque<UniqueFd>* received) 
 
 absl::StatusOr<std::string> EncodeFrame(const Message& message, std::uint32_t sequence) {
   if (sequence == 0) return FieldPath{"frame", "sequence"}.Error("must be >= 1, got 0");
-  WAVEPOOL_AGENT_RETURN_IF_ERROR(std::visit([](const auto& m) { return Validate(m); }, message));
+  WAVEPOOL_RETURN_IF_ERROR(std::visit([](const auto& m) { return Validate(m); }, message));
   std::string frame;
   frame.reserve(64);
   ByteWriter w(&frame);
@@ -496,16 +492,15 @@ absl::StatusOr<Frame> DecodeFrame(std::string_view bytes) {
     return FieldPath{"frame", "header"}.Error(
         absl::StrCat("truncated (needs ", kFrameHeaderBytes, " bytes, ", bytes.size(), " given)"));
   }
-  absl::StatusOr<internal::FrameHeader> header = internal::DecodeFrameHeader(bytes);
-  if (!header.ok()) return header.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(internal::FrameHeader header, internal::DecodeFrameHeader(bytes));
   const std::size_t body = bytes.size() - kFrameHeaderBytes;
-  if (body != header->body_bytes) {
+  if (body != header.body_bytes) {
     return FieldPath{"frame", "length"}.Error(
-        absl::StrCat(header->body_bytes, ", but the frame has ", body, " body bytes"));
+        absl::StrCat(header.body_bytes, ", but the frame has ", body, " body bytes"));
   }
-  absl::StatusOr<Message> message = ReadMessage(header->type, bytes.substr(kFrameHeaderBytes));
-  if (!message.ok()) return message.status();
-  return Frame{header->sequence, std::move(*message)};
+  WAVEPOOL_ASSIGN_OR_RETURN(Message message,
+                            ReadMessage(header.type, bytes.substr(kFrameHeaderBytes)));
+  return Frame{header.sequence, std::move(message)};
 }
 
 }  // namespace wavepool::agent

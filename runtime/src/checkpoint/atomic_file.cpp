@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "byte_codec.h"
+#include "wavepool/base/errno_error.h"
 
 namespace wavepool::runtime::checkpoint_internal {
 namespace {
@@ -73,12 +73,7 @@ absl::Status FillTemporary(FileDescriptor& fd, const std::vector<std::string_vie
 }  // namespace
 
 absl::Status IoError(int error_number, std::string_view operation, std::string_view path) {
-  const std::string message =
-      absl::StrCat(View(operation), " ", View(path), ": ", std::strerror(error_number));
-  if (error_number == ENOSPC || error_number == EDQUOT || error_number == EFBIG) {
-    return absl::ResourceExhaustedError(message);
-  }
-  return absl::Status(absl::ErrnoToStatusCode(error_number), message);
+  return ErrnoError(error_number, absl::StrCat(View(operation), " ", View(path)));
 }
 
 std::string DirectoryOf(const std::string& path) {

@@ -17,7 +17,7 @@ namespace wavepool::runtime::checkpoint_internal {
 inline constexpr std::string_view kTemporaryInfix = ".tmp.";
 
 // "<operation> <path>: <errno text>", with ResourceExhausted for a full disk, quota or file-size
-// limit (ENOSPC, EDQUOT, EFBIG) and absl's errno mapping otherwise.
+// limit (ENOSPC, EDQUOT, EFBIG) and absl's errno mapping otherwise (wavepool::ErrnoError).
 absl::Status IoError(int error_number, std::string_view operation, std::string_view path);
 
 // Replaces `path` with the concatenation of `pieces`, atomically and durably: a crash or error at

@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -15,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "atomic_file.h"
 #include "byte_codec.h"
+#include "wavepool/base/errno_error.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/checkpoint.h"
 
 namespace wavepool::runtime {
@@ -93,11 +94,9 @@ absl::StatusOr<CheckpointDirectory> CheckpointDirectory::Open(std::string path) 
     std::error_code error;
     fs::create_directories(path, error);
     if (error) return IoError(error.value(), "create checkpoint directory", path);
-    if (absl::Status status = SyncDirectory(checkpoint_internal::DirectoryOf(path)); !status.ok()) {
-      return status;
-    }
+    WAVEPOOL_RETURN_IF_ERROR(SyncDirectory(checkpoint_internal::DirectoryOf(path)));
   }
-  if (absl::Status status = ProbeWritable(path); !status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(ProbeWritable(path));
   return CheckpointDirectory(std::move(path));
 }
 
@@ -132,9 +131,9 @@ absl::StatusOr<std::int64_t> CheckpointDirectory::Latest() const {
                                             checkpoint_internal::QuoteBytes(text)));
   }
   if (const int error_number = DirectoryError(StepPath(step)); error_number != 0) {
-    return absl::DataLossError(absl::StrCat("LATEST file ", latest_path, " names step ", step,
-                                            ", but ", StepPath(step),
-                                            " is not a directory: ", std::strerror(error_number)));
+    return ErrnoError(absl::StatusCode::kDataLoss, error_number,
+                      absl::StrCat("LATEST file ", latest_path, " names step ", step, ", but ",
+                                   StepPath(step), " is not a directory"));
   }
   return step;
 }
@@ -147,7 +146,7 @@ absl::Status CheckpointDirectory::Write(const CheckpointFile& file) const {
   }
   const std::string step_path = StepPath(file.step);
   if (::mkdir(step_path.c_str(), 0755) == 0) {
-    if (absl::Status status = SyncDirectory(path_); !status.ok()) return status;
+    WAVEPOOL_RETURN_IF_ERROR(SyncDirectory(path_));
   } else if (errno != EEXIST) {
     return IoError(errno, "create checkpoint step directory", step_path);
   }
@@ -174,8 +173,7 @@ absl::Status CheckpointDirectory::Commit(std::int64_t step, std::int32_t world_s
 }
 
 absl::Status CheckpointDirectory::Prune() const {
-  absl::StatusOr<std::int64_t> latest = Latest();
-  if (!latest.ok()) return latest.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::int64_t latest, Latest());
   absl::Status status;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(path_, error)) {
@@ -186,18 +184,18 @@ absl::Status CheckpointDirectory::Prune() const {
             name, absl::StrCat(kLatestName,
                                checkpoint_internal::View(checkpoint_internal::kTemporaryInfix))) ||
         absl::StartsWith(name, kProbePrefix);
-    if ((step >= 0 && step != *latest) || stale_temporary) RemoveEntry(entry.path(), status);
+    if ((step >= 0 && step != latest) || stale_temporary) RemoveEntry(entry.path(), status);
   }
   if (error) return IoError(error.value(), "list checkpoint directory", path_);
   // A crash while rewriting a committed step (a resumed job checkpointing at once) can leave
   // temporaries in it; its rank files themselves were only ever replaced by rename.
-  for (const fs::directory_entry& entry : fs::directory_iterator(StepPath(*latest), error)) {
+  for (const fs::directory_entry& entry : fs::directory_iterator(StepPath(latest), error)) {
     if (absl::StrContains(entry.path().filename().string(),
                           checkpoint_internal::View(checkpoint_internal::kTemporaryInfix))) {
       RemoveEntry(entry.path(), status);
     }
   }
-  if (error) return IoError(error.value(), "list checkpoint step directory", StepPath(*latest));
+  if (error) return IoError(error.value(), "list checkpoint step directory", StepPath(latest));
   if (status.ok()) status = SyncDirectory(path_);
   return status;
 }

@@ -15,6 +15,7 @@
 #include "byte_codec.h"
 #include "crc32c.h"
 #include "nlohmann/json.hpp"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -71,9 +72,8 @@ absl::StatusOr<std::string> MetadataJson(const std::map<std::string, std::string
 }
 
 absl::StatusOr<std::string> EncodeHeader(const CheckpointFile& file) {
-  absl::StatusOr<std::string> metadata = MetadataJson(file.metadata);
-  if (!metadata.ok()) return metadata.status();
-  if (file.fingerprint.size() > UINT32_MAX || metadata->size() > UINT32_MAX) {
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string metadata, MetadataJson(file.metadata));
+  if (file.fingerprint.size() > UINT32_MAX || metadata.size() > UINT32_MAX) {
     return absl::InvalidArgumentError("checkpoint fingerprint or metadata: over 4 GiB");
   }
   ByteWriter body;
@@ -83,7 +83,7 @@ absl::StatusOr<std::string> EncodeHeader(const CheckpointFile& file) {
   body.I32(file.world_size);
   body.U32(static_cast<std::uint32_t>(file.sections.size()));
   body.String32(file.fingerprint);
-  body.String32(*metadata);
+  body.String32(metadata);
   ByteWriter header;
   header.Bytes(kCheckpointMagic);
   header.U32(kCheckpointFormatVersion);
@@ -94,12 +94,11 @@ absl::StatusOr<std::string> EncodeHeader(const CheckpointFile& file) {
 }
 
 absl::StatusOr<EncodedFile> Encode(const CheckpointFile& file) {
-  if (absl::Status status = CheckFields(file); !status.ok()) return status;
-  absl::StatusOr<std::string> header = EncodeHeader(file);
-  if (!header.ok()) return header.status();
+  WAVEPOOL_RETURN_IF_ERROR(CheckFields(file));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string header, EncodeHeader(file));
   EncodedFile encoded;
   encoded.framing.reserve(1 + 2 * file.sections.size());
-  encoded.framing.push_back(*std::move(header));
+  encoded.framing.push_back(std::move(header));
   for (const auto& [name, payload] : file.sections) {
     ByteWriter prefix;
     prefix.U32(static_cast<std::uint32_t>(name.size()));
@@ -244,7 +243,7 @@ absl::Status Decoder::DecodeSection(ByteReader& reader, std::uint32_t index,
 
 absl::StatusOr<CheckpointFile> Decoder::Decode() {
   ByteReader reader(bytes_);
-  if (absl::Status status = CheckPreamble(reader); !status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(CheckPreamble(reader));
   const std::uint32_t header_bytes = reader.U32("header length");
   const std::string_view body = reader.Bytes(header_bytes, "header");
   const std::size_t checked_bytes = reader.position();
@@ -259,9 +258,9 @@ absl::StatusOr<CheckpointFile> Decoder::Decode() {
   CheckpointFile file;
   file.source = std::string(source_);
   std::uint32_t section_count = 0;
-  if (absl::Status status = DecodeHeader(body, file, section_count); !status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(DecodeHeader(body, file, section_count));
   for (std::uint32_t i = 0; i < section_count; ++i) {
-    if (absl::Status status = DecodeSection(reader, i, file); !status.ok()) return status;
+    WAVEPOOL_RETURN_IF_ERROR(DecodeSection(reader, i, file));
   }
   if (!reader.AtEnd()) {
     return DataLoss(absl::StrCat(reader.remaining(), " unexpected bytes after the last of ",
@@ -282,10 +281,9 @@ absl::StatusOr<std::string_view> CheckpointFile::Section(std::string_view name) 
 }
 
 absl::StatusOr<std::string> EncodeCheckpoint(const CheckpointFile& file) {
-  absl::StatusOr<EncodedFile> encoded = Encode(file);
-  if (!encoded.ok()) return encoded.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(EncodedFile encoded, Encode(file));
   std::string bytes;
-  for (std::string_view piece : encoded->pieces) bytes.append(piece);
+  for (std::string_view piece : encoded.pieces) bytes.append(piece);
   return bytes;
 }
 
@@ -303,9 +301,9 @@ absl::Status WriteCheckpointFile(const std::string& path, const CheckpointFile& 
 }
 
 absl::StatusOr<CheckpointFile> ReadCheckpointFile(const std::string& path) {
-  absl::StatusOr<std::string> bytes = checkpoint_internal::ReadWholeFile(path, "checkpoint");
-  if (!bytes.ok()) return bytes.status();
-  return DecodeCheckpoint(*bytes, path);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string bytes,
+                            checkpoint_internal::ReadWholeFile(path, "checkpoint"));
+  return DecodeCheckpoint(bytes, path);
 }
 
 }  // namespace wavepool::runtime

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "state_sections.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -32,27 +33,24 @@ struct CheckedState {
 
 absl::StatusOr<CheckedState> CheckAll(const CheckpointFile& file, const TrainingState& state) {
   CheckedState checked;
-  absl::StatusOr<std::string_view> model = file.Section(kModelSection);
-  if (!model.ok()) return model.status();
-  absl::StatusOr<std::vector<TensorRecord>> records = checkpoint_internal::ParseTensors(*model);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string_view model, file.Section(kModelSection));
+  absl::StatusOr<std::vector<TensorRecord>> records = checkpoint_internal::ParseTensors(model);
   if (!records.ok()) return InSection(file, kModelSection, records.status());
   absl::Status status = checkpoint_internal::CheckTensors(*records, state.tensors);
   if (!status.ok()) return InSection(file, kModelSection, status);
   checked.tensors = *std::move(records);
   if (state.optimizer != nullptr) {
-    absl::StatusOr<std::string_view> section = file.Section(kOptimizerSection);
-    if (!section.ok()) return section.status();
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string_view section, file.Section(kOptimizerSection));
     absl::StatusOr<CheckedOptimizer> optimizer =
-        checkpoint_internal::CheckOptimizer(*section, *state.optimizer);
+        checkpoint_internal::CheckOptimizer(section, *state.optimizer);
     if (!optimizer.ok()) return InSection(file, kOptimizerSection, optimizer.status());
     checked.optimizer = *std::move(optimizer);
   }
   if (state.cpu_generator) {
-    absl::StatusOr<std::string_view> section = file.Section(kCpuGeneratorSection);
-    if (!section.ok()) return section.status();
-    status = checkpoint_internal::CheckCpuGenerator(*section);
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string_view section, file.Section(kCpuGeneratorSection));
+    status = checkpoint_internal::CheckCpuGenerator(section);
     if (!status.ok()) return InSection(file, kCpuGeneratorSection, status);
-    checked.cpu_generator = *section;
+    checked.cpu_generator = section;
   }
   return checked;
 }
@@ -71,73 +69,61 @@ NamedTensors ModuleTensors(const torch::nn::Module& module) {
 }
 
 absl::Status RestoreTensors(std::string_view section, const NamedTensors& targets) {
-  absl::StatusOr<std::vector<TensorRecord>> records = checkpoint_internal::ParseTensors(section);
-  if (!records.ok()) return records.status();
-  if (absl::Status status = checkpoint_internal::CheckTensors(*records, targets); !status.ok()) {
-    return status;
-  }
-  return checkpoint_internal::ApplyTensors(*records, targets);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<TensorRecord> records,
+                            checkpoint_internal::ParseTensors(section));
+  WAVEPOOL_RETURN_IF_ERROR(checkpoint_internal::CheckTensors(records, targets));
+  return checkpoint_internal::ApplyTensors(records, targets);
 }
 
 absl::StatusOr<NamedTensors> DecodeTensors(std::string_view section) {
-  absl::StatusOr<std::vector<TensorRecord>> records = checkpoint_internal::ParseTensors(section);
-  if (!records.ok()) return records.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<TensorRecord> records,
+                            checkpoint_internal::ParseTensors(section));
   NamedTensors tensors;
-  for (const TensorRecord& record : *records) {
+  for (const TensorRecord& record : records) {
     torch::Tensor tensor =
         torch::empty(record.signature.shape, torch::dtype(record.signature.dtype));
     tensors.emplace_back(record.name, tensor);
   }
-  if (absl::Status status = checkpoint_internal::ApplyTensors(*records, tensors); !status.ok()) {
-    return status;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(checkpoint_internal::ApplyTensors(records, tensors));
   return tensors;
 }
 
 absl::Status RestoreOptimizer(std::string_view section, torch::optim::Optimizer& optimizer) {
-  absl::StatusOr<CheckedOptimizer> checked =
-      checkpoint_internal::CheckOptimizer(section, optimizer);
-  if (!checked.ok()) return checked.status();
-  return checkpoint_internal::ApplyOptimizer(*checked, optimizer);
+  WAVEPOOL_ASSIGN_OR_RETURN(CheckedOptimizer checked,
+                            checkpoint_internal::CheckOptimizer(section, optimizer));
+  return checkpoint_internal::ApplyOptimizer(checked, optimizer);
 }
 
 absl::Status RestoreCpuGenerator(std::string_view section) {
-  if (absl::Status status = checkpoint_internal::CheckCpuGenerator(section); !status.ok()) {
-    return status;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(checkpoint_internal::CheckCpuGenerator(section));
   return checkpoint_internal::ApplyCpuGenerator(section);
 }
 
 absl::Status SaveTrainingState(const TrainingState& state, CheckpointFile& file) {
-  absl::StatusOr<std::string> model = EncodeTensors(state.tensors);
-  if (!model.ok()) return model.status();
-  file.sections[std::string(kModelSection)] = *std::move(model);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string model, EncodeTensors(state.tensors));
+  file.sections[std::string(kModelSection)] = std::move(model);
   if (state.optimizer != nullptr) {
-    absl::StatusOr<std::string> optimizer = EncodeOptimizer(*state.optimizer);
-    if (!optimizer.ok()) return optimizer.status();
-    file.sections[std::string(kOptimizerSection)] = *std::move(optimizer);
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string optimizer, EncodeOptimizer(*state.optimizer));
+    file.sections[std::string(kOptimizerSection)] = std::move(optimizer);
   }
   if (state.cpu_generator) {
-    absl::StatusOr<std::string> generator = EncodeCpuGenerator();
-    if (!generator.ok()) return generator.status();
-    file.sections[std::string(kCpuGeneratorSection)] = *std::move(generator);
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string generator, EncodeCpuGenerator());
+    file.sections[std::string(kCpuGeneratorSection)] = std::move(generator);
   }
   return absl::OkStatus();
 }
 
 absl::Status LoadTrainingState(const CheckpointFile& file, const TrainingState& state) {
-  absl::StatusOr<CheckedState> checked = CheckAll(file, state);
-  if (!checked.ok()) return checked.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(CheckedState checked, CheckAll(file, state));
   // The optimizer first: it is the one apply that can still fail.
-  if (checked->optimizer.has_value()) {
-    absl::Status status =
-        checkpoint_internal::ApplyOptimizer(*checked->optimizer, *state.optimizer);
+  if (checked.optimizer.has_value()) {
+    absl::Status status = checkpoint_internal::ApplyOptimizer(*checked.optimizer, *state.optimizer);
     if (!status.ok()) return InSection(file, kOptimizerSection, status);
   }
-  absl::Status status = checkpoint_internal::ApplyTensors(checked->tensors, state.tensors);
+  absl::Status status = checkpoint_internal::ApplyTensors(checked.tensors, state.tensors);
   if (!status.ok()) return InSection(file, kModelSection, status);
   if (state.cpu_generator) {
-    status = checkpoint_internal::ApplyCpuGenerator(checked->cpu_generator);
+    status = checkpoint_internal::ApplyCpuGenerator(checked.cpu_generator);
     if (!status.ok()) return InSection(file, kCpuGeneratorSection, status);
   }
   return absl::OkStatus();

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "state_sections.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime::checkpoint_internal {
 namespace {
@@ -58,12 +59,12 @@ absl::Status CheckGroups(ByteReader& reader, const torch::optim::Optimizer& opti
     for (std::size_t i = 0; i < parameters.size() && reader.ok(); ++i) {
       const TensorSignature stored = ReadSignature(reader);
       if (!reader.ok()) break;
-      absl::StatusOr<TensorSignature> actual = SignatureOf(ParameterName(g, i), parameters[i]);
-      if (!actual.ok()) return actual.status();
-      if (*actual != stored) {
+      WAVEPOOL_ASSIGN_OR_RETURN(TensorSignature actual,
+                                SignatureOf(ParameterName(g, i), parameters[i]));
+      if (actual != stored) {
         return absl::FailedPreconditionError(absl::StrCat(ParameterName(g, i), " has shape ",
                                                           Describe(stored), " in the checkpoint, ",
-                                                          Describe(*actual), " in the optimizer"));
+                                                          Describe(actual), " in the optimizer"));
       }
     }
   }
@@ -82,7 +83,7 @@ absl::StatusOr<CheckedOptimizer> CheckOptimizer(std::string_view section,
                                                       " in the checkpoint, but the optimizer is ",
                                                       expected));
   }
-  if (absl::Status status = CheckGroups(reader, optimizer); !status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(CheckGroups(reader, optimizer));
   const std::uint64_t archive_bytes = reader.U64("archive length");
   const std::size_t archive_offset = reader.offset();
   const std::string_view archive = reader.Bytes(archive_bytes, "archive");
@@ -127,10 +128,10 @@ absl::StatusOr<std::string> EncodeOptimizer(const torch::optim::Optimizer& optim
     const std::vector<torch::Tensor>& parameters = groups[g].params();
     writer.U32(static_cast<std::uint32_t>(parameters.size()));
     for (std::size_t i = 0; i < parameters.size(); ++i) {
-      absl::StatusOr<checkpoint_internal::TensorSignature> signature =
-          checkpoint_internal::SignatureOf(ParameterName(g, i), parameters[i]);
-      if (!signature.ok()) return signature.status();
-      checkpoint_internal::WriteSignature(writer, *signature);
+      WAVEPOOL_ASSIGN_OR_RETURN(
+          checkpoint_internal::TensorSignature signature,
+          checkpoint_internal::SignatureOf(ParameterName(g, i), parameters[i]));
+      checkpoint_internal::WriteSignature(writer, signature);
     }
   }
   std::string archive_bytes;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "state_sections.h"
+#include "wavepool/base/status_macros.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoint tensor sections store host-order bytes and are defined as little-endian"
@@ -171,12 +172,11 @@ absl::Status CheckTensors(const std::vector<TensorRecord>& records, const NamedT
       return absl::FailedPreconditionError(
           absl::StrCat("tensor '", name, "' of the model is not in the checkpoint"));
     }
-    absl::StatusOr<TensorSignature> signature = SignatureOf(name, tensor);
-    if (!signature.ok()) return signature.status();
-    if (*signature != it->second->signature) {
+    WAVEPOOL_ASSIGN_OR_RETURN(TensorSignature signature, SignatureOf(name, tensor));
+    if (signature != it->second->signature) {
       return absl::FailedPreconditionError(
           absl::StrCat("tensor '", name, "' has shape ", Describe(it->second->signature),
-                       " in the checkpoint, ", Describe(*signature), " in the model"));
+                       " in the checkpoint, ", Describe(signature), " in the model"));
     }
   }
   for (const TensorRecord& record : records) {
@@ -221,12 +221,11 @@ absl::StatusOr<std::string> EncodeTensors(const NamedTensors& tensors) {
       if (!names.insert(name).second) {
         return absl::InvalidArgumentError(absl::StrCat("two tensors are named '", name, "'"));
       }
-      absl::StatusOr<checkpoint_internal::TensorSignature> signature =
-          checkpoint_internal::SignatureOf(name, tensor);
-      if (!signature.ok()) return signature.status();
+      WAVEPOOL_ASSIGN_OR_RETURN(checkpoint_internal::TensorSignature signature,
+                                checkpoint_internal::SignatureOf(name, tensor));
       const torch::Tensor contiguous = tensor.detach().to(torch::kCPU).contiguous();
       writer.String32(name);
-      checkpoint_internal::WriteSignature(writer, *signature);
+      checkpoint_internal::WriteSignature(writer, signature);
       writer.U64(contiguous.nbytes());
       writer.Bytes(checkpoint_internal::AsBytes(contiguous));
     }

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "codec_kernels.h"
 #include "codec_word.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -157,8 +158,7 @@ absl::StatusOr<std::vector<std::uint8_t>> EncodeWeights(absl::Span<const float> 
                         values.size(), MaxWeightCodecCount()));
   }
   std::vector<std::uint8_t> stream(EncodedWeightBytes(values.size()));
-  absl::Status status = EncodeWeightsInto(values, absl::MakeSpan(stream));
-  if (!status.ok()) return status;
+  WAVEPOOL_RETURN_IF_ERROR(EncodeWeightsInto(values, absl::MakeSpan(stream)));
   return stream;
 }
 
@@ -210,21 +210,20 @@ absl::StatusOr<std::size_t> EncodedWeightCount(absl::Span<const std::uint8_t> st
 }
 
 absl::Status DecodeWeightsInto(absl::Span<const std::uint8_t> stream, absl::Span<float> values) {
-  absl::StatusOr<std::size_t> count = EncodedWeightCount(stream);
-  if (!count.ok()) return count.status();
-  if (values.size() != *count) {
+  WAVEPOOL_ASSIGN_OR_RETURN(std::size_t count, EncodedWeightCount(stream));
+  if (values.size() != count) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "weight codec: output buffer holds %d values; the stream has %d", values.size(), *count));
+        "weight codec: output buffer holds %d values; the stream has %d", values.size(), count));
   }
-  const std::size_t groups = *count / kWeightCodecValuesPerWord;
+  const std::size_t groups = count / kWeightCodecValuesPerWord;
   const std::uint8_t* words = stream.data() + kWeightCodecHeaderBytes;
   std::uint32_t seen = codec::DecodeGroups(words, groups, values.data());
-  const std::size_t tail = *count - groups * kWeightCodecValuesPerWord;
+  const std::size_t tail = count - groups * kWeightCodecValuesPerWord;
   if (tail > 0) {
     const std::uint32_t word = codec::LoadLittleEndian32(words + kWordBytes * groups);
     seen |= word;
     if ((seen & kReservedBit) != 0) return ReservedBitError(stream, groups + 1);
-    return DecodeTail(word, kWeightCodecHeaderBytes + kWordBytes * groups, *count,
+    return DecodeTail(word, kWeightCodecHeaderBytes + kWordBytes * groups, count,
                       values.subspan(groups * kWeightCodecValuesPerWord));
   }
   if ((seen & kReservedBit) != 0) return ReservedBitError(stream, groups);
@@ -232,11 +231,9 @@ absl::Status DecodeWeightsInto(absl::Span<const std::uint8_t> stream, absl::Span
 }
 
 absl::StatusOr<std::vector<float>> DecodeWeights(absl::Span<const std::uint8_t> stream) {
-  absl::StatusOr<std::size_t> count = EncodedWeightCount(stream);
-  if (!count.ok()) return count.status();
-  std::vector<float> values(*count);
-  absl::Status status = DecodeWeightsInto(stream, absl::MakeSpan(values));
-  if (!status.ok()) return status;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::size_t count, EncodedWeightCount(stream));
+  std::vector<float> values(count);
+  WAVEPOOL_RETURN_IF_ERROR(DecodeWeightsInto(stream, absl::MakeSpan(values)));
   return values;
 }
 

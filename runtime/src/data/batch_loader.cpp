@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -125,9 +126,8 @@ class BatchLoader::Impl {
     std::vector<Batch> batches;
     batches.reserve(blocks_.size());
     for (const BatchBlock& block : blocks_) {
-      absl::StatusOr<Batch> batch = LoadBlock(step, block);
-      if (!batch.ok()) return batch.status();
-      batches.push_back(std::move(*batch));
+      WAVEPOOL_ASSIGN_OR_RETURN(Batch batch, LoadBlock(step, block));
+      batches.push_back(std::move(batch));
     }
     return batches;
   }
@@ -198,7 +198,7 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(SampleSourcePtr
                                                                  SampleOrder order,
                                                                  std::vector<BatchBlock> blocks,
                                                                  Options options) {
-  if (absl::Status s = Validate(source, order, blocks, options); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(Validate(source, order, blocks, options));
   return std::unique_ptr<BatchLoader>(new BatchLoader(
       std::make_unique<Impl>(std::move(source), order, std::move(blocks), options)));
 }

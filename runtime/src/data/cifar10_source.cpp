@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "dataset_file.h"
 #include "sources.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime::data_internal {
 namespace {
@@ -44,9 +45,8 @@ struct Part {
 
 // Opens one file and checks that it holds whole records whose labels are in range.
 absl::StatusOr<Part> OpenPart(std::string path, std::int64_t first) {
-  absl::StatusOr<std::unique_ptr<DatasetFile>> file = DatasetFile::Open(std::move(path));
-  if (!file.ok()) return file.status();
-  const DatasetFile& f = **file;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<DatasetFile> file, DatasetFile::Open(std::move(path)));
+  const DatasetFile& f = *file;
   if (f.size() == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("cifar10 file ", f.path(), ": empty; it should hold records of ", kRecordBytes,
@@ -60,10 +60,10 @@ absl::StatusOr<Part> OpenPart(std::string path, std::int64_t first) {
                      " to ", (record + 1) * kRecordBytes, "); records are ", kRecordBytes,
                      " bytes (1 label byte and 3072 pixel bytes)"));
   }
-  Part part{std::move(*file), first, f.size() / kRecordBytes};
+  Part part{std::move(file), first, f.size() / kRecordBytes};
   for (std::int64_t r = 0; r < part.records; ++r) {
     unsigned char label = 0;
-    if (absl::Status s = part.file->ReadAt(r * kRecordBytes, 1, &label); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(part.file->ReadAt(r * kRecordBytes, 1, &label));
     if (label >= kClasses) {
       return absl::InvalidArgumentError(absl::StrCat("cifar10 file ", part.file->path(), ": label ",
                                                      static_cast<int>(label), " at byte offset ",
@@ -95,15 +95,13 @@ class Cifar10Source final : public SampleSource {
   }
 
   absl::Status Read(std::int64_t index, void* input, std::int64_t* label) const override {
-    if (absl::Status status = CheckSampleIndex(*this, index); !status.ok()) return status;
+    WAVEPOOL_RETURN_IF_ERROR(CheckSampleIndex(*this, index));
     const Part& part =
         *std::prev(std::upper_bound(parts_.begin(), parts_.end(), index,
                                     [](std::int64_t i, const Part& p) { return i < p.first; }));
     const std::int64_t offset = (index - part.first) * kRecordBytes;
     std::array<unsigned char, kRecordBytes> record;
-    if (absl::Status s = part.file->ReadAt(offset, kRecordBytes, record.data()); !s.ok()) {
-      return s;
-    }
+    WAVEPOOL_RETURN_IF_ERROR(part.file->ReadAt(offset, kRecordBytes, record.data()));
     if (record[0] >= kClasses) {  // the file changed after it was checked at open
       return absl::DataLossError(absl::StrCat("cifar10 file ", part.file->path(), ": label ",
                                               static_cast<int>(record[0]), " at byte offset ",
@@ -140,10 +138,10 @@ absl::StatusOr<SampleSourcePtr> OpenCifar10Source(const std::string& dir, const 
   std::vector<Part> parts;
   std::int64_t first = 0;
   for (int i = 1; i <= kFiles; ++i) {
-    absl::StatusOr<Part> part = OpenPart(absl::StrCat(dir, "/data_batch_", i, ".bin"), first);
-    if (!part.ok()) return part.status();
-    first += part->records;
-    parts.push_back(std::move(*part));
+    WAVEPOOL_ASSIGN_OR_RETURN(Part part,
+                              OpenPart(absl::StrCat(dir, "/data_batch_", i, ".bin"), first));
+    first += part.records;
+    parts.push_back(std::move(part));
   }
   return std::make_shared<const Cifar10Source>(dir, std::move(parts));
 }

@@ -8,17 +8,18 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/errno_error.h"
 
 namespace wavepool::runtime::data_internal {
 
 absl::StatusOr<std::unique_ptr<DatasetFile>> DatasetFile::Open(std::string path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", path));
+  if (fd < 0) return ErrnoError(errno, absl::StrCat("open ", path));
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
     const int error = errno;
     ::close(fd);
-    return absl::ErrnoToStatus(error, absl::StrCat("fstat ", path));
+    return ErrnoError(error, absl::StrCat("fstat ", path));
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd);
@@ -40,8 +41,7 @@ absl::Status DatasetFile::ReadAt(std::int64_t offset, std::int64_t length, void*
                                 static_cast<off_t>(offset + done));
     if (got < 0) {
       if (errno == EINTR) continue;
-      return absl::ErrnoToStatus(errno,
-                                 absl::StrCat("pread ", path_, " at byte offset ", offset + done));
+      return ErrnoError(errno, absl::StrCat("pread ", path_, " at byte offset ", offset + done));
     }
     if (got == 0) {
       return absl::DataLossError(

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "dataset_file.h"
 #include "sources.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime::data_internal {
 namespace {
@@ -43,7 +44,7 @@ absl::Status ReadHeader(const DatasetFile& file, std::uint32_t magic, int words,
                      file.size(), ", inside the ", header_bytes, "-byte header"));
   }
   std::array<unsigned char, 16> header{};
-  if (absl::Status s = file.ReadAt(0, header_bytes, header.data()); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(file.ReadAt(0, header_bytes, header.data()));
   for (int w = 0; w < words; ++w) {
     (*values)[static_cast<std::size_t>(w)] = BigEndian32(header.data() + 4 * w);
   }
@@ -86,7 +87,7 @@ absl::Status CheckLabels(const DatasetFile& labels, std::int64_t count) {
   for (std::int64_t first = 0; first < count;) {
     const std::int64_t n =
         std::min<std::int64_t>(count - first, static_cast<std::int64_t>(chunk.size()));
-    if (absl::Status s = labels.ReadAt(kLabelsHeader + first, n, chunk.data()); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(labels.ReadAt(kLabelsHeader + first, n, chunk.data()));
     for (std::int64_t i = 0; i < n; ++i) {
       if (chunk[static_cast<std::size_t>(i)] >= kClasses) {
         return absl::InvalidArgumentError(
@@ -124,9 +125,9 @@ class MnistSource final : public SampleSource {
   }
 
   absl::Status Read(std::int64_t index, void* input, std::int64_t* label) const override {
-    if (absl::Status status = CheckSampleIndex(*this, index); !status.ok()) return status;
+    WAVEPOOL_RETURN_IF_ERROR(CheckSampleIndex(*this, index));
     unsigned char label_byte = 0;
-    if (absl::Status s = labels_->ReadAt(kLabelsHeader + index, 1, &label_byte); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(labels_->ReadAt(kLabelsHeader + index, 1, &label_byte));
     if (label_byte >= kClasses) {  // the file changed after it was checked at open
       return absl::DataLossError(absl::StrCat(
           "mnist file ", labels_->path(), ": label ", static_cast<int>(label_byte),
@@ -140,10 +141,7 @@ class MnistSource final : public SampleSource {
       large.resize(static_cast<std::size_t>(pixels_));
       bytes = large.data();
     }
-    if (absl::Status s = images_->ReadAt(kImagesHeader + index * pixels_, pixels_, bytes);
-        !s.ok()) {
-      return s;
-    }
+    WAVEPOOL_RETURN_IF_ERROR(images_->ReadAt(kImagesHeader + index * pixels_, pixels_, bytes));
     auto* out = static_cast<float*>(input);
     for (std::int64_t i = 0; i < pixels_; ++i) out[i] = normalised_[bytes[i]];
     *label = label_byte;
@@ -172,38 +170,30 @@ bool Fits(const SampleSpec& spec, std::int64_t rows, std::int64_t columns) {
 }  // namespace
 
 absl::StatusOr<SampleSourcePtr> OpenMnistSource(const std::string& dir, const SampleSpec& spec) {
-  absl::StatusOr<std::unique_ptr<DatasetFile>> images =
-      DatasetFile::Open(absl::StrCat(dir, "/", kImagesFile));
-  if (!images.ok()) return images.status();
-  absl::StatusOr<std::unique_ptr<DatasetFile>> labels =
-      DatasetFile::Open(absl::StrCat(dir, "/", kLabelsFile));
-  if (!labels.ok()) return labels.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<DatasetFile> images,
+                            DatasetFile::Open(absl::StrCat(dir, "/", kImagesFile)));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<DatasetFile> labels,
+                            DatasetFile::Open(absl::StrCat(dir, "/", kLabelsFile)));
 
   std::array<std::uint32_t, 4> image_header{};
-  if (absl::Status s = ReadHeader(**images, kImagesMagic, 4, &image_header); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(ReadHeader(*images, kImagesMagic, 4, &image_header));
   const std::int64_t count = image_header[1], rows = image_header[2], columns = image_header[3];
   if (rows < 1 || columns < 1 || rows > kMaxSide || columns > kMaxSide) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "mnist file ", (*images)->path(), ": the header at byte offset 8 gives images of ", rows,
-        "x", columns, " pixels; each side must be in [1, ", kMaxSide, "]"));
+        "mnist file ", images->path(), ": the header at byte offset 8 gives images of ", rows, "x",
+        columns, " pixels; each side must be in [1, ", kMaxSide, "]"));
   }
-  if (absl::Status s = CheckDataSize(**images, kImagesHeader, static_cast<std::uint64_t>(count),
-                                     static_cast<std::uint64_t>(rows * columns), "images");
-      !s.ok()) {
-    return s;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(CheckDataSize(*images, kImagesHeader, static_cast<std::uint64_t>(count),
+                                         static_cast<std::uint64_t>(rows * columns), "images"));
   std::array<std::uint32_t, 4> label_header{};
-  if (absl::Status s = ReadHeader(**labels, kLabelsMagic, 2, &label_header); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(ReadHeader(*labels, kLabelsMagic, 2, &label_header));
   const std::int64_t label_count = label_header[1];
-  if (absl::Status s = CheckDataSize(**labels, kLabelsHeader,
-                                     static_cast<std::uint64_t>(label_count), 1, "labels");
-      !s.ok()) {
-    return s;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(
+      CheckDataSize(*labels, kLabelsHeader, static_cast<std::uint64_t>(label_count), 1, "labels"));
   if (label_count != count) {
     return absl::InvalidArgumentError(
-        absl::StrCat("mnist files disagree: ", (*images)->path(), " counts ", count,
-                     " images at byte offset 4, but ", (*labels)->path(), " counts ", label_count,
+        absl::StrCat("mnist files disagree: ", images->path(), " counts ", count,
+                     " images at byte offset 4, but ", labels->path(), " counts ", label_count,
                      " labels at byte offset 4"));
   }
   if (!Fits(spec, rows, columns)) {
@@ -211,9 +201,9 @@ absl::StatusOr<SampleSourcePtr> OpenMnistSource(const std::string& dir, const Sa
         "mnist ", dir, " serves samples of features [1,", rows, ",", columns, "] (or [",
         rows * columns, "]), ", kClasses, " classes, but the model takes ", spec.ToString()));
   }
-  if (absl::Status s = CheckLabels(**labels, count); !s.ok()) return s;
-  return std::make_shared<const MnistSource>(spec, dir, std::move(*images), std::move(*labels),
-                                             count, rows * columns);
+  WAVEPOOL_RETURN_IF_ERROR(CheckLabels(*labels, count));
+  return std::make_shared<const MnistSource>(spec, dir, std::move(images), std::move(labels), count,
+                                             rows * columns);
 }
 
 }  // namespace wavepool::runtime::data_internal

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "sources.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/sample_source.h"
 
 namespace wavepool::runtime {
@@ -57,18 +58,16 @@ absl::StatusOr<std::string> DirectoryOf(const std::string& flag, const std::stri
 
 absl::StatusOr<SampleSourcePtr> OpenSampleSource(std::string_view flag_view, const SampleSpec& spec,
                                                  std::uint64_t seed, std::int64_t synthetic_size) {
-  if (absl::Status s = data_internal::ValidateSampleSpec(spec); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(data_internal::ValidateSampleSpec(spec));
   const std::string flag(flag_view);
   if (flag == "synthetic") return data_internal::OpenSyntheticSource(spec, seed, synthetic_size);
   if (absl::StartsWith(flag, "cifar10:")) {
-    absl::StatusOr<std::string> dir = DirectoryOf(flag, "cifar10");
-    if (!dir.ok()) return dir.status();
-    return data_internal::OpenCifar10Source(*dir, spec);
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string dir, DirectoryOf(flag, "cifar10"));
+    return data_internal::OpenCifar10Source(dir, spec);
   }
   if (absl::StartsWith(flag, "mnist:")) {
-    absl::StatusOr<std::string> dir = DirectoryOf(flag, "mnist");
-    if (!dir.ok()) return dir.status();
-    return data_internal::OpenMnistSource(*dir, spec);
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string dir, DirectoryOf(flag, "mnist"));
+    return data_internal::OpenMnistSource(dir, spec);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("data source '", flag, "' is not one wavepool reads; ", kValidForms));

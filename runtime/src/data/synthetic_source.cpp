@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "counter_rng.h"
 #include "sources.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime::data_internal {
 namespace {
@@ -45,7 +46,7 @@ class SyntheticSource final : public SampleSource {
   }
 
   absl::Status Read(std::int64_t index, void* input, std::int64_t* label) const override {
-    if (absl::Status status = CheckSampleIndex(*this, index); !status.ok()) return status;
+    WAVEPOOL_RETURN_IF_ERROR(CheckSampleIndex(*this, index));
     SplitMixStream stream(MixPair(sample_key_, static_cast<std::uint64_t>(index)));
     if (spec_.kind == SampleSpec::Kind::kTokens) {
       auto* tokens = static_cast<std::int64_t*>(input);

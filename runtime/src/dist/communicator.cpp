@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "torch_compat.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace internal {
@@ -78,27 +79,29 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
     StorePtr store, int rank, int world_size, std::vector<std::vector<int>> rank_sets,
     Options options) {
   for (const std::vector<int>& set : rank_sets) {
-    if (absl::Status s = CheckRankSet(set, world_size); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(CheckRankSet(set, world_size));
   }
   std::sort(rank_sets.begin(), rank_sets.end());
   rank_sets.erase(std::unique(rank_sets.begin(), rank_sets.end()), rank_sets.end());
   std::unique_ptr<Communicator> comm(new Communicator(rank, world_size, options));
   std::vector<int> everyone(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) everyone[static_cast<std::size_t>(r)] = r;
-  absl::StatusOr<compat::GlooGroupPtr> world = compat::MakeGlooGroup(
-      compat::WithPrefix(options.name + "/world", store), rank, world_size, options.timeout);
-  if (!world.ok()) return world.status();
-  comm->groups_->world = {*world, everyone};
+  WAVEPOOL_ASSIGN_OR_RETURN(
+      compat::GlooGroupPtr world,
+      compat::MakeGlooGroup(compat::WithPrefix(options.name + "/world", store), rank, world_size,
+                            options.timeout));
+  comm->groups_->world = {world, everyone};
   // In one sorted order on every rank: see Create's contract.
   for (const std::vector<int>& set : rank_sets) {
     if (set.size() < 2 || set == everyone || !std::binary_search(set.begin(), set.end(), rank)) {
       continue;
     }
-    absl::StatusOr<compat::GlooGroupPtr> group = compat::MakeGlooGroup(
-        compat::WithPrefix(absl::StrCat(options.name, "/", absl::StrJoin(set, ",")), store),
-        IndexIn(set, rank), static_cast<int>(set.size()), options.timeout);
-    if (!group.ok()) return group.status();
-    comm->groups_->by_ranks[set] = {*group, set};
+    WAVEPOOL_ASSIGN_OR_RETURN(
+        compat::GlooGroupPtr group,
+        compat::MakeGlooGroup(
+            compat::WithPrefix(absl::StrCat(options.name, "/", absl::StrJoin(set, ",")), store),
+            IndexIn(set, rank), static_cast<int>(set.size()), options.timeout));
+    comm->groups_->by_ranks[set] = {group, set};
   }
   return comm;
 }
@@ -172,10 +175,10 @@ absl::StatusOr<Pending> Communicator::Recv(torch::Tensor tensor, int peer, int t
 }
 
 absl::Status Communicator::Barrier() {
-  absl::StatusOr<Pending> pending =
-      Start("barrier", options_.timeout, [&] { return groups_->world.group->barrier(); });
-  if (!pending.ok()) return pending.status();
-  return pending->Wait();
+  WAVEPOOL_ASSIGN_OR_RETURN(Pending pending, Start("barrier", options_.timeout, [&] {
+                              return groups_->world.group->barrier();
+                            }));
+  return pending.Wait();
 }
 
 }  // namespace wavepool::runtime

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "torch_compat.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -97,9 +98,8 @@ absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int w
         absl::StrCat("rank ", rank, " is not in [0, world size ", world_size, ")"));
   }
   const Clock::time_point deadline = Clock::now() + timeout;
-  absl::StatusOr<StorePtr> connected = Connect(address, rank, world_size, timeout);
-  if (!connected.ok()) return connected.status();
-  StorePtr store = compat::WithPrefix("wavepool", *connected);
+  WAVEPOOL_ASSIGN_OR_RETURN(StorePtr connected, Connect(address, rank, world_size, timeout));
+  StorePtr store = compat::WithPrefix("wavepool", connected);
   try {
     const std::string value = std::to_string(rank);
     store->set(RankKey(rank), std::vector<uint8_t>(value.begin(), value.end()));

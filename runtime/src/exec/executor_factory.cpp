@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "staged_executor.h"
 #include "tick_tock_executor.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -21,19 +22,19 @@ absl::StatusOr<Parts> MakeParts(const ExecutorSetup& setup,
   Communicator::Options options;
   options.timeout = setup.timeout;
   options.name = name;
-  absl::StatusOr<std::unique_ptr<Communicator>> communicator = Communicator::Create(
-      setup.store, setup.rank, program->world_size(), program->DistinctSyncGroups(), options);
-  if (!communicator.ok()) return communicator.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> communicator,
+                            Communicator::Create(setup.store, setup.rank, program->world_size(),
+                                                 program->DistinctSyncGroups(), options));
   StageEngine::Options engine_options;
   engine_options.rank = setup.rank;
   engine_options.seed = static_cast<std::uint64_t>(setup.plan.training.seed);
   engine_options.reduce_gradients = reduce_gradients;
   engine_options.bucket_bytes = setup.bucket_bytes;
   engine_options.compress_weights = setup.plan.data_movement.weight_compression;
-  absl::StatusOr<std::unique_ptr<StageEngine>> engine = StageEngine::Create(
-      program, setup.graph, setup.plan.training, communicator->get(), setup.pacer, engine_options);
-  if (!engine.ok()) return engine.status();
-  return Parts{*std::move(communicator), *std::move(engine)};
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<StageEngine> engine,
+                            StageEngine::Create(program, setup.graph, setup.plan.training,
+                                                communicator.get(), setup.pacer, engine_options));
+  return Parts{std::move(communicator), std::move(engine)};
 }
 
 }  // namespace
@@ -43,15 +44,13 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeExecutor(const ExecutorSetup& setu
     return absl::InvalidArgumentError(absl::StrCat("rank ", setup.rank, " is not in [0, ",
                                                    setup.plan.gpus, ") (the plan's GPUs)"));
   }
-  absl::StatusOr<StageProgram> compiled = StageProgram::Compile(setup.plan, *setup.graph);
-  if (!compiled.ok()) return compiled.status();
-  auto program = std::make_shared<const StageProgram>(*std::move(compiled));
+  WAVEPOOL_ASSIGN_OR_RETURN(StageProgram compiled, StageProgram::Compile(setup.plan, *setup.graph));
+  auto program = std::make_shared<const StageProgram>(std::move(compiled));
   const bool tick_tock = setup.plan.strategy == api::Strategy::kTickTock && setup.plan.waves == 2;
   if (!tick_tock) {
-    absl::StatusOr<Parts> parts = MakeParts(setup, program, "plan", true);
-    if (!parts.ok()) return parts.status();
+    WAVEPOOL_ASSIGN_OR_RETURN(Parts parts, MakeParts(setup, program, "plan", true));
     return std::make_unique<StagedExecutor>(
-        std::move(parts->communicator), std::move(parts->engine), setup.pacer,
+        std::move(parts.communicator), std::move(parts.engine), setup.pacer,
         StagedExecutor::Data{setup.source, static_cast<std::uint64_t>(setup.plan.training.seed),
                              setup.plan.data_movement.preload});
   }
@@ -61,10 +60,10 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeExecutor(const ExecutorSetup& setu
   }
   std::array<TickTockExecutor::Wave, 2> waves;
   for (int wave = 0; wave < 2; ++wave) {
-    absl::StatusOr<Parts> parts = MakeParts(setup, program, wave == 0 ? "tick" : "tock", false);
-    if (!parts.ok()) return parts.status();
-    waves[static_cast<std::size_t>(wave)] = {std::move(parts->communicator),
-                                             std::move(parts->engine)};
+    WAVEPOOL_ASSIGN_OR_RETURN(Parts parts,
+                              MakeParts(setup, program, wave == 0 ? "tick" : "tock", false));
+    waves[static_cast<std::size_t>(wave)] = {std::move(parts.communicator),
+                                             std::move(parts.engine)};
   }
   return std::make_unique<TickTockExecutor>(
       std::move(waves), setup.pacer,

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 
@@ -35,9 +36,8 @@ absl::Status GradientReducer::Start(Bucket& bucket) {
     flat.push_back(grad.defined() ? grad.reshape({-1}) : torch::zeros({p.numel()}, p.options()));
   }
   bucket.flat = torch::cat(flat);
-  absl::StatusOr<Pending> pending = communicator_->AllReduceSum(group_, {bucket.flat});
-  if (!pending.ok()) return pending.status();
-  bucket.pending = *std::move(pending);
+  WAVEPOOL_ASSIGN_OR_RETURN(Pending pending, communicator_->AllReduceSum(group_, {bucket.flat}));
+  bucket.pending = std::move(pending);
   bucket.started = true;
   return absl::OkStatus();
 }

@@ -1,5 +1,7 @@
 #include "wavepool/runtime/launch_pacer.h"
 
+#include "wavepool/base/status_macros.h"
+
 namespace wavepool::runtime {
 namespace {
 
@@ -22,11 +24,10 @@ std::uint32_t StageSlot(int stage) { return static_cast<std::uint32_t>(stage) % 
 }  // namespace
 
 absl::Status LaunchPacer::Run(OpGroup group, const std::function<void()>& work) {
-  absl::StatusOr<LaunchTicket> ticket = Begin(group);
-  if (!ticket.ok()) return ticket.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(LaunchTicket ticket, Begin(group));
   const auto start = std::chrono::steady_clock::now();
   work();
-  End(*ticket, std::chrono::steady_clock::now() - start);
+  End(ticket, std::chrono::steady_clock::now() - start);
   return absl::OkStatus();
 }
 

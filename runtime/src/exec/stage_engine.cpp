@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "stage_engine_internal.h"
 #include "step_timer.h"
+#include "wavepool/base/seconds.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/weight_codec.h"
 
 namespace wavepool::runtime {
@@ -47,10 +49,10 @@ absl::StatusOr<std::unique_ptr<StageEngine>> StageEngine::Create(
   std::unique_ptr<StageEngine> engine(
       new StageEngine(std::move(program), communicator, pacer, options));
   const StageProgram& p = *engine->program_;
-  absl::StatusOr<std::unique_ptr<ExecutableModel>> model =
-      ExecutableModel::Build(std::move(graph), p.LayersOn(options.rank), options.seed);
-  if (!model.ok()) return model.status();
-  engine->model_ = *std::move(model);
+  WAVEPOOL_ASSIGN_OR_RETURN(
+      std::unique_ptr<ExecutableModel> model,
+      ExecutableModel::Build(std::move(graph), p.LayersOn(options.rank), options.seed));
+  engine->model_ = std::move(model);
   engine->model_->Train(true);
   engine->optimizer_ = MakeOptimizer(training, engine->model_->Parameters());
   for (const torch::Tensor& t : engine->model_->Parameters()) {
@@ -96,6 +98,8 @@ std::vector<BatchBlock> StageEngine::DataBlocks() const {
 
 absl::StatusOr<StageEngine::StepResult> StageEngine::RunStep(std::int64_t step,
                                                              const std::vector<Batch>& data) {
+  // `result` is the returned object itself (named return value), so the timer's destructor,
+  // which runs after the return statement, still adds ApplyGradients' time to it.
   absl::StatusOr<StepResult> result =
       ComputeGradients(step, data, 1.0 / static_cast<double>(program_->samples_per_step()));
   if (!result.ok()) return result;
@@ -125,31 +129,27 @@ absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
       }
       mine.push_back(data[next_data++]);
     }
-    if (absl::Status s = Forward(instance, mine, step, &result.times); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(Forward(instance, mine, step, &result.times));
   }
   if (after_forward) after_forward();
   for (auto it = instances_on_rank_.rbegin(); it != instances_on_rank_.rend(); ++it) {
     const StageInstance& instance = program_->forward_order()[static_cast<std::size_t>(*it)];
-    if (absl::Status s = Backward(instance, loss_scale, &result.loss_sum, &result.times); !s.ok()) {
-      return s;
-    }
+    WAVEPOOL_RETURN_IF_ERROR(Backward(instance, loss_scale, &result.loss_sum, &result.times));
   }
   {
     StepTimer timer(&result.times.allreduce);
     for (std::size_t s = 0; s < reducers_.size(); ++s) {
       if (reducers_[s] == nullptr) continue;
       absl::Status reduced;
-      absl::Status ran = pacer_->Run(AllReduceGroup(static_cast<int>(s)),
-                                     [&] { reduced = reducers_[s]->Finish(); });
-      if (!ran.ok()) return ran;
+      WAVEPOOL_RETURN_IF_ERROR(pacer_->Run(AllReduceGroup(static_cast<int>(s)),
+                                           [&] { reduced = reducers_[s]->Finish(); }));
       if (!reduced.ok()) return reduced;
     }
-    if (absl::Status s = WaitForSends(); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(WaitForSends());
   }
   for (std::unique_ptr<InstanceState>& state : states_) state.reset();
   activation_bytes_ = 0;
-  const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double total = Seconds(std::chrono::steady_clock::now() - start).count();
   result.times.compute =
       std::max(0.0, total - result.times.transfer - result.times.allreduce - result.times.data);
   return result;
@@ -184,8 +184,8 @@ absl::Status StageEngine::BroadcastWeights() {
       for (const torch::Tensor& t : tensors) flat_parts.push_back(t.detach().reshape({-1}));
       torch::Tensor flat = torch::cat(flat_parts);
       const bool compress = options_.compress_weights && dtype == torch::kFloat32;
-      absl::Status sent = compress ? BroadcastCompressed(group, flat) : Broadcast(group, flat);
-      if (!sent.ok()) return sent;
+      WAVEPOOL_RETURN_IF_ERROR(compress ? BroadcastCompressed(group, flat)
+                                        : Broadcast(group, flat));
       std::int64_t offset = 0;
       for (torch::Tensor& t : tensors) {
         t.detach().copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
@@ -197,9 +197,9 @@ absl::Status StageEngine::BroadcastWeights() {
 }
 
 absl::Status StageEngine::Broadcast(const std::vector<int>& group, torch::Tensor& tensor) {
-  absl::StatusOr<Pending> pending = communicator_->Broadcast(group, group.front(), {tensor});
-  if (!pending.ok()) return pending.status();
-  return pending->Wait();
+  WAVEPOOL_ASSIGN_OR_RETURN(Pending pending,
+                            communicator_->Broadcast(group, group.front(), {tensor}));
+  return pending.Wait();
 }
 
 absl::Status StageEngine::BroadcastCompressed(const std::vector<int>& group, torch::Tensor& flat) {
@@ -217,9 +217,9 @@ absl::Status StageEngine::BroadcastCompressed(const std::vector<int>& group, tor
         absl::MakeSpan(stream.data_ptr<std::uint8_t>(), static_cast<std::size_t>(stream.numel())));
     compressed.fill_(encoded.ok() ? 1 : 0);
   }
-  if (absl::Status s = Broadcast(group, compressed); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(Broadcast(group, compressed));
   if (compressed.item<std::int64_t>() == 0) return Broadcast(group, flat);
-  if (absl::Status s = Broadcast(group, stream); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(Broadcast(group, stream));
   return DecodeWeightsInto(absl::MakeConstSpan(stream.data_ptr<std::uint8_t>(),
                                                static_cast<std::size_t>(stream.numel())),
                            absl::MakeSpan(flat.data_ptr<float>(), count));

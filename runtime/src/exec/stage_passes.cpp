@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "stage_engine_internal.h"
 #include "step_timer.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/stage_engine.h"
 
 namespace wavepool::runtime {
@@ -23,9 +24,9 @@ absl::Status StageEngine::Forward(const StageInstance& instance, const std::vect
   }
   for (int edge_id : program_->edges_into(instance.stage)) {
     const StageEdge& edge = program_->edges()[static_cast<std::size_t>(edge_id)];
-    absl::StatusOr<torch::Tensor> gathered = GatherActivations(edge, instance.wave, rows, times);
-    if (!gathered.ok()) return gathered.status();
-    state->imports[edge.producer] = gathered->detach().requires_grad_(true);
+    WAVEPOOL_ASSIGN_OR_RETURN(torch::Tensor gathered,
+                              GatherActivations(edge, instance.wave, rows, times));
+    state->imports[edge.producer] = gathered.detach().requires_grad_(true);
   }
   ForwardContext context;
   context.labels = state->labels;
@@ -85,7 +86,7 @@ absl::Status StageEngine::Backward(const StageInstance& instance, double loss_sc
   };
   if (state.rows.empty()) {
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-      if (absl::Status s = layer_done(*it); !s.ok()) return s;
+      WAVEPOOL_RETURN_IF_ERROR(layer_done(*it));
     }
     return absl::OkStatus();
   }
@@ -94,11 +95,11 @@ absl::Status StageEngine::Backward(const StageInstance& instance, double loss_sc
     std::map<planner::LayerId, torch::Tensor> from_later;
     for (int edge_id : program_->edges_out_of(stage)) {
       const StageEdge& edge = program_->edges()[static_cast<std::size_t>(edge_id)];
-      absl::StatusOr<torch::Tensor> gradient =
-          GatherGradients(edge, instance.wave, state.rows, state.outputs[edge.producer], times);
-      if (!gradient.ok()) return gradient.status();
+      WAVEPOOL_ASSIGN_OR_RETURN(
+          torch::Tensor gradient,
+          GatherGradients(edge, instance.wave, state.rows, state.outputs[edge.producer], times));
       torch::Tensor& sum = from_later[edge.producer];
-      sum = sum.defined() ? sum + *gradient : *gradient;
+      sum = sum.defined() ? sum + gradient : gradient;
     }
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
       const planner::LayerId id = *it;
@@ -124,7 +125,7 @@ absl::Status StageEngine::Backward(const StageInstance& instance, double loss_sc
         }
       }
       if (!root.requires_grad() || (id != program_->sink() && !gradient.defined())) {
-        if (absl::Status s = layer_done(id); !s.ok()) return s;
+        WAVEPOOL_RETURN_IF_ERROR(layer_done(id));
         continue;
       }
       absl::Status computed;
@@ -145,16 +146,14 @@ absl::Status StageEngine::Backward(const StageInstance& instance, double loss_sc
       activation_bytes_ -= std::min(activation_bytes_, internal::Bytes(output));
       state.outputs.erase(id);
       ReportMemory();
-      if (absl::Status s = layer_done(id); !s.ok()) return s;
+      WAVEPOOL_RETURN_IF_ERROR(layer_done(id));
     }
     for (int edge_id : program_->edges_into(stage)) {
       const StageEdge& edge = program_->edges()[static_cast<std::size_t>(edge_id)];
       const torch::Tensor& imported = state.imports[edge.producer];
       torch::Tensor gradient =
           imported.grad().defined() ? imported.grad() : torch::zeros_like(imported);
-      if (absl::Status s = ScatterGradients(edge, instance.wave, state.rows, gradient); !s.ok()) {
-        return s;
-      }
+      WAVEPOOL_RETURN_IF_ERROR(ScatterGradients(edge, instance.wave, state.rows, gradient));
     }
   }
   return absl::OkStatus();

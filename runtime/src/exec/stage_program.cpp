@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 
@@ -80,9 +81,7 @@ absl::StatusOr<StageProgram> StageProgram::Compile(const api::Plan& plan,
   p.waves_ = waves_are_batches ? static_cast<int>(plan.waves) : 1;
   p.samples_per_step_ = plan.global_batch_size * p.waves_;
   p.sink_ = graph.sink();
-  if (absl::Status s = AssignLayers(plan, graph, &p.stage_of_, &p.stage_layers_); !s.ok()) {
-    return s;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(AssignLayers(plan, graph, &p.stage_of_, &p.stage_layers_));
   const int stages = static_cast<int>(plan.stages.size());
   p.edges_into_.assign(static_cast<std::size_t>(stages), {});
   p.edges_out_of_.assign(static_cast<std::size_t>(stages), {});

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "stage_engine_internal.h"
 #include "step_timer.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/stage_engine.h"
 
 namespace wavepool::runtime {
@@ -39,13 +40,12 @@ absl::StatusOr<torch::Tensor> StageEngine::GatherActivations(const StageEdge& ed
       continue;
     }
     torch::Tensor buffer = torch::empty(BatchShape(piece.size(), sample), torch::kFloat32);
-    absl::StatusOr<Pending> received =
-        communicator_->Recv(buffer, peer, program_->ForwardTag(edge.id, wave));
-    if (!received.ok()) return received.status();
-    receives.push_back(*std::move(received));
+    WAVEPOOL_ASSIGN_OR_RETURN(
+        Pending received, communicator_->Recv(buffer, peer, program_->ForwardTag(edge.id, wave)));
+    receives.push_back(std::move(received));
     pieces.push_back(buffer);
   }
-  if (absl::Status s = WaitForReceives(receives, edge.to_stage, times); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(WaitForReceives(receives, edge.to_stage, times));
   return pieces.size() == 1 ? pieces.front() : torch::cat(pieces);
 }
 
@@ -58,10 +58,9 @@ absl::Status StageEngine::ScatterActivations(const StageEdge& edge, int wave, co
     if (piece.empty() || peer == options_.rank) continue;
     torch::Tensor rows_out =
         output.detach().narrow(0, piece.begin - rows.begin, piece.size()).contiguous();
-    absl::StatusOr<Pending> sent =
-        communicator_->Send(rows_out, peer, program_->ForwardTag(edge.id, wave));
-    if (!sent.ok()) return sent.status();
-    sends_.push_back(*std::move(sent));
+    WAVEPOOL_ASSIGN_OR_RETURN(
+        Pending sent, communicator_->Send(rows_out, peer, program_->ForwardTag(edge.id, wave)));
+    sends_.push_back(std::move(sent));
   }
   return absl::OkStatus();
 }
@@ -86,12 +85,11 @@ absl::StatusOr<torch::Tensor> StageEngine::GatherGradients(const StageEdge& edge
       }
       continue;
     }
-    absl::StatusOr<Pending> received =
-        communicator_->Recv(slot, peer, program_->BackwardTag(edge.id, wave));
-    if (!received.ok()) return received.status();
-    receives.push_back(*std::move(received));
+    WAVEPOOL_ASSIGN_OR_RETURN(
+        Pending received, communicator_->Recv(slot, peer, program_->BackwardTag(edge.id, wave)));
+    receives.push_back(std::move(received));
   }
-  if (absl::Status s = WaitForReceives(receives, edge.from_stage, times); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(WaitForReceives(receives, edge.from_stage, times));
   return gradient;
 }
 
@@ -104,10 +102,9 @@ absl::Status StageEngine::ScatterGradients(const StageEdge& edge, int wave, cons
     if (piece.empty() || peer == options_.rank) continue;
     torch::Tensor rows_out =
         gradient.narrow(0, piece.begin - rows.begin, piece.size()).contiguous();
-    absl::StatusOr<Pending> sent =
-        communicator_->Send(rows_out, peer, program_->BackwardTag(edge.id, wave));
-    if (!sent.ok()) return sent.status();
-    sends_.push_back(*std::move(sent));
+    WAVEPOOL_ASSIGN_OR_RETURN(
+        Pending sent, communicator_->Send(rows_out, peer, program_->BackwardTag(edge.id, wave)));
+    sends_.push_back(std::move(sent));
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "step_timer.h"
+#include "wavepool/base/seconds.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 
@@ -37,12 +39,12 @@ absl::Status StagedExecutor::StartLoader(std::int64_t first) {
   BatchLoader::Options options;
   options.preload = data_.preload;
   options.first_step = first;
-  absl::StatusOr<std::unique_ptr<BatchLoader>> loader = BatchLoader::Create(
-      data_.source,
-      SampleOrder(data_.seed, data_.source->size(), engine_->program().samples_per_step()), blocks,
-      options);
-  if (!loader.ok()) return loader.status();
-  loader_ = *std::move(loader);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<BatchLoader> loader,
+                            BatchLoader::Create(data_.source,
+                                                SampleOrder(data_.seed, data_.source->size(),
+                                                            engine_->program().samples_per_step()),
+                                                blocks, options));
+  loader_ = std::move(loader);
   return absl::OkStatus();
 }
 
@@ -50,9 +52,8 @@ absl::Status StagedExecutor::Agree(double loss_sum, const StepRequests& mine, St
   torch::Tensor total = torch::tensor(
       {loss_sum, mine.checkpoint ? 1.0 : 0.0, mine.stop ? 1.0 : 0.0}, torch::kFloat64);
   if (communicator_->world_size() > 1) {
-    absl::StatusOr<Pending> pending = communicator_->AllReduceSum(world_, {total});
-    if (!pending.ok()) return pending.status();
-    if (absl::Status s = pending->Wait(); !s.ok()) return s;
+    WAVEPOOL_ASSIGN_OR_RETURN(Pending pending, communicator_->AllReduceSum(world_, {total}));
+    WAVEPOOL_RETURN_IF_ERROR(pending.Wait());
   }
   report->loss =
       total[0].item<double>() / static_cast<double>(engine_->program().samples_per_step());
@@ -63,7 +64,7 @@ absl::Status StagedExecutor::Agree(double loss_sum, const StepRequests& mine, St
 
 absl::StatusOr<std::int64_t> StagedExecutor::Train(std::int64_t first, std::int64_t end,
                                                    const StepHooks& hooks) {
-  if (absl::Status s = StartLoader(first); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(StartLoader(first));
   for (std::int64_t step = first; step < end; ++step) {
     const auto start = std::chrono::steady_clock::now();
     StepReport report;
@@ -71,20 +72,17 @@ absl::StatusOr<std::int64_t> StagedExecutor::Train(std::int64_t first, std::int6
     std::vector<Batch> batches;
     if (loader_ != nullptr) {
       StepTimer timer(&report.times.data);
-      absl::StatusOr<std::vector<Batch>> loaded = loader_->Next();
-      if (!loaded.ok()) return loaded.status();
-      batches = *std::move(loaded);
+      WAVEPOOL_ASSIGN_OR_RETURN(std::vector<Batch> loaded, loader_->Next());
+      batches = std::move(loaded);
     }
     ++next_step_;
-    absl::StatusOr<StageEngine::StepResult> result = engine_->RunStep(step, batches);
-    if (!result.ok()) return result.status();
-    if (absl::Status s = Agree(result->loss_sum, hooks.requests(step), &report); !s.ok()) return s;
+    WAVEPOOL_ASSIGN_OR_RETURN(StageEngine::StepResult result, engine_->RunStep(step, batches));
+    WAVEPOOL_RETURN_IF_ERROR(Agree(result.loss_sum, hooks.requests(step), &report));
     const double data_seconds = report.times.data;
-    report.times = result->times;
+    report.times = result.times;
     report.times.data = data_seconds;
     report.samples = engine_->program().samples_per_step();
-    report.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.seconds = Seconds(std::chrono::steady_clock::now() - start).count();
     pacer_->ReportIteration(step, report.seconds, report.samples);
     hooks.after_step(report);
     if (report.agreed.any()) return step + 1;

@@ -4,12 +4,14 @@
 
 #include <chrono>
 
+#include "wavepool/base/seconds.h"
+
 namespace wavepool::runtime {
 
 class StepTimer {
  public:
   explicit StepTimer(double* seconds) : seconds_(seconds), start_(Clock::now()) {}
-  ~StepTimer() { *seconds_ += std::chrono::duration<double>(Clock::now() - start_).count(); }
+  ~StepTimer() { *seconds_ += Seconds(Clock::now() - start_).count(); }
   StepTimer(const StepTimer&) = delete;
   StepTimer& operator=(const StepTimer&) = delete;
 

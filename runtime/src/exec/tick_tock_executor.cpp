@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "step_timer.h"
+#include "wavepool/base/seconds.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -46,7 +48,7 @@ TickTockExecutor::~TickTockExecutor() = default;
 
 absl::Status TickTockExecutor::SynchronizeInitialWeights() {
   for (Wave& wave : waves_) {
-    if (absl::Status s = wave.engine->BroadcastWeights(); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(wave.engine->BroadcastWeights());
   }
   return absl::OkStatus();
 }
@@ -98,13 +100,13 @@ absl::Status TickTockExecutor::StartLoaders(std::int64_t first) {
     options.preload = data_.preload;
     options.first_step = first % 2 == wave ? first : first + 1;
     options.step_stride = 2;
-    absl::StatusOr<std::unique_ptr<BatchLoader>> loader =
+    WAVEPOOL_ASSIGN_OR_RETURN(
+        std::unique_ptr<BatchLoader> loader,
         BatchLoader::Create(data_.source,
                             SampleOrder(data_.seed, data_.source->size(),
                                         waves_[0].engine->program().samples_per_step()),
-                            blocks, options);
-    if (!loader.ok()) return loader.status();
-    loaders_[static_cast<std::size_t>(wave)] = *std::move(loader);
+                            blocks, options));
+    loaders_[static_cast<std::size_t>(wave)] = std::move(loader);
   }
   return absl::OkStatus();
 }
@@ -133,9 +135,9 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
   std::vector<Batch> batches;
   if (loaders_[static_cast<std::size_t>(wave)] != nullptr) {
     StepTimer timer(&report.times.data);
-    absl::StatusOr<std::vector<Batch>> loaded = loaders_[static_cast<std::size_t>(wave)]->Next();
-    if (!loaded.ok()) return loaded.status();
-    batches = *std::move(loaded);
+    WAVEPOOL_ASSIGN_OR_RETURN(std::vector<Batch> loaded,
+                              loaders_[static_cast<std::size_t>(wave)]->Next());
+    batches = std::move(loaded);
   }
   absl::StatusOr<StageEngine::StepResult> result = engine.ComputeGradients(step, batches, 1.0, [&] {
     absl::MutexLock lock(&mu_);
@@ -181,7 +183,7 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
   SetGradients(engine.model(), flat.narrow(0, 0, combined.numel()) / static_cast<double>(total));
   {
     StepTimer timer(&report.times.compute);
-    if (absl::Status s = engine.ApplyGradients(); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(engine.ApplyGradients());
   }
   report.loss = flat[combined.numel()].item<double>() / static_cast<double>(samples);
   report.agreed.checkpoint = flat[combined.numel() + 1].item<double>() > 0;
@@ -190,7 +192,7 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
   report.times.compute += result->times.compute;
   report.times.transfer = result->times.transfer;
   report.times.data += result->times.data;
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.seconds = Seconds(std::chrono::steady_clock::now() - start).count();
   pacer_->ReportIteration(step, report.seconds, report.samples);
   absl::MutexLock lock(&mu_);
   done_[step] = report;
@@ -213,7 +215,7 @@ void TickTockExecutor::RunWave(int wave, std::int64_t first, std::int64_t end,
 
 absl::StatusOr<std::int64_t> TickTockExecutor::Train(std::int64_t first, std::int64_t end,
                                                      const StepHooks& hooks) {
-  if (absl::Status s = StartLoaders(first); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(StartLoaders(first));
   {
     absl::MutexLock lock(&mu_);
     first_step_ = first;

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "layers.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -53,14 +54,13 @@ absl::StatusOr<std::unique_ptr<ExecutableModel>> ExecutableModel::Build(
     std::shared_ptr<const planner::ModelGraph> graph, const std::vector<planner::LayerId>& layers,
     std::uint64_t seed) {
   if (graph == nullptr) return absl::InvalidArgumentError("ExecutableModel::Build: no graph");
-  absl::StatusOr<std::vector<planner::LayerId>> ids = LayersToBuild(*graph, layers);
-  if (!ids.ok()) return ids.status();
-  std::unique_ptr<ExecutableModel> model(new ExecutableModel(std::move(graph), *std::move(ids)));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<planner::LayerId> ids, LayersToBuild(*graph, layers));
+  std::unique_ptr<ExecutableModel> model(new ExecutableModel(std::move(graph), std::move(ids)));
   for (planner::LayerId id : model->layers_) {
-    absl::StatusOr<std::shared_ptr<LayerModule>> module =
-        internal::MakeLayerModule(*model->graph_, model->graph_->layer(id), seed);
-    if (!module.ok()) return module.status();
-    model->modules_[static_cast<size_t>(id)] = *std::move(module);
+    WAVEPOOL_ASSIGN_OR_RETURN(
+        std::shared_ptr<LayerModule> module,
+        internal::MakeLayerModule(*model->graph_, model->graph_->layer(id), seed));
+    model->modules_[static_cast<size_t>(id)] = std::move(module);
   }
   return model;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/executable_model.h"
 
 namespace wavepool::runtime {
@@ -138,17 +139,15 @@ absl::Status ValidateProfileOptions(const ProfileOptions& options) {
 absl::StatusOr<std::vector<MeasuredLayer>> ProfileLayers(const planner::ModelGraph& graph,
                                                          const ProfileOptions& options,
                                                          const ProfileProgress& progress) {
-  if (absl::Status status = ValidateProfileOptions(options); !status.ok()) return status;
-  absl::StatusOr<std::unique_ptr<ExecutableModel>> model =
-      ExecutableModel::Build(std::make_shared<const planner::ModelGraph>(graph), {}, options.seed);
-  if (!model.ok()) return model.status();
+  WAVEPOOL_RETURN_IF_ERROR(ValidateProfileOptions(options));
+  WAVEPOOL_ASSIGN_OR_RETURN(
+      std::unique_ptr<ExecutableModel> model,
+      ExecutableModel::Build(std::make_shared<const planner::ModelGraph>(graph), {}, options.seed));
   if (options.threads > 0) torch::set_num_threads(options.threads);
   std::vector<MeasuredLayer> measured;
   for (const planner::Layer& layer : graph.layers()) measured.push_back({layer.id, {}});
   for (std::int64_t batch : options.batch_sizes) {
-    if (absl::Status status = ProfileBatch(**model, batch, options, measured); !status.ok()) {
-      return status;
-    }
+    WAVEPOOL_RETURN_IF_ERROR(ProfileBatch(*model, batch, options, measured));
     if (progress) progress(batch, measured);
   }
   return measured;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -86,7 +87,7 @@ void AgentSession::LowerPause() {
 }
 
 absl::StatusOr<LaunchTicket> AgentSession::Begin(OpGroup group) {
-  if (absl::Status s = TakeCredit(); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(TakeCredit());
   agent::WorkerGate& gate = *client_->gate();
   // DeepPool §5: background launches stop while a foreground group that suffers from them runs.
   LaunchTicket ticket{group};

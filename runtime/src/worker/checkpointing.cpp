@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/checkpoint_state.h"
 
 namespace wavepool::runtime {
@@ -42,47 +43,38 @@ absl::StatusOr<CheckpointFile> Checkpointing::Build(std::int64_t step) {
   file.fingerprint = identity_.fingerprint;
   file.metadata = identity_.metadata;
   for (const Replica& replica : executor_->Replicas()) {
-    absl::StatusOr<std::string> tensors = EncodeTensors(ReplicaTensors(replica));
-    if (!tensors.ok()) return tensors.status();
-    file.sections[ModelSection(replica)] = *std::move(tensors);
-    absl::StatusOr<std::string> optimizer = EncodeOptimizer(*replica.optimizer);
-    if (!optimizer.ok()) return optimizer.status();
-    file.sections[OptimizerSection(replica)] = *std::move(optimizer);
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string tensors, EncodeTensors(ReplicaTensors(replica)));
+    file.sections[ModelSection(replica)] = std::move(tensors);
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string optimizer, EncodeOptimizer(*replica.optimizer));
+    file.sections[OptimizerSection(replica)] = std::move(optimizer);
   }
-  absl::StatusOr<std::string> extra = EncodeTensors(executor_->ExtraState());
-  if (!extra.ok()) return extra.status();
-  file.sections[std::string(kExtraSection)] = *std::move(extra);
-  absl::StatusOr<std::string> generator = EncodeCpuGenerator();
-  if (!generator.ok()) return generator.status();
-  file.sections[std::string(kCpuGeneratorSection)] = *std::move(generator);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string extra, EncodeTensors(executor_->ExtraState()));
+  file.sections[std::string(kExtraSection)] = std::move(extra);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string generator, EncodeCpuGenerator());
+  file.sections[std::string(kCpuGeneratorSection)] = std::move(generator);
   return file;
 }
 
 absl::Status Checkpointing::Apply(const CheckpointFile& file) {
   for (const Replica& replica : executor_->Replicas()) {
-    absl::StatusOr<std::string_view> tensors = file.Section(ModelSection(replica));
-    if (!tensors.ok()) return tensors.status();
-    if (absl::Status s = RestoreTensors(*tensors, ReplicaTensors(replica)); !s.ok()) {
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string_view tensors, file.Section(ModelSection(replica)));
+    if (absl::Status s = RestoreTensors(tensors, ReplicaTensors(replica)); !s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat(file.source, ": ", ModelSection(replica), ": ", s.message()));
     }
-    absl::StatusOr<std::string_view> optimizer = file.Section(OptimizerSection(replica));
-    if (!optimizer.ok()) return optimizer.status();
-    if (absl::Status s = RestoreOptimizer(*optimizer, *replica.optimizer); !s.ok()) {
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string_view optimizer, file.Section(OptimizerSection(replica)));
+    if (absl::Status s = RestoreOptimizer(optimizer, *replica.optimizer); !s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat(file.source, ": ", OptimizerSection(replica), ": ", s.message()));
     }
   }
-  absl::StatusOr<std::string_view> extra = file.Section(kExtraSection);
-  if (!extra.ok()) return extra.status();
-  absl::StatusOr<NamedTensors> state = DecodeTensors(*extra);
-  if (!state.ok()) return state.status();
-  if (absl::Status s = executor_->LoadExtraState(*state); !s.ok()) {
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string_view extra, file.Section(kExtraSection));
+  WAVEPOOL_ASSIGN_OR_RETURN(NamedTensors state, DecodeTensors(extra));
+  if (absl::Status s = executor_->LoadExtraState(state); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(file.source, ": ", s.message()));
   }
-  absl::StatusOr<std::string_view> generator = file.Section(kCpuGeneratorSection);
-  if (!generator.ok()) return generator.status();
-  return RestoreCpuGenerator(*generator);
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string_view generator, file.Section(kCpuGeneratorSection));
+  return RestoreCpuGenerator(generator);
 }
 
 absl::StatusOr<std::optional<std::int64_t>> Checkpointing::Restore() {
@@ -93,10 +85,9 @@ absl::StatusOr<std::optional<std::int64_t>> Checkpointing::Restore() {
   expected.fingerprint = identity_.fingerprint;
   expected.rank = identity_.rank;
   expected.world_size = identity_.world_size;
-  absl::StatusOr<CheckpointFile> file = directory_.Read(*latest, expected);
-  if (!file.ok()) return file.status();
-  if (absl::Status s = Apply(*file); !s.ok()) return s;
-  return file->step;
+  WAVEPOOL_ASSIGN_OR_RETURN(CheckpointFile file, directory_.Read(*latest, expected));
+  WAVEPOOL_RETURN_IF_ERROR(Apply(file));
+  return file.step;
 }
 
 absl::Status Checkpointing::Agree(std::int64_t step, const std::string& phase,

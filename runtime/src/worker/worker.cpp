@@ -15,6 +15,8 @@
 #include "checkpointing.h"
 #include "wavepool/api/manifest.h"
 #include "wavepool/api/validation.h"
+#include "wavepool/base/seconds.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/planner/layer_table.h"
 #include "wavepool/planner/zoo.h"
 #include "wavepool/runtime/agent_session.h"
@@ -161,9 +163,8 @@ absl::Status Worker::ConnectAgent() {
 }
 
 absl::Status Worker::Prepare() {
-  absl::StatusOr<api::Plan> plan = ReadPlan(options_.plan_path);
-  if (!plan.ok()) return plan.status();
-  plan_ = *std::move(plan);
+  WAVEPOOL_ASSIGN_OR_RETURN(api::Plan plan, ReadPlan(options_.plan_path));
+  plan_ = std::move(plan);
   if (plan_.gpus != options_.world_size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--world-size ", options_.world_size, " does not match the plan's ", plan_.gpus, " GPUs"));
@@ -174,26 +175,23 @@ absl::Status Worker::Prepare() {
                                                    " has no step count (training.steps 0); give "
                                                    "--steps"));
   }
-  absl::StatusOr<planner::ModelGraph> graph = ModelOf(plan_);
-  if (!graph.ok()) return graph.status();
-  graph_ = std::make_shared<const planner::ModelGraph>(*std::move(graph));
+  WAVEPOOL_ASSIGN_OR_RETURN(planner::ModelGraph graph, ModelOf(plan_));
+  graph_ = std::make_shared<const planner::ModelGraph>(std::move(graph));
   if (options_.threads > 0) torch::set_num_threads(options_.threads);
-  absl::StatusOr<SampleSpec> spec = SampleSpecOf(*graph_);
-  if (!spec.ok()) return spec.status();
-  absl::StatusOr<SampleSourcePtr> source =
-      OpenSampleSource(options_.data, *spec, static_cast<std::uint64_t>(plan_.training.seed));
-  if (!source.ok()) return source.status();
-  if (absl::Status s = ConnectAgent(); !s.ok()) return s;
+  WAVEPOOL_ASSIGN_OR_RETURN(SampleSpec spec, SampleSpecOf(*graph_));
+  WAVEPOOL_ASSIGN_OR_RETURN(
+      SampleSourcePtr source,
+      OpenSampleSource(options_.data, spec, static_cast<std::uint64_t>(plan_.training.seed)));
+  WAVEPOOL_RETURN_IF_ERROR(ConnectAgent());
   g_pacer.store(pacer_.get());
   if (options_.store.empty()) {
     store_ = LocalStore();
   } else {
-    absl::StatusOr<StoreAddress> address = ParseStoreAddress(options_.store);
-    if (!address.ok()) return address.status();
-    absl::StatusOr<StorePtr> store =
-        Rendezvous(*address, options_.rank, options_.world_size, options_.rendezvous_timeout);
-    if (!store.ok()) return store.status();
-    store_ = *store;
+    WAVEPOOL_ASSIGN_OR_RETURN(StoreAddress address, ParseStoreAddress(options_.store));
+    WAVEPOOL_ASSIGN_OR_RETURN(
+        StorePtr store,
+        Rendezvous(address, options_.rank, options_.world_size, options_.rendezvous_timeout));
+    store_ = store;
   }
   ExecutorSetup setup;
   setup.plan = plan_;
@@ -201,24 +199,21 @@ absl::Status Worker::Prepare() {
   setup.rank = options_.rank;
   setup.store = store_;
   setup.pacer = pacer_.get();
-  setup.source = *source;
-  absl::StatusOr<std::unique_ptr<Executor>> executor = MakeExecutor(setup);
-  if (!executor.ok()) return executor.status();
-  executor_ = *std::move(executor);
+  setup.source = source;
+  WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, MakeExecutor(setup));
+  executor_ = std::move(executor);
   if (options_.checkpoint_dir.empty()) return absl::OkStatus();
-  absl::StatusOr<CheckpointDirectory> directory =
-      CheckpointDirectory::Open(options_.checkpoint_dir);
-  if (!directory.ok()) return directory.status();
-  absl::StatusOr<std::string> fingerprint = CheckpointFingerprint(*graph_, plan_);
-  if (!fingerprint.ok()) return fingerprint.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(CheckpointDirectory directory,
+                            CheckpointDirectory::Open(options_.checkpoint_dir));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string fingerprint, CheckpointFingerprint(*graph_, plan_));
   Checkpointing::Identity identity;
   identity.rank = options_.rank;
   identity.world_size = options_.world_size;
-  identity.fingerprint = *fingerprint;
+  identity.fingerprint = fingerprint;
   identity.metadata = {{"job", plan_.job},
                        {"model", plan_.model},
                        {"strategy", std::string(api::ToString(plan_.strategy))}};
-  checkpointing_ = std::make_unique<Checkpointing>(*std::move(directory), identity, executor_.get(),
+  checkpointing_ = std::make_unique<Checkpointing>(std::move(directory), identity, executor_.get(),
                                                    store_, options_.rendezvous_timeout);
   return absl::OkStatus();
 }
@@ -230,9 +225,9 @@ StepRequests Worker::Requests(std::int64_t step) {
   if (checkpointing_ != nullptr && step + 1 < steps_) {
     const bool by_steps =
         t.checkpoint_interval_steps > 0 && (step + 1) % t.checkpoint_interval_steps == 0;
-    const bool by_time = t.checkpoint_interval_seconds > 0 &&
-                         std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >=
-                             t.checkpoint_interval_seconds;
+    const bool by_time =
+        t.checkpoint_interval_seconds > 0 &&
+        Seconds(Clock::now() - last_checkpoint_).count() >= t.checkpoint_interval_seconds;
     requests.checkpoint = by_steps || by_time;
   }
   return requests;
@@ -262,7 +257,7 @@ void Worker::Progress(const StepReport& report) {
 absl::Status Worker::StopWhileWaiting(std::int64_t saved) {
   const bool consistent = options_.world_size == 1 && plan_.strategy != api::Strategy::kTickTock;
   if (checkpointing_ != nullptr && consistent && completed_ != saved) {
-    if (absl::Status s = checkpointing_->Save(completed_); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(checkpointing_->Save(completed_));
     return absl::CancelledError(
         absl::StrCat("stopped while paused after step ", completed_, ", checkpointed"));
   }
@@ -270,19 +265,18 @@ absl::Status Worker::StopWhileWaiting(std::int64_t saved) {
 }
 
 absl::Status Worker::Run() {
-  if (absl::Status s = Prepare(); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(Prepare());
   std::int64_t next = 0;
   if (checkpointing_ != nullptr) {
-    absl::StatusOr<std::optional<std::int64_t>> restored = checkpointing_->Restore();
-    if (!restored.ok()) return restored.status();
-    if (restored->has_value()) {
-      next = completed_ = **restored;
+    WAVEPOOL_ASSIGN_OR_RETURN(std::optional<std::int64_t> restored, checkpointing_->Restore());
+    if (restored.has_value()) {
+      next = completed_ = *restored;
       out_ << "resumed from " << checkpointing_->path() << " at step " << next << "\n";
     }
   }
   if (next == 0) {
     // A fresh start makes every replica identical (a resumed one restored its weights above).
-    if (absl::Status s = executor_->SynchronizeInitialWeights(); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(executor_->SynchronizeInitialWeights());
   }
   StepHooks hooks;
   hooks.requests = [this](std::int64_t step) { return Requests(step); };
@@ -295,7 +289,7 @@ absl::Status Worker::Run() {
     if (!reached.ok()) return reached.status();
     next = *reached;
     if (checkpointing_ != nullptr && next != saved && (agreed_.any() || next == steps_)) {
-      if (absl::Status s = checkpointing_->Save(next); !s.ok()) return s;
+      WAVEPOOL_RETURN_IF_ERROR(checkpointing_->Save(next));
       saved = next;
       last_checkpoint_ = Clock::now();
     }
@@ -305,7 +299,7 @@ absl::Status Worker::Run() {
     }
   }
   out_ << absl::StrFormat("done: %d steps, final loss %.4f, %.1f s\n", steps_, last_loss_,
-                          std::chrono::duration<double>(Clock::now() - started_).count())
+                          Seconds(Clock::now() - started_).count())
        << std::flush;
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/worker.h"
 
 namespace wavepool::runtime {
@@ -51,13 +52,13 @@ absl::Status Apply(std::string_view key, const std::string& source, const std::s
     o->plan_path = value;
   } else if (key == "rank" || key == "world-size" || key == "threads") {
     const std::int64_t minimum = key == "world-size" ? 1 : 0;
-    if (absl::Status s = ParseInt(source, value, minimum, &number); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(ParseInt(source, value, minimum, &number));
     if (number > 1'000'000) return Invalid(source, value, "a plausible count (<= 1000000)");
     (key == "rank"         ? o->rank
      : key == "world-size" ? o->world_size
                            : o->threads) = static_cast<int>(number);
   } else if (key == "steps") {
-    if (absl::Status s = ParseInt(source, value, 1, &number); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(ParseInt(source, value, 1, &number));
     o->steps = number;
   } else if (key == "log-every") {
     return ParseInt(source, value, 0, &o->log_every);
@@ -84,7 +85,7 @@ absl::Status Apply(std::string_view key, const std::string& source, const std::s
     if (!role.has_value()) return Invalid(source, value, "Foreground or Background");
     o->role = *role;
   } else if (key == "gpu-index") {
-    if (absl::Status s = ParseInt(source, value, 0, &number); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(ParseInt(source, value, 0, &number));
     o->gpu_index = static_cast<std::uint32_t>(number);
   } else if (key == "max-foreground-slowdown") {
     double slowdown = 0;
@@ -127,7 +128,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
   for (const auto& [variable, key] : EnvironmentSettings()) {
     std::optional<std::string> value = getenv(variable);  // NOLINT: not ::getenv
     if (!value.has_value() || value->empty()) continue;
-    if (absl::Status s = Apply(key, std::string(variable), *value, &options); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(Apply(key, std::string(variable), *value, &options));
   }
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -145,7 +146,7 @@ absl::StatusOr<WorkerOptions> ParseWorkerOptions(const std::vector<std::string>&
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--", key, ": needs a value\n", kUsage));
     }
-    if (absl::Status s = Apply(key, absl::StrCat("--", key), value, &options); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(Apply(key, absl::StrCat("--", key), value, &options));
   }
   if (options.plan_path.empty()) {
     return absl::InvalidArgumentError(

@@ -20,23 +20,22 @@
 
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
 #include "tests/support/apiserver/test_server.h"
+#include "tests/support/files.h"
 
 namespace {
 
 using wavepool::testing::apiserver::TestApiServer;
 
-bool WriteFile(const std::string& path, const std::string& contents) {
-  std::ofstream out(path, std::ios::trunc);
-  out << contents;
-  out.close();
-  if (!out) {
-    std::cerr << "wavepool-test-apiserver: cannot write " << path << "\n";
+// Writes one of the files the caller asked for; false, with the error on stderr, when it fails.
+bool WriteOutputFile(const std::string& path, const std::string& contents) {
+  if (absl::Status written = wavepool::testing::WriteFile(path, contents); !written.ok()) {
+    std::cerr << "wavepool-test-apiserver: " << written.message() << "\n";
     return false;
   }
   return true;
@@ -101,9 +100,11 @@ int main(int argc, char** argv) {
   }
   const std::string url = (*server)->url();
   const std::string port = url.substr(url.rfind(':') + 1);
-  if (!kubeconfig_out.empty() && !WriteFile(kubeconfig_out, (*server)->Kubeconfig())) return 1;
-  if (!port_file.empty() && !WriteFile(port_file, port + "\n")) return 1;
-  if (!admin_token_out.empty() && !WriteFile(admin_token_out, (*server)->AdminToken() + "\n")) {
+  if (!kubeconfig_out.empty() && !WriteOutputFile(kubeconfig_out, (*server)->Kubeconfig()))
+    return 1;
+  if (!port_file.empty() && !WriteOutputFile(port_file, port + "\n")) return 1;
+  if (!admin_token_out.empty() &&
+      !WriteOutputFile(admin_token_out, (*server)->AdminToken() + "\n")) {
     return 1;
   }
   std::cout << "serving on " << url << std::endl;

@@ -33,10 +33,9 @@
 #include "wavepool/agent/client/protocol.h"
 #include "wavepool/agent/clock.h"
 #include "wavepool/agent/gpu_device.h"
+#include "wavepool/base/seconds.h"
 
 namespace wavepool::agent {
-
-using Seconds = std::chrono::duration<double>;
 
 struct MemoryPoint {
   MonotonicNanos time_ns = 0;

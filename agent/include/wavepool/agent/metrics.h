@@ -27,10 +27,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/protocol.h"
+#include "wavepool/base/seconds.h"
 
 namespace wavepool::agent {
-
-using Seconds = std::chrono::duration<double>;
 
 // One GPU of the node, as the telemetry found it.
 struct GpuIdentity {

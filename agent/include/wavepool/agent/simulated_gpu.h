@@ -118,7 +118,7 @@ struct WindowStats {
   std::vector<ProcessUtilization> processes;  // each task's SM share, pid ascending, > 0 only
 };
 
-class SimulatedGpuEngine;  // one GPU's state (src/simulated_gpu_engine.h)
+class SimulatedGpuEngine;  // one GPU's state (src/gpu/simulated_gpu_engine.h)
 
 // Safe for concurrent use. Borrows the clock, which must outlive it. Every call first brings the
 // model up to clock.Now(); calls never move the clock.

@@ -10,6 +10,7 @@
 #define WAVEPOOL_CONTROLLER_CLUSTER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,7 +33,7 @@ namespace wavepool::controller {
 inline constexpr std::string_view kGpuNodeConditionInvalid = "Invalid";
 
 // Read access to the objects the controller watches. Implementations are thread-safe; every
-// result is a copy the caller owns.
+// result is a copy the caller owns (ForEachJob lends each job for the length of one call).
 class ClusterReader {
  public:
   virtual ~ClusterReader() = default;
@@ -42,6 +43,13 @@ class ClusterReader {
                                                  std::string_view name) const = 0;
   // Every TrainingJob, sorted by namespace/name.
   virtual std::vector<api::TrainingJob> ListJobs() const = 0;
+  // Calls `visit` with every TrainingJob, in ListJobs' order, without copying the jobs: a
+  // reconcile that looks at every job for the few it needs (the gangs being created, the
+  // background jobs queued ahead) pays for those alone. The reference is valid only during the
+  // call; `visit` may call the reader again. The default visits ListJobs().
+  virtual void ForEachJob(const std::function<void(const api::TrainingJob&)>& visit) const {
+    for (const api::TrainingJob& job : ListJobs()) visit(job);
+  }
   // The pods labelled as the job's (JobSelector), including terminating ones; sorted by name.
   virtual std::vector<nlohmann::json> PodsOfJob(std::string_view ns,
                                                 std::string_view job) const = 0;

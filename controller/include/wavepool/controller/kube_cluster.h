@@ -11,7 +11,8 @@
 //   Services       labelled app.kubernetes.io/managed-by=wavepool-controller (the gangs'
 //                  rendezvous Services), indexed like the pods (ServicesOfJob)
 //   GPUNodes       decoded once per resourceVersion (ListGpuNodes)
-//   Nodes          Ready condition and wavepool.dev/managed label (NodeStates)
+//   Nodes          Ready condition and wavepool.dev/managed label, kept per Node from its
+//                  events (NodeStates)
 //
 // Assignments() is kept incrementally in a GpuClaims (gpu_claims.h): AssignmentFromPod per pod,
 // updated by the pod informer's events, so a call copies it instead of parsing every pod. A pod
@@ -113,6 +114,7 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
   // ClusterReader.
   std::optional<api::TrainingJob> GetJob(std::string_view ns, std::string_view name) const override;
   std::vector<api::TrainingJob> ListJobs() const override;
+  void ForEachJob(const std::function<void(const api::TrainingJob&)>& visit) const override;
   std::vector<nlohmann::json> PodsOfJob(std::string_view ns, std::string_view job) const override;
   std::vector<nlohmann::json> ServicesOfJob(std::string_view ns,
                                             std::string_view job) const override;

@@ -5,10 +5,13 @@
 #include <chrono>
 #include <cstdint>
 
+#include "wavepool/base/seconds.h"
+
 namespace wavepool::planner {
 
-// Wall-clock time as a double-precision std::chrono duration, in seconds.
-using Seconds = std::chrono::duration<double>;
+// Wall-clock time as a double-precision std::chrono duration, in seconds (planner::Seconds is
+// the same type as wavepool::Seconds).
+using Seconds = wavepool::Seconds;
 
 // Bytes of memory or of a message.
 using Bytes = std::int64_t;
