@@ -11,7 +11,7 @@
 // The status returned is the callee's, unchanged (code, message and payloads). A caller that
 // adds context to it ("while reading <path>: ...") writes that return out instead: these macros
 // never annotate. They are prefixed with WAVEPOOL_ because the unprefixed names are common in
-// other codebases' headers (older protobuf's stubs, many Google-derived projects), which a
+// other codebases' headers (older protobuf's generated code, many Google-derived projects), which a
 // LibTorch or gRPC translation unit may include next to ours, and because the api's validators
 // already used WAVEPOOL_RETURN_IF_ERROR, which this header now defines for everyone.
 #ifndef WAVEPOOL_BASE_STATUS_MACROS_H_
