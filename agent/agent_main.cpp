@@ -20,6 +20,7 @@
 #include "wavepool/agent/peer_identity.h"
 #include "wavepool/agent/placement_records.h"
 #include "wavepool/agent/simulated_gpu.h"
+#include "wavepool/base/clock.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/kubeconfig.h"
@@ -27,6 +28,9 @@
 namespace {
 
 using namespace wavepool::agent;
+using ::wavepool::Clock;
+using ::wavepool::ClockPtr;
+using ::wavepool::MakeRealClock;
 
 struct Flags {
   AgentOptions options;

@@ -16,6 +16,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/controller/image_reference.h"
 #include "wavepool/controller/manager.h"
 #include "wavepool/controller/template_policy.h"
@@ -61,7 +62,7 @@ absl::Status CheckApiServer(wavepool::kube::Client& client, const std::string& n
   namespace kube = wavepool::kube;
   kube::ListOptions options;
   options.limit = 1;
-  absl::Status status = client.List(kube::kTrainingJobs, ns, options).status();
+  absl::Status status = client.List(wavepool::api::kTrainingJobs, ns, options).status();
   const std::string where = client.config().server + " (" + client.config().source + ")";
   if (status.ok()) return status;
   if (kube::IsNotFound(status)) {

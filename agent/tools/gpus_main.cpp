@@ -9,8 +9,9 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_format.h"
-#include "wavepool/agent/clock.h"
 #include "wavepool/agent/gpu_device.h"
+#include "wavepool/base/clock.h"
+#include "wavepool/base/seconds.h"
 
 namespace {
 
@@ -22,11 +23,10 @@ std::string Ratio(const std::optional<double>& value) {
   return value.has_value() ? absl::StrFormat("%.1f%%", 100 * *value) : std::string("n/a");
 }
 
-void PrintSample(const wavepool::agent::GpuSample& s, wavepool::agent::MonotonicNanos start_ns) {
+void PrintSample(const wavepool::agent::GpuSample& s, wavepool::MonotonicTime start) {
   std::cout << absl::StrFormat("  t=+%7.3f s  used %s  util %s  sm_occupancy %s  processes:",
-                               static_cast<double>(s.time_ns - start_ns) * 1e-9,
-                               Gib(s.memory_used_bytes), Ratio(s.utilization),
-                               Ratio(s.sm_occupancy));
+                               wavepool::Seconds(s.time - start).count(), Gib(s.memory_used_bytes),
+                               Ratio(s.utilization), Ratio(s.sm_occupancy));
   if (s.processes.empty()) std::cout << " none";
   for (const auto& p : s.processes) {
     std::cout << absl::StrFormat(" %d:%.1f%%", p.pid, 100 * p.sm_utilization);
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
     return status == 0 ? 0 : 2;
   }
 
-  wavepool::agent::ClockPtr clock = wavepool::agent::MakeRealClock();
+  wavepool::ClockPtr clock = wavepool::MakeRealClock();
   options.clock = clock.get();
   auto devices = wavepool::agent::OpenNvmlDevices(options);
   if (!devices.ok()) {
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
       std::cout << "  limitation: " << limitation << "\n";
     }
   }
-  const wavepool::agent::MonotonicNanos start_ns = clock->Now();
+  const wavepool::MonotonicTime start = clock->Now();
   for (int i = 0; i < samples; ++i) {
     if (i > 0) clock->SleepFor(std::chrono::milliseconds(interval_ms));
     for (const auto& gpu : (*devices)->gpus()) {
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
         continue;
       }
       std::cout << "GPU " << gpu.index;
-      PrintSample(*sample, start_ns);
+      PrintSample(*sample, start);
     }
   }
   return 0;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "json_codec.h"
 #include "validation_util.h"
+#include "wavepool/api/object_key.h"
 #include "wavepool/api/validation.h"
 
 namespace wavepool::api {
@@ -155,9 +156,8 @@ absl::Status ValidatePredictions(const PlanPredictions& p) {
 
 absl::Status ValidateJobName(std::string_view job) {
   if (job.empty()) return absl::OkStatus();
-  const std::size_t slash = job.find('/');
-  if (slash == std::string_view::npos || !IsDns1123Label(job.substr(0, slash)) ||
-      !IsDns1123Subdomain(job.substr(slash + 1))) {
+  const absl::StatusOr<ObjectKey> key = ObjectKey::Parse(job);
+  if (!key.ok() || !IsDns1123Label(key->namespace_) || !IsDns1123Subdomain(key->name)) {
     return FieldPath("job").Invalid("must be \"<namespace>/<name>\" or empty, got " + Quote(job));
   }
   return absl::OkStatus();

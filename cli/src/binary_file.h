@@ -19,10 +19,8 @@ namespace wavepool::cli {
 absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path);
 
 // Writes `bytes` to `path` so that `path` either keeps its old content (or stays absent) or holds
-// all of `bytes`: the bytes go to a new file beside it (`<path>.tmp-<pid>[-n]`), which is flushed
-// to disk and renamed over `path`. On any error the temporary file is removed and the message
-// names `path`, the failed call and errno's text. Not safe against a concurrent writer of the
-// same path from this process.
+// all of `bytes` (wavepool/base/atomic_file.h): on any error the temporary file is removed and
+// the message names `path`, the failed call and errno's text.
 absl::Status WriteFileAtomically(const std::string& path, absl::Span<const std::uint8_t> bytes);
 
 }  // namespace wavepool::cli

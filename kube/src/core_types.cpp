@@ -1,4 +1,4 @@
-// Node, Namespace, ConfigMap, Event and Lease <-> JSON (core_types.h); Pod is in pod.cpp.
+// Node, Namespace, ConfigMap, Service, Event and Lease <-> JSON (core_types.h); Pod is in pod.cpp.
 #include "wavepool/kube/core_types.h"
 
 #include <string>
@@ -93,6 +93,28 @@ json ToJson(const ConfigMap& config_map) {
   json out = internal::EncodeTop(config_map.raw, "v1", "ConfigMap", config_map.metadata);
   Put(out, "data", config_map.data);
   Put(out, "binaryData", config_map.binary_data);
+  return out;
+}
+
+absl::StatusOr<Service> Service::FromJson(const json& input) {
+  return DecodeObject<Service>(input, "Service", [](FieldReader& reader, Service& service) {
+    const json& spec_json = reader.Object("spec");
+    FieldReader spec(spec_json, "spec");
+    spec.String("clusterIP", &service.spec.cluster_ip);
+    spec.StringMap("selector", &service.spec.selector);
+    spec.Bool("publishNotReadyAddresses", &service.spec.publish_not_ready_addresses);
+    service.spec.raw = internal::Base(spec_json);
+    return reader.status().ok() ? spec.status() : reader.status();
+  });
+}
+
+json ToJson(const Service& service) {
+  json out = internal::EncodeTop(service.raw, "v1", "Service", service.metadata);
+  json spec = internal::Base(service.spec.raw);
+  Put(spec, "clusterIP", service.spec.cluster_ip);
+  Put(spec, "selector", service.spec.selector);
+  internal::PutBool(spec, "publishNotReadyAddresses", service.spec.publish_not_ready_addresses);
+  internal::PutObject(out, "spec", std::move(spec));
   return out;
 }
 

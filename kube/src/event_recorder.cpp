@@ -15,7 +15,7 @@ namespace wavepool::kube {
 namespace {
 
 // metav1.Time: RFC 3339 in whole seconds, "2026-11-22T20:51:41Z".
-std::string FormatTime(std::chrono::system_clock::time_point time) {
+std::string FormatTime(WallTime time) {
   const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
@@ -59,7 +59,8 @@ EventRecorder::EventRecorder(Client& client, std::string component, std::string 
     : client_(client),
       component_(std::move(component)),
       host_(std::move(host)),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : RealClock()) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -74,7 +75,7 @@ EventRecorder::~EventRecorder() {
 void EventRecorder::Event(const nlohmann::json& object, EventType type, std::string_view reason,
                           std::string_view message) {
   Pending pending{ReferenceTo(object), type == EventType::kWarning ? "Warning" : "Normal",
-                  std::string(reason), std::string(message), std::chrono::system_clock::now()};
+                  std::string(reason), std::string(message), clock_.WallNow()};
   const std::string name = StringField(pending.involved, "name");
   absl::ReleasableMutexLock lock(&mu_);
   if (name.empty() || queue_.size() >= options_.queue_capacity || stopping_) {
@@ -199,8 +200,7 @@ bool EventRecorder::Create(const Pending& p, const std::string& key) {
   return true;
 }
 
-std::string EventRecorder::NextName(const std::string& object_name,
-                                    std::chrono::system_clock::time_point time) {
+std::string EventRecorder::NextName(const std::string& object_name, WallTime time) {
   // client-go names Events "<name>.<UnixNano in hex>"; two in the same nanosecond get the next.
   std::int64_t nanos =
       std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();

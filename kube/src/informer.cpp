@@ -80,7 +80,7 @@ bool SharedInformer::HasSynced() const {
 
 bool SharedInformer::WaitForSync(std::chrono::nanoseconds timeout) {
   absl::MutexLock lock(&mu_);
-  const MonotonicNanos deadline = clock_.Now() + timeout.count();
+  const MonotonicTime deadline = clock_.Now() + timeout;
   const auto ended = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return synced_ || stopping_; };
   return clock_.WaitUntil(mu_, deadline, absl::Condition(&ended)) && synced_;
 }
@@ -101,7 +101,7 @@ void SharedInformer::Log(std::string_view message) const {
 
 bool SharedInformer::WaitForBackoff(std::chrono::nanoseconds delay) {
   absl::MutexLock lock(&mu_);
-  clock_.WaitUntil(mu_, clock_.Now() + delay.count(), absl::Condition(&stopping_));
+  clock_.WaitUntil(mu_, clock_.Now() + delay, absl::Condition(&stopping_));
   return !stopping_;
 }
 
@@ -254,15 +254,14 @@ void SharedInformer::Enqueue(Notice notice) {
 
 void SharedInformer::DispatchLoop() {
   const bool resyncs = options_.resync_period.count() > 0;
-  MonotonicNanos next_resync = clock_.Now() + options_.resync_period.count();
+  MonotonicTime next_resync = clock_.Now() + options_.resync_period;
   absl::MutexLock lock(&mu_);
   const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || !notices_.empty();
   };
   for (;;) {
-    const MonotonicNanos now = clock_.Now();
-    const MonotonicNanos deadline =
-        resyncs ? next_resync : now + std::chrono::nanoseconds(kIdleWait).count();
+    const MonotonicTime now = clock_.Now();
+    const MonotonicTime deadline = resyncs ? next_resync : now + kIdleWait;
     clock_.WaitUntil(mu_, deadline, absl::Condition(&woken));
     if (stopping_) return;
     if (!notices_.empty()) {
@@ -277,7 +276,7 @@ void SharedInformer::DispatchLoop() {
       mu_.Unlock();
       Resync();
       mu_.Lock();
-      next_resync = clock_.Now() + options_.resync_period.count();
+      next_resync = clock_.Now() + options_.resync_period;
     }
   }
 }
@@ -287,6 +286,9 @@ void SharedInformer::Deliver(const Notice& notice) {
     {
       absl::MutexLock lock(&mu_);
       synced_ = true;
+    }
+    for (const ResourceEventHandlers& handlers : handlers_) {
+      if (handlers.on_synced) handlers.on_synced();
     }
     return;
   }

@@ -35,7 +35,7 @@ void StopSignal::Wait() const {
 
 bool StopSignal::WaitFor(std::chrono::nanoseconds timeout) const {
   absl::MutexLock lock(&mu_);
-  return clock_.WaitUntil(mu_, clock_.Now() + timeout.count(), absl::Condition(&stopped_));
+  return clock_.WaitUntil(mu_, clock_.Now() + timeout, absl::Condition(&stopped_));
 }
 
 void StopSignal::Stop() {
@@ -109,7 +109,7 @@ bool LeaderElector::Stopping() const {
 
 bool LeaderElector::WaitFor(std::chrono::nanoseconds delay) {
   absl::MutexLock lock(&mu_);
-  clock_.WaitUntil(mu_, clock_.Now() + delay.count(), absl::Condition(&stopping_));
+  clock_.WaitUntil(mu_, clock_.Now() + delay, absl::Condition(&stopping_));
   return !stopping_;
 }
 
@@ -167,13 +167,12 @@ void LeaderElector::Lead() {
 
 bool LeaderElector::RenewRound() {
   // Tries every retry period until one succeeds or the renew deadline has passed.
-  const MonotonicNanos deadline = clock_.Now() + config_.renew_deadline.count();
+  const MonotonicTime deadline = clock_.Now() + config_.renew_deadline;
   for (;;) {
     if (TryAcquireOrRenew()) return true;
-    const MonotonicNanos now = clock_.Now();
+    const MonotonicTime now = clock_.Now();
     if (now >= deadline || Stopping()) return false;
-    const auto wait = std::min<std::chrono::nanoseconds>(config_.retry_period,
-                                                         std::chrono::nanoseconds(deadline - now));
+    const auto wait = std::min<std::chrono::nanoseconds>(config_.retry_period, deadline - now);
     if (!WaitFor(wait)) return false;
     if (clock_.Now() >= deadline) return false;
   }
@@ -195,7 +194,7 @@ void LeaderElector::Observe(const nlohmann::json& spec) {
 }
 
 bool LeaderElector::TryAcquireOrRenew() {
-  const std::string now_text = FormatMicroTime(std::chrono::system_clock::now());
+  const std::string now_text = FormatMicroTime(clock_.WallNow());
   const auto lease_seconds = static_cast<std::int64_t>(
       std::ceil(std::chrono::duration<double>(config_.lease_duration).count()));
   absl::StatusOr<nlohmann::json> lease =
@@ -231,9 +230,9 @@ bool LeaderElector::TryAcquireOrRenew() {
   const std::string holder = old_spec.value("holderIdentity", "");
   // The record's own duration decides, as client-go's; the configured one if it has none.
   const std::int64_t held_seconds = old_spec.value("leaseDurationSeconds", std::int64_t{0});
-  const std::int64_t expiry_ns =
-      held_seconds > 0 ? held_seconds * 1'000'000'000 : config_.lease_duration.count();
-  if (!holder.empty() && holder != config_.identity && observed_time_ + expiry_ns > clock_.Now()) {
+  const std::chrono::nanoseconds expiry =
+      held_seconds > 0 ? std::chrono::seconds(held_seconds) : config_.lease_duration;
+  if (!holder.empty() && holder != config_.identity && observed_time_ + expiry > clock_.Now()) {
     return false;  // held by another candidate and not yet expired on our clock
   }
 
@@ -269,7 +268,7 @@ void LeaderElector::Release() {
   }
   nlohmann::json& spec = (*lease)["spec"];
   if (!spec.is_object() || spec.value("holderIdentity", "") != config_.identity) return;
-  const std::string now_text = FormatMicroTime(std::chrono::system_clock::now());
+  const std::string now_text = FormatMicroTime(clock_.WallNow());
   spec["holderIdentity"] = "";
   spec["leaseDurationSeconds"] = 1;
   spec["acquireTime"] = now_text;

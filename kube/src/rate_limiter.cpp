@@ -41,8 +41,8 @@ BucketRateLimiter::BucketRateLimiter(Clock& clock, double qps, int burst)
 
 nanoseconds BucketRateLimiter::When(const std::string& /*key*/) {
   absl::MutexLock lock(&mu_);
-  const MonotonicNanos now = std::max(clock_.Now(), last_);
-  const double elapsed_s = static_cast<double>(now - last_) * 1e-9;
+  const MonotonicTime now = std::max(clock_.Now(), last_);
+  const double elapsed_s = std::chrono::duration<double>(now - last_).count();
   tokens_ = std::min(burst_, tokens_ + elapsed_s * qps_);
   last_ = now;
   tokens_ -= 1.0;

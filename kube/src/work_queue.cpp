@@ -72,7 +72,7 @@ void WorkQueue::AddAfter(const std::string& key, std::chrono::nanoseconds delay)
     Add(key);
     return;
   }
-  const MonotonicNanos ready_at = clock_.Now() + delay.count();
+  const MonotonicTime ready_at = clock_.Now() + delay;
   absl::MutexLock lock(&delay_mu_);
   const auto existing = delayed_by_key_.find(key);
   if (existing != delayed_by_key_.end()) {
@@ -92,16 +92,15 @@ void WorkQueue::DelayLoop() {
     return stop_delay_ || delay_changed_;
   };
   while (!stop_delay_) {
-    const MonotonicNanos now = clock_.Now();
+    const MonotonicTime now = clock_.Now();
     while (!delayed_.empty() && delayed_.begin()->first.ready_at <= now) {
       const std::string key = delayed_.begin()->second;
       delayed_by_key_.erase(key);
       delayed_.erase(delayed_.begin());
       Add(key);
     }
-    const MonotonicNanos deadline = delayed_.empty()
-                                        ? now + std::chrono::nanoseconds(kIdleWait).count()
-                                        : delayed_.begin()->first.ready_at;
+    const MonotonicTime deadline =
+        delayed_.empty() ? now + kIdleWait : delayed_.begin()->first.ready_at;
     delay_changed_ = false;
     clock_.WaitUntil(delay_mu_, deadline, absl::Condition(&woken));
   }

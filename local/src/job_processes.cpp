@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/base/errno_error.h"
 
 namespace wavepool::local {
 namespace {
@@ -90,7 +91,7 @@ absl::Status JobProcesses::Start(const WorkerSettings& settings) {
   for (int rank = 0; rank < ranks; ++rank) {
     int pipe_fds[2] = {-1, -1};
     if (rank == 0 && pipe2(pipe_fds, O_CLOEXEC) != 0) {
-      return absl::InternalError(absl::StrCat("pipe for ", job_.key, ": errno ", errno));
+      return ErrnoError(errno, absl::StrCat("pipe for ", job_.key));
     }
     const std::string out_log = absl::StrCat(log_dir_, "/", job_.slug, "-rank", rank, ".out");
     const std::string err_log = absl::StrCat(log_dir_, "/", job_.slug, "-rank", rank, ".err");
@@ -102,11 +103,9 @@ absl::Status JobProcesses::Start(const WorkerSettings& settings) {
     }
     // The child waits for `go` to close: on_started has run by then.
     int go[2] = {-1, -1};
-    if (pipe2(go, O_CLOEXEC) != 0) {
-      return absl::InternalError(absl::StrCat("pipe for ", job_.key, ": errno ", errno));
-    }
+    if (pipe2(go, O_CLOEXEC) != 0) return ErrnoError(errno, absl::StrCat("pipe for ", job_.key));
     const pid_t pid = fork();
-    if (pid < 0) return absl::InternalError(absl::StrCat("fork for ", job_.key, ": errno ", errno));
+    if (pid < 0) return ErrnoError(errno, absl::StrCat("fork for ", job_.key));
     if (pid == 0) {
       close(go[1]);
       char byte;

@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "atomic_text_file.h"
 #include "report_charts.h"
 #include "svg_chart.h"
+#include "wavepool/base/atomic_file.h"
 
 namespace wavepool::local {
 namespace {
@@ -184,7 +184,7 @@ std::string RenderReportHtml(const RunReport& report) {
 }
 
 absl::Status WriteReportHtml(const RunReport& report, const std::string& path) {
-  return WriteTextFileAtomically(path, RenderReportHtml(report));
+  return WriteFileAtomically(path, RenderReportHtml(report));
 }
 
 }  // namespace wavepool::local

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "atomic_text_file.h"
+#include "wavepool/base/atomic_file.h"
 
 namespace wavepool::local {
 namespace {
@@ -136,7 +136,7 @@ json ToJson(const RunReport& report) {
 }
 
 absl::Status WriteReport(const RunReport& report, const std::string& path) {
-  return WriteTextFileAtomically(path, ToJson(report).dump(1) + "\n");
+  return WriteFileAtomically(path, ToJson(report).dump(1) + "\n");
 }
 
 }  // namespace wavepool::local

@@ -26,6 +26,7 @@
 #include "wavepool/agent/client/launch_gate.h"
 #include "wavepool/agent/gpunode_publisher.h"
 #include "wavepool/agent/simulated_gpu.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/resource.h"
 #include "wavepool/kube/typed_client.h"

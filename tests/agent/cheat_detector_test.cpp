@@ -17,8 +17,12 @@ using ::testing::HasSubstr;
 using ::wavepool::testing::StatusIs;
 
 constexpr std::int32_t kPid = 4242;
-constexpr MonotonicNanos kMillis = 1'000'000;
-constexpr MonotonicNanos kSecond = 1000 * kMillis;
+constexpr std::chrono::nanoseconds kNano{1};
+constexpr std::chrono::nanoseconds kMillis = std::chrono::milliseconds(1);
+constexpr std::chrono::nanoseconds kSecond = std::chrono::seconds(1);
+
+// The time `since` after the clock's epoch.
+constexpr MonotonicTime At(std::chrono::nanoseconds since) { return MonotonicTime(since); }
 
 CheatDetectorOptions Options() {
   CheatDetectorOptions options;
@@ -44,24 +48,24 @@ class Driver {
   explicit Driver(CheatDetector* detector, Role role = Role::kBackground)
       : detector_(detector), role_(role) {}
 
-  std::vector<CheatTransition> Run(MonotonicNanos until, const Gate& gate, double utilization) {
+  std::vector<CheatTransition> Run(MonotonicTime until, const Gate& gate, double utilization) {
     std::vector<CheatTransition> transitions;
     for (; now_ < until; now_ += 100 * kMillis) {
       acquired_ += gate.acquisitions_per_reading;
       detector_->ObserveGate(kPid,
                              {now_, gate.paused, gate.credit_limit, gate.in_flight, acquired_});
-      if (now_ % kSecond == 0) {
+      if (now_.time_since_epoch() % kSecond == std::chrono::nanoseconds::zero()) {
         transitions.push_back(detector_->ObserveUtilization(now_, kPid, role_, utilization));
       }
     }
     return transitions;
   }
-  MonotonicNanos now() const { return now_; }
+  MonotonicTime now() const { return now_; }
 
  private:
   CheatDetector* detector_;
   Role role_;
-  MonotonicNanos now_ = 0;
+  MonotonicTime now_;
   std::uint64_t acquired_ = 0;
 };
 
@@ -92,12 +96,12 @@ TEST(CheatDetector, HonestBackgroundIsNeverFlagged) {
 TEST(CheatDetector, WorkLaunchedJustBeforeAPauseIsNotSuspicious) {
   CheatDetector detector(Options());
   Driver driver(&detector);
-  driver.Run(3 * kSecond + 900 * kMillis, Gate{false, 4, 1, 5}, 0.8);
+  driver.Run(At(3 * kSecond + 900 * kMillis), Gate{false, 4, 1, 5}, 0.8);
   // The pause begins 100 ms before the sample at 4 s and lasts: the interval (3 s, 4 s] was
   // partly granted, and the next one, (4 s, 5 s], starts within the drain of the pause's start.
   Gate pausing;
   pausing.paused = true;
-  const std::vector<CheatTransition> during = driver.Run(5 * kSecond + 1, pausing, 0.8);
+  const std::vector<CheatTransition> during = driver.Run(At(5 * kSecond) + kNano, pausing, 0.8);
   EXPECT_THAT(during, ::testing::Each(CheatTransition::kNone));
   EXPECT_FALSE(detector.Cheating(kPid));
 }
@@ -108,7 +112,7 @@ TEST(CheatDetector, LaunchesInGapsOfAHoldBetweenReadingsAreNotFlagged) {
   // Every reading sees the hold raised, but the worker keeps acquiring credits: the hold had
   // gaps between the readings and the gate granted them.
   Gate held{true, 4, 1, 3};
-  EXPECT_EQ(Count(driver.Run(20 * kSecond, held, 0.4), CheatTransition::kFlagged), 0);
+  EXPECT_EQ(Count(driver.Run(At(20 * kSecond), held, 0.4), CheatTransition::kFlagged), 0);
   EXPECT_FALSE(detector.Cheating(kPid));
 }
 
@@ -119,10 +123,10 @@ TEST(CheatDetector, AdversarialLaunchesWhilePausedAreFlaggedAfterConsecutiveSamp
   pausing.paused = true;
   // Samples at 0 s (starts the interval), 1 s (no gate reading from before its interval's drain:
   // unknown), then 2, 3 and 4 s: the third suspicious one flags.
-  std::vector<CheatTransition> t = driver.Run(4 * kSecond, pausing, 0.6);
+  std::vector<CheatTransition> t = driver.Run(At(4 * kSecond), pausing, 0.6);
   EXPECT_THAT(t, ::testing::Each(CheatTransition::kNone));
   EXPECT_FALSE(detector.Cheating(kPid));
-  t = driver.Run(4 * kSecond + 1, pausing, 0.6);
+  t = driver.Run(At(4 * kSecond) + kNano, pausing, 0.6);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0], CheatTransition::kFlagged);
   EXPECT_TRUE(detector.Cheating(kPid));
@@ -133,7 +137,7 @@ TEST(CheatDetector, AdversarialLaunchesWhilePausedAreFlaggedAfterConsecutiveSamp
   EXPECT_THAT(verdict->reason, HasSubstr("0.60"));
   EXPECT_EQ(verdict->detections, 1);
   // Staying flagged is not a new detection.
-  EXPECT_EQ(Count(driver.Run(10 * kSecond, pausing, 0.6), CheatTransition::kFlagged), 0);
+  EXPECT_EQ(Count(driver.Run(At(10 * kSecond), pausing, 0.6), CheatTransition::kFlagged), 0);
   EXPECT_EQ(detector.Verdict(kPid)->detections, 1);
 }
 
@@ -142,7 +146,7 @@ TEST(CheatDetector, AdversarialUseWithoutCreditsIsFlagged) {
   Driver driver(&detector);
   // Not paused, but the gate grants nothing and nothing is in flight: all its work went around
   // the gate.
-  const std::vector<CheatTransition> t = driver.Run(6 * kSecond, Gate{false, 4, 0, 0}, 0.7);
+  const std::vector<CheatTransition> t = driver.Run(At(6 * kSecond), Gate{false, 4, 0, 0}, 0.7);
   EXPECT_EQ(Count(t, CheatTransition::kFlagged), 1);
   ASSERT_TRUE(detector.Verdict(kPid).has_value());
   EXPECT_EQ(detector.Verdict(kPid)->kind, CheatKind::kWithoutCredits);
@@ -153,7 +157,7 @@ TEST(CheatDetector, ACreditLimitOfZeroWithStaleInFlightCountsAsNoCredit) {
   CheatDetector detector(Options());
   Driver driver(&detector);
   // A worker that left in_flight at 3 in its own segment cannot claim credits the agent cut to 0.
-  const std::vector<CheatTransition> t = driver.Run(6 * kSecond, Gate{false, 0, 3, 0}, 0.7);
+  const std::vector<CheatTransition> t = driver.Run(At(6 * kSecond), Gate{false, 0, 3, 0}, 0.7);
   EXPECT_EQ(Count(t, CheatTransition::kFlagged), 1);
 }
 
@@ -174,14 +178,14 @@ TEST(CheatDetector, AFlagClearsAfterAQuietPeriod) {
   Driver driver(&detector);
   Gate pausing;
   pausing.paused = true;
-  driver.Run(6 * kSecond, pausing, 0.6);
+  driver.Run(At(6 * kSecond), pausing, 0.6);
   ASSERT_TRUE(detector.Cheating(kPid));
-  const MonotonicNanos last_suspicious = 5 * kSecond;
+  const MonotonicTime last_suspicious = At(5 * kSecond);
   // Quiet (idle while paused) for less than the quiet period: still flagged.
   std::vector<CheatTransition> t = driver.Run(last_suspicious + 5 * kSecond, pausing, 0.0);
   EXPECT_EQ(Count(t, CheatTransition::kCleared), 0);
   EXPECT_TRUE(detector.Cheating(kPid));
-  t = driver.Run(last_suspicious + 5 * kSecond + 1, pausing, 0.0);
+  t = driver.Run(last_suspicious + 5 * kSecond + kNano, pausing, 0.0);
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0], CheatTransition::kCleared);
   EXPECT_FALSE(detector.Cheating(kPid));
@@ -196,7 +200,7 @@ TEST(CheatDetector, AForegroundIsNeverFlagged) {
   Driver driver(&detector, Role::kForeground);
   Gate pausing;
   pausing.paused = true;
-  const std::vector<CheatTransition> t = driver.Run(20 * kSecond, pausing, 1.0);
+  const std::vector<CheatTransition> t = driver.Run(At(20 * kSecond), pausing, 1.0);
   EXPECT_EQ(Count(t, CheatTransition::kFlagged), 0);
   EXPECT_FALSE(detector.Cheating(kPid));
   EXPECT_FALSE(detector.Verdict(kPid).has_value());
@@ -204,7 +208,7 @@ TEST(CheatDetector, AForegroundIsNeverFlagged) {
 
 TEST(CheatDetector, WithoutGateReadingsNothingIsJudged) {
   CheatDetector detector(Options());
-  for (MonotonicNanos t = kSecond; t <= 10 * kSecond; t += kSecond) {
+  for (MonotonicTime t = At(kSecond); t <= At(10 * kSecond); t += kSecond) {
     EXPECT_EQ(detector.ObserveUtilization(t, kPid, Role::kBackground, 1.0), CheatTransition::kNone);
   }
   EXPECT_FALSE(detector.Cheating(kPid));
@@ -215,7 +219,7 @@ TEST(CheatDetector, ForgetDropsAFlaggedProcess) {
   Driver driver(&detector);
   Gate pausing;
   pausing.paused = true;
-  driver.Run(6 * kSecond, pausing, 0.6);
+  driver.Run(At(6 * kSecond), pausing, 0.6);
   ASSERT_TRUE(detector.Cheating(kPid));
   detector.Forget(kPid);
   EXPECT_FALSE(detector.Cheating(kPid));

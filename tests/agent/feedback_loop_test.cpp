@@ -72,7 +72,7 @@ class FeedbackLoop : public ::testing::Test {
   }
 
   // Advances simulated time to `until`, letting the background complete and start groups.
-  void RunBackgroundUntil(MonotonicNanos until) {
+  void RunBackgroundUntil(MonotonicTime until) {
     while (true) {
       if (bg_gate_ && !bg_group_ && bg_gate_->TryAcquire()) {
         bg_group_ = gpus_
@@ -80,9 +80,9 @@ class FeedbackLoop : public ::testing::Test {
                                              microseconds(kBackgroundKernelUs)})
                         .value();
       }
-      MonotonicNanos next = until;
-      if (bg_group_) next = std::min(next, gpus_->Timing(*bg_group_)->completion_ns);
-      if (next > clock_.Now()) clock_.Advance(std::chrono::nanoseconds(next - clock_.Now()));
+      MonotonicTime next = until;
+      if (bg_group_) next = std::min(next, gpus_->Timing(*bg_group_)->completion);
+      if (next > clock_.Now()) clock_.Advance(next - clock_.Now());
       if (bg_group_ && gpus_->Timing(*bg_group_)->complete) {
         bg_group_.reset();
         bg_gate_->Release();
@@ -100,27 +100,26 @@ class FeedbackLoop : public ::testing::Test {
       EXPECT_TRUE(fg_gate_->TryAcquire());
       const bool sensitive = fg_gate_->IsSensitive(g.id);
       if (sensitive) fg_gate_->RaisePause();
-      const MonotonicNanos start = clock_.Now();
+      const MonotonicTime start = clock_.Now();
       const OpGroupId group =
           gpus_->Submit(fg_task_, {microseconds(g.solo_us), 0.6, microseconds(kForegroundKernelUs)})
               .value();
       // Until it completes (a projection that changes as the background comes and goes).
-      while (!gpus_->Timing(group)->complete)
-        RunBackgroundUntil(gpus_->Timing(group)->completion_ns);
-      const MonotonicNanos end = gpus_->Timing(group)->completion_ns;
+      while (!gpus_->Timing(group)->complete) RunBackgroundUntil(gpus_->Timing(group)->completion);
+      const MonotonicTime end = gpus_->Timing(group)->completion;
       if (sensitive) fg_gate_->LowerPause();
       fg_gate_->Release();
       std::vector<SensitivityChange> changes;
-      feedback_.Observe({g.id, g.kind, static_cast<std::uint64_t>(end - start)}, background_present,
-                        &changes);
+      feedback_.Observe({g.id, g.kind, static_cast<std::uint64_t>((end - start).count())},
+                        background_present, &changes);
       if (loop_closed_) {
         for (const SensitivityChange& c : changes)
           segment_->SetSensitive(0, c.op_group, c.sensitive);
       }
-      observed += static_cast<double>(end - start);
+      observed += static_cast<double>((end - start).count());
       solo += static_cast<double>(g.solo_us) * 1000;
     }
-    RunBackgroundUntil(clock_.Now() + kGapUs * 1000);
+    RunBackgroundUntil(clock_.Now() + microseconds(kGapUs));
     return observed / solo;
   }
 

@@ -27,6 +27,7 @@
 #include "wavepool/agent/peer_identity.h"
 #include "wavepool/agent/placement_records.h"
 #include "wavepool/agent/simulated_gpu.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/typed_client.h"
@@ -77,13 +78,6 @@ nlohmann::json MinimalGpuNodeCrd() {
   return MinimalCrd("gpunodes", "GPUNode", "Cluster", /*status_subresource=*/true);
 }
 
-// 2026-05-01T10:00:00Z plus the simulated clock's reading.
-std::chrono::system_clock::time_point WallAt(MonotonicNanos now) {
-  return std::chrono::system_clock::time_point(std::chrono::seconds(1777629600)) +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(
-             std::chrono::nanoseconds(now));
-}
-
 class GpuNodePublisherTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -131,7 +125,6 @@ class GpuNodePublisherTest : public ::testing::Test {
     GpuNodePublisherOptions options;
     options.node_name = kNode;
     options.agent_version = "1.2.3";
-    options.wall_clock = [this] { return WallAt(clock_.Now()); };
     options.log = [this](std::string_view line) {
       std::lock_guard<std::mutex> lock(log_mu_);
       log_.emplace_back(line);
@@ -341,9 +334,9 @@ TEST_F(GpuNodePublisherTest, ConflictWithAnotherWriterIsReadAgainAndRetried) {
   MakePublisher(Options());
   ASSERT_OK(publisher_->Publish().status());
   // Another writer bumps the object: the publisher's resourceVersion is stale now.
-  ASSERT_OK_AND_ASSIGN(nlohmann::json object, client_->Get(kube::kGpuNodes, "", kNode));
+  ASSERT_OK_AND_ASSIGN(nlohmann::json object, client_->Get(api::kGpuNodes, "", kNode));
   object["metadata"]["annotations"]["example.com/owner"] = "someone-else";
-  ASSERT_OK(client_->Update(kube::kGpuNodes, object).status());
+  ASSERT_OK(client_->Update(api::kGpuNodes, object).status());
 
   clock_.Advance(std::chrono::seconds(10));
   ASSERT_OK_AND_ASSIGN(api::GpuNode written, publisher_->Publish());
@@ -359,9 +352,9 @@ TEST_F(GpuNodePublisherTest, ConflictBeyondTheRetriesIsAbortedAndTheNextPublishS
   options.max_conflict_retries = 0;
   MakePublisher(options);
   ASSERT_OK(publisher_->Publish().status());
-  ASSERT_OK_AND_ASSIGN(nlohmann::json object, client_->Get(kube::kGpuNodes, "", kNode));
+  ASSERT_OK_AND_ASSIGN(nlohmann::json object, client_->Get(api::kGpuNodes, "", kNode));
   object["metadata"]["labels"]["example.com/pool"] = "a";
-  ASSERT_OK(client_->Update(kube::kGpuNodes, object).status());
+  ASSERT_OK(client_->Update(api::kGpuNodes, object).status());
   EXPECT_THAT(publisher_->Publish().status(),
               StatusIs(absl::StatusCode::kAborted, HasSubstr(kNode)));
   EXPECT_EQ(publisher_->State().consecutive_failures, 1);
@@ -540,7 +533,7 @@ TEST_F(GpuNodePublisherTest, PlacementRecordsReadThePodsTrainingJob) {
   job.metadata.name = "sweep";
   job.spec.role = api::Role::kBackground;
   job.status.placement = {{"sweep-0", kNode, {"GPU-x"}}};
-  const kube::ResourceType& trainingjobs = kube::kTrainingJobs;
+  const kube::ResourceType& trainingjobs = api::kTrainingJobs;
   ASSERT_OK_AND_ASSIGN(nlohmann::json stored, client_->Create(trainingjobs, api::ToJson(job)));
   nlohmann::json pod = ManagedPod("sweep-0", kNode);
   pod["metadata"]["ownerReferences"] = {{{"apiVersion", "wavepool.dev/v1alpha1"},
@@ -585,7 +578,7 @@ TEST(GpuNodeStatus, MemoryWaveAndOccupancyAreCarriedOver) {
   snapshot.gpus.push_back(gpu);
   GpuNodeStatusInputs inputs;
   inputs.agent_version = "v";
-  inputs.now = WallAt(0);
+  inputs.now = ::wavepool::testing::kSimulatedWallStart;  // 2026-05-01T10:00:00Z
   const api::GpuNodeStatus status = MakeGpuNodeStatus(snapshot, inputs);
   ASSERT_THAT(status.gpus, SizeIs(1));
   ASSERT_TRUE(status.gpus[0].memory_wave.has_value());

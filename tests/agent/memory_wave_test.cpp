@@ -152,7 +152,7 @@ TEST(MemoryWave, UndersampledWaveAsksForFasterSampling) {
 
 TEST(MemoryWave, RejectsUnorderedSamplesAndBadOptions) {
   std::vector<MemoryPoint> points = MakeWave(WaveSpec{});
-  points[5].time_ns = points[4].time_ns;
+  points[5].time = points[4].time;
   EXPECT_THAT(AnalyzeMemoryWave(points),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("samples[5].time_ns")));
   MemoryWaveOptions options;
@@ -170,15 +170,15 @@ TEST(MemoryWave, ConvertsAllocatorAndDeviceSamples) {
   const auto allocated = PointsFromAllocatorSamples(reports, AllocatorField::kAllocated);
   const auto reserved = PointsFromAllocatorSamples(reports, AllocatorField::kReserved);
   ASSERT_EQ(allocated.size(), 2u);
-  EXPECT_EQ(allocated[1].time_ns, 20);
+  EXPECT_EQ(allocated[1].time, MonotonicTimeFromNanos(20));
   EXPECT_EQ(allocated[1].bytes, 150u);
   EXPECT_EQ(reserved[1].bytes, 400u);
   GpuSample sample;
-  sample.time_ns = 5;
+  sample.time = MonotonicTimeFromNanos(5);
   sample.memory_used_bytes = 77;
   const auto device = PointsFromGpuSamples({sample});
   ASSERT_EQ(device.size(), 1u);
-  EXPECT_EQ(device[0].time_ns, 5);
+  EXPECT_EQ(device[0].time, MonotonicTimeFromNanos(5));
   EXPECT_EQ(device[0].bytes, 77u);
 }
 

@@ -128,12 +128,12 @@ TEST(NvmlDevices, AllGpusUnusableIsUnavailable) {
 TEST(NvmlDevices, SampleReportsMemoryAndUtilization) {
   FakeNvml fake;
   fake.gpus = {H100("GPU-0")};
-  SimulatedClock clock(1'000);
+  SimulatedClock clock(MonotonicTimeFromNanos(1'000));
   ASSERT_OK_AND_ASSIGN(GpuDevicesPtr devices, nvml::OpenNvmlDevicesWithApi(fake.Api(), &clock));
   fake.gpus[0].used_bytes = 12ull << 30;
   fake.gpus[0].utilization_percent = 37;
   ASSERT_OK_AND_ASSIGN(GpuSample sample, devices->Sample(0));
-  EXPECT_EQ(sample.time_ns, 1'000);
+  EXPECT_EQ(sample.time, MonotonicTimeFromNanos(1'000));
   EXPECT_EQ(sample.memory_used_bytes, 12ull << 30);
   EXPECT_THAT(sample.utilization, Optional(DoubleNear(0.37, 1e-12)));
   EXPECT_EQ(sample.sm_occupancy, std::nullopt) << "one GPM sample is not a window";

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
 #include "tests/agent/protocol_fuzz_target.h"
+#include "tests/support/mutator.h"
 #include "wavepool/agent/client/protocol.h"
 
 namespace wavepool::agent::testing {
@@ -55,30 +55,13 @@ std::vector<std::string> Seeds() {
   return seeds;
 }
 
-class Mutator {
+// Mutator whose format mutation sets a length, count or sequence field to an extreme.
+class ProtocolMutator : public ::wavepool::testing::Mutator {
  public:
-  explicit Mutator(std::uint64_t seed) : rng_(seed) {}
-
-  std::string Mutate(const std::vector<std::string>& seeds) {
-    std::string input = Pick(seeds);
-    const int rounds = 1 + static_cast<int>(Below(4));
-    for (int i = 0; i < rounds; ++i) MutateOnce(input, seeds);
-    return input;
-  }
+  explicit ProtocolMutator(std::uint64_t seed) : Mutator(seed) {}
 
  private:
-  std::size_t Below(std::size_t n) {
-    return n == 0 ? 0 : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_);
-  }
-  const std::string& Pick(const std::vector<std::string>& v) { return v[Below(v.size())]; }
-
-  void SetLe(std::string& s, std::size_t at, std::uint64_t value, int width) {
-    for (int i = 0; i < width && at + i < s.size(); ++i) {
-      s[at + i] = static_cast<char>(value >> (8 * i));
-    }
-  }
-
-  void MutateOnce(std::string& s, const std::vector<std::string>& seeds) {
+  void MutateForFormat(std::string& s) override {
     static const std::uint64_t kExtremes[] = {0,
                                               1,
                                               2,
@@ -94,40 +77,14 @@ class Mutator {
                                               kMaxBodyBytes + 1,
                                               0x7FFFFFFF,
                                               0xFFFFFFFF};
-    switch (Below(6)) {
-      case 0:  // bit flip
-        if (!s.empty()) s[Below(s.size())] ^= static_cast<char>(1 << Below(8));
-        break;
-      case 1:  // truncation
-        s.resize(Below(s.size() + 1));
-        break;
-      case 2: {  // a length, count or sequence field set to an extreme
-        const std::uint64_t value = kExtremes[Below(std::size(kExtremes))];
-        const std::size_t at = Below(3) == 0 ? 12 : (Below(2) == 0 ? 8 : Below(s.size() + 1));
-        SetLe(s, at, value, Below(2) == 0 ? 4 : 2);
-        break;
-      }
-      case 3: {  // splice: a prefix of this one, a suffix of another
-        const std::string& other = Pick(seeds);
-        s = s.substr(0, Below(s.size() + 1)) + other.substr(Below(other.size() + 1));
-        break;
-      }
-      case 4: {  // random bytes inserted
-        std::string bytes(1 + Below(8), '\0');
-        for (char& c : bytes) c = static_cast<char>(Below(256));
-        s.insert(Below(s.size() + 1), bytes);
-        break;
-      }
-      default: {  // a chunk repeated
-        if (s.empty()) break;
-        const std::size_t at = Below(s.size());
-        s.insert(at, s.substr(at, 1 + Below(32)));
-        break;
-      }
+    const std::uint64_t value = kExtremes[Below(std::size(kExtremes))];
+    // The frame header's length (offset 8) and sequence (offset 12) fields most often.
+    const std::size_t at = Below(3) == 0 ? 12 : (Below(2) == 0 ? 8 : Below(s.size() + 1));
+    const int width = Below(2) == 0 ? 4 : 2;
+    for (int i = 0; i < width && at + i < s.size(); ++i) {
+      s[at + i] = static_cast<char>(value >> (8 * i));
     }
   }
-
-  std::mt19937_64 rng_;
 };
 
 TEST(ProtocolFuzz, EverySeedDecodesAndRoundTrips) {
@@ -141,7 +98,7 @@ TEST(ProtocolFuzz, EverySeedDecodesAndRoundTrips) {
 
 TEST(ProtocolFuzz, MutatedFramesNeverCrashAndDecodedOnesRoundTrip) {
   const std::vector<std::string> seeds = Seeds();
-  Mutator mutator(0x5eed'f00d);
+  ProtocolMutator mutator(0x5eed'f00d);
   const auto stop = std::chrono::steady_clock::now() + kBudget;
   std::size_t inputs = 0;
   std::size_t with_frames = 0;

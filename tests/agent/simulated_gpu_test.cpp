@@ -24,7 +24,11 @@ using wavepool::testing::SimulatedClock;
 using wavepool::testing::StatusIs;
 using namespace std::chrono_literals;
 
-constexpr MonotonicNanos kMs = 1'000'000;
+constexpr std::int64_t kMs = 1'000'000;
+
+// Times as integer nanoseconds since the clock's epoch, so that expectations read as numbers.
+MonotonicTime At(std::int64_t ns) { return MonotonicTimeFromNanos(ns); }
+std::int64_t Ns(MonotonicTime t) { return ToMonotonicNanos(t); }
 
 // alpha 0.5, beta 0.5, p 0.2, gamma 0.5: the model of the worked examples.
 SimulatedGpuOptions ExampleOptions() {
@@ -62,10 +66,10 @@ class SimulatedGpuTest : public ::testing::Test {
     EXPECT_TRUE(id.ok()) << id.status();
     return id.value_or(0);
   }
-  MonotonicNanos Completion(OpGroupId group) {
+  std::int64_t Completion(OpGroupId group) {
     auto timing = gpus_->Timing(group);
     EXPECT_TRUE(timing.ok()) << timing.status();
-    return timing.ok() ? timing->completion_ns : -1;
+    return timing.ok() ? Ns(timing->completion) : -1;
   }
 
   SimulatedClock clock_;
@@ -82,14 +86,14 @@ TEST_F(SimulatedGpuTest, TwoOverlappingGroupsCompleteAtHandComputedTimes) {
   ASSERT_OK_AND_ASSIGN(GroupTiming projected, gpus_->Timing(bg));
   EXPECT_FALSE(projected.complete);
   EXPECT_TRUE(projected.started);
-  EXPECT_EQ(projected.completion_ns, 22'400'000);
+  EXPECT_EQ(Ns(projected.completion), 22'400'000);
   EXPECT_EQ(Completion(fg), 12 * kMs);
 
   clock_.Advance(30ms);
   ASSERT_OK_AND_ASSIGN(GroupTiming done, gpus_->Timing(bg));
   EXPECT_TRUE(done.complete);
-  EXPECT_EQ(done.start_ns, 0);
-  EXPECT_EQ(done.completion_ns, 22'400'000);
+  EXPECT_EQ(Ns(done.start), 0);
+  EXPECT_EQ(Ns(done.completion), 22'400'000);
   EXPECT_EQ(Completion(fg), 12 * kMs);
 }
 
@@ -126,14 +130,14 @@ TEST_F(SimulatedGpuTest, ATasksGroupsRunOneAfterAnother) {
   const OpGroupId second = Submit(task, Group(6ms, 1.0));
   ASSERT_OK_AND_ASSIGN(GroupTiming timing, gpus_->Timing(second));
   EXPECT_FALSE(timing.started);
-  EXPECT_EQ(timing.start_ns, 4 * kMs);
-  EXPECT_EQ(timing.completion_ns, 10 * kMs);
+  EXPECT_EQ(Ns(timing.start), 4 * kMs);
+  EXPECT_EQ(Ns(timing.completion), 10 * kMs);
   EXPECT_EQ(Completion(first), 4 * kMs);
 }
 
 TEST_F(SimulatedGpuTest, ForegroundAloneRunsAtSoloSpeed) {
   const SimulatedTaskId task = Task(Foreground(1, StreamPriority::kDefault));
-  MonotonicNanos expected = 0;
+  std::int64_t expected = 0;
   for (int i = 1; i <= 20; ++i) {
     const auto solo = std::chrono::microseconds(137 * i);
     const OpGroupId group = Submit(task, Group(solo, 0.05 * i, solo / (1 + i % 3)));
@@ -143,12 +147,12 @@ TEST_F(SimulatedGpuTest, ForegroundAloneRunsAtSoloSpeed) {
 }
 
 TEST_F(SimulatedGpuTest, MoreBackgroundIntensityNeverSpeedsTheForeground) {
-  MonotonicNanos previous = 0;
+  std::int64_t previous = 0;
   for (int step = 0; step <= 10; ++step) {
     Make(ExampleOptions());
     const OpGroupId fg = Submit(Task(Foreground(1)), Group(10ms, 0.6, 500us));
     if (step > 0) Submit(Task(Background(2)), Group(50ms, 0.1 * step, 2ms));
-    const MonotonicNanos completion = Completion(fg);
+    const std::int64_t completion = Completion(fg);
     EXPECT_GE(completion, previous) << "background intensity " << 0.1 * step;
     previous = completion;
   }
@@ -177,7 +181,7 @@ TEST_F(SimulatedGpuTest, WindowReportsUtilizationAndOccupancyByRole) {
   Submit(Task(Background(200)), Group(20ms, 0.4, 4ms));
   clock_.Advance(30ms);
   // [0, 12): fg 0.5 + bg 0.4; [12, 22.4): bg 0.4; [22.4, 30): idle.
-  ASSERT_OK_AND_ASSIGN(WindowStats stats, gpus_->Window(0, 0, 30 * kMs));
+  ASSERT_OK_AND_ASSIGN(WindowStats stats, gpus_->Window(0, At(0), At(30 * kMs)));
   EXPECT_NEAR(stats.utilization, 22.4 / 30, 1e-9);
   EXPECT_NEAR(stats.busy.foreground, 12.0 / 30, 1e-9);
   EXPECT_NEAR(stats.busy.background, 22.4 / 30, 1e-9);
@@ -193,7 +197,7 @@ TEST_F(SimulatedGpuTest, OccupancyIsScaledWhenGroupsAskForMoreThanTheGpu) {
   Submit(Task(Foreground(1)), Group(10ms, 0.9));
   Submit(Task(Background(2)), Group(10ms, 0.6));
   clock_.Advance(1ms);
-  ASSERT_OK_AND_ASSIGN(WindowStats stats, gpus_->Window(0, 0, 1 * kMs));
+  ASSERT_OK_AND_ASSIGN(WindowStats stats, gpus_->Window(0, At(0), At(1 * kMs)));
   EXPECT_NEAR(stats.sm_occupancy.foreground, 0.9 / 1.5, 1e-9);
   EXPECT_NEAR(stats.sm_occupancy.background, 0.6 / 1.5, 1e-9);
 }
@@ -206,7 +210,7 @@ TEST_F(SimulatedGpuTest, MemoryFollowsReportedAllocations) {
   ASSERT_OK(gpus_->SetAllocatedBytes(b, 30ull << 30));
   clock_.Advance(10ms);
   ASSERT_OK(gpus_->SetAllocatedBytes(a, 4ull << 30));
-  auto used_at = [&](MonotonicNanos t) { return gpus_->MemoryUsedAt(0, t).value_or(0); };
+  auto used_at = [&](std::int64_t t) { return gpus_->MemoryUsedAt(0, At(t)).value_or(0); };
   EXPECT_EQ(used_at(5 * kMs), 10ull << 30);
   EXPECT_EQ(used_at(15 * kMs), 40ull << 30);
   EXPECT_EQ(used_at(20 * kMs), 34ull << 30);
@@ -218,7 +222,7 @@ TEST_F(SimulatedGpuTest, MemoryFollowsReportedAllocations) {
   ASSERT_OK(gpus_->RemoveTask(b));
   ASSERT_OK_AND_ASSIGN(GpuSample sample, gpus_->Sample(0));
   EXPECT_EQ(sample.memory_used_bytes, 4ull << 30);
-  EXPECT_THAT(gpus_->MemoryUsedAt(0, 25 * kMs),
+  EXPECT_THAT(gpus_->MemoryUsedAt(0, At(25 * kMs)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("in the future")));
 }
 
@@ -227,7 +231,7 @@ TEST_F(SimulatedGpuTest, SampleIsTheDevicesViewOfTheLastWindow) {
   Submit(Task(Background(200)), Group(20ms, 0.4, 4ms));
   clock_.Advance(150ms);  // the default sample window is 100 ms: [50, 150) is idle
   ASSERT_OK_AND_ASSIGN(GpuSample idle, gpus_->Sample(0));
-  EXPECT_EQ(idle.time_ns, 150 * kMs);
+  EXPECT_EQ(Ns(idle.time), 150 * kMs);
   EXPECT_THAT(idle.utilization, Optional(0.0));
   EXPECT_TRUE(idle.processes.empty());
 
@@ -288,7 +292,7 @@ TEST_F(SimulatedGpuTest, DurationJitterIsDeterministicForASeed) {
     for (int i = 0; i < 50; ++i) last = Submit(task, Group(1ms, 1.0));
     return Completion(last);
   };
-  const MonotonicNanos first = run();
+  const std::int64_t first = run();
   EXPECT_EQ(run(), first);
   EXPECT_NE(first, 50 * kMs) << "jitter changed the durations";
   EXPECT_NEAR(static_cast<double>(first), 50.0 * kMs, 0.1 * 50 * kMs);
@@ -303,7 +307,7 @@ TEST_F(SimulatedGpuTest, WaitForCompletionSleepsOnTheClock) {
   clock_.Advance(12ms);
   worker.join();
   EXPECT_OK(waited);
-  EXPECT_EQ(clock_.Now(), 12 * kMs);
+  EXPECT_EQ(Ns(clock_.Now()), 12 * kMs);
 }
 
 TEST_F(SimulatedGpuTest, RejectsBadInput) {
@@ -321,9 +325,9 @@ TEST_F(SimulatedGpuTest, RejectsBadInput) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("GPU 3")));
   EXPECT_THAT(gpus_->Timing(12345 << 6), StatusIs(absl::StatusCode::kNotFound, ::testing::_));
   clock_.Advance(10ms);
-  EXPECT_THAT(gpus_->Window(0, 5 * kMs, 5 * kMs),
+  EXPECT_THAT(gpus_->Window(0, At(5 * kMs), At(5 * kMs)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("from < to <= now")));
-  EXPECT_THAT(gpus_->Window(0, 0, 11 * kMs),
+  EXPECT_THAT(gpus_->Window(0, At(0), At(11 * kMs)),
               StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
   EXPECT_THAT(gpus_->Sample(2), StatusIs(absl::StatusCode::kNotFound, ::testing::_));
 
@@ -344,9 +348,9 @@ TEST_F(SimulatedGpuTest, WindowsOlderThanTheHistoryAreRefused) {
   Make(options);
   Submit(Task(Foreground(1)), Group(10ms, 1.0));
   clock_.Advance(3s);
-  EXPECT_THAT(gpus_->Window(0, 1 * kMs, 2 * kMs),
+  EXPECT_THAT(gpus_->Window(0, At(1 * kMs), At(2 * kMs)),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("history")));
-  EXPECT_OK(gpus_->Window(0, 2'500 * kMs, 3'000 * kMs).status());
+  EXPECT_OK(gpus_->Window(0, At(2'500 * kMs), At(3'000 * kMs)).status());
 }
 
 }  // namespace

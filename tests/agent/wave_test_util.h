@@ -69,7 +69,7 @@ inline std::vector<agent::MemoryPoint> MakeWave(const WaveSpec& w) {
     const double phase = (t - *it) / (*(it + 1) - *it);
     double bytes = Mountain(phase, w.trough_bytes, w.peak_bytes) +
                    w.drift_bytes_per_s * (t - w.start_s) + (w.noise_bytes > 0 ? n : 0);
-    points.push_back({static_cast<agent::MonotonicNanos>(std::llround(t * 1e9)),
+    points.push_back({MonotonicTimeFromNanos(std::llround(t * 1e9)),
                       static_cast<std::uint64_t>(std::llround(std::max(0.0, bytes)))});
   }
   return points;

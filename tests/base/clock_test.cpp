@@ -3,7 +3,10 @@
 #include "wavepool/base/clock.h"
 
 #include <chrono>
+#include <cstdint>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
@@ -13,14 +16,43 @@ namespace wavepool {
 namespace {
 
 using std::chrono::milliseconds;
-using std::chrono::nanoseconds;
 using std::chrono::seconds;
+
+template <typename A, typename B, typename = void>
+struct CanSubtract : std::false_type {};
+template <typename A, typename B>
+struct CanSubtract<A, B, std::void_t<decltype(std::declval<A>() - std::declval<B>())>>
+    : std::true_type {};
+
+// Monotonic and wall time do not mix, and an integer is not a time.
+static_assert(CanSubtract<MonotonicTime, MonotonicTime>::value);
+static_assert(!CanSubtract<MonotonicTime, WallTime>::value);
+static_assert(!CanSubtract<WallTime, MonotonicTime>::value);
+static_assert(!std::is_convertible_v<std::int64_t, MonotonicTime>);
+static_assert(!std::is_convertible_v<MonotonicTime, WallTime>);
+static_assert(ToMonotonicNanos(MonotonicTimeFromNanos(1'234'567'890)) == 1'234'567'890);
+
+TEST(RealClock, WallNowIsTheSystemClock) {
+  const WallTime before = std::chrono::system_clock::now();
+  const WallTime wall = RealClock().WallNow();
+  const WallTime after = std::chrono::system_clock::now();
+  EXPECT_LE(before, wall);
+  EXPECT_LE(wall, after);
+}
+
+TEST(SimulatedClock, AdvancesWallTimeWithMonotonicTime) {
+  testing::SimulatedClock clock(MonotonicTime(seconds(7)));
+  EXPECT_EQ(clock.WallNow(), testing::kSimulatedWallStart);
+  clock.Advance(milliseconds(1500));
+  EXPECT_EQ(clock.Now(), MonotonicTime(milliseconds(8500)));
+  EXPECT_EQ(clock.WallNow(), testing::kSimulatedWallStart + milliseconds(1500));
+}
 
 TEST(RealClock, ReadingsNeverDecrease) {
   Clock& clock = RealClock();
-  MonotonicNanos previous = clock.Now();
+  MonotonicTime previous = clock.Now();
   for (int i = 0; i < 1000; ++i) {
-    const MonotonicNanos now = clock.Now();
+    const MonotonicTime now = clock.Now();
     EXPECT_GE(now, previous);
     previous = now;
   }
@@ -38,8 +70,7 @@ TEST(RealClock, WaitUntilEndsWhenTheStateChanges) {
   {
     absl::MutexLock lock(&mu);
     // An hour's deadline: only the state change can end this wait.
-    EXPECT_TRUE(clock.WaitUntil(mu, clock.Now() + nanoseconds(seconds(3600)).count(),
-                                absl::Condition(&stop)));
+    EXPECT_TRUE(clock.WaitUntil(mu, clock.Now() + seconds(3600), absl::Condition(&stop)));
   }
   stopper.join();
 }
@@ -48,7 +79,7 @@ TEST(RealClock, WaitUntilEndsAtTheDeadline) {
   Clock& clock = RealClock();
   absl::Mutex mu;
   absl::MutexLock lock(&mu);
-  const MonotonicNanos deadline = clock.Now() + nanoseconds(milliseconds(10)).count();
+  const MonotonicTime deadline = clock.Now() + milliseconds(10);
   const bool never = false;
   EXPECT_FALSE(clock.WaitUntil(mu, deadline, absl::Condition(&never)));
   EXPECT_GE(clock.Now(), deadline);
@@ -61,7 +92,7 @@ TEST(SimulatedClock, WaitUntilEndsOnlyWhenTheTestAdvancesTime) {
   bool result = true;
   std::thread waiter([&] {
     absl::MutexLock lock(&mu);
-    result = clock.WaitUntil(mu, nanoseconds(seconds(15)).count(), absl::Condition(&never));
+    result = clock.WaitUntil(mu, MonotonicTime(seconds(15)), absl::Condition(&never));
   });
   clock.WaitForSleepers(1);
   clock.Advance(seconds(14));
@@ -70,7 +101,7 @@ TEST(SimulatedClock, WaitUntilEndsOnlyWhenTheTestAdvancesTime) {
   clock.Advance(seconds(1));
   waiter.join();
   EXPECT_FALSE(result);
-  EXPECT_EQ(clock.Now(), nanoseconds(seconds(15)).count());
+  EXPECT_EQ(clock.Now(), MonotonicTime(seconds(15)));
 }
 
 TEST(SimulatedClock, WaitUntilEndsWhenTheStateChangesWithoutTimeMoving) {
@@ -80,7 +111,7 @@ TEST(SimulatedClock, WaitUntilEndsWhenTheStateChangesWithoutTimeMoving) {
   bool result = false;
   std::thread waiter([&] {
     absl::MutexLock lock(&mu);
-    result = clock.WaitUntil(mu, nanoseconds(seconds(15)).count(), absl::Condition(&stop));
+    result = clock.WaitUntil(mu, MonotonicTime(seconds(15)), absl::Condition(&stop));
   });
   clock.WaitForSleepers(1);
   {
@@ -89,7 +120,7 @@ TEST(SimulatedClock, WaitUntilEndsWhenTheStateChangesWithoutTimeMoving) {
   }
   waiter.join();
   EXPECT_TRUE(result);
-  EXPECT_EQ(clock.Now(), 0);
+  EXPECT_EQ(clock.Now(), MonotonicTime());
 }
 
 }  // namespace

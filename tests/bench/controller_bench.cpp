@@ -41,6 +41,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -49,6 +50,8 @@
 #include "tests/support/cluster/crds.h"
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/cluster/simulated_node_agent.h"
+#include "tests/support/http_get.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/informer.h"
@@ -138,43 +141,10 @@ int FreePort() {
 }
 
 // GET http://127.0.0.1:<port><path>; the body of a 200 answer, "" otherwise.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string request =
-      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) {
-    close(fd);
-    return "";
-  }
-  std::string answer;
-  char buffer[16384];
-  ssize_t n;
-  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) answer.append(buffer, n);
-  close(fd);
-  const std::size_t body = answer.find("\r\n\r\n");
-  if (answer.compare(0, 12, "HTTP/1.1 200") != 0 || body == std::string::npos) return "";
-  std::string text = answer.substr(body + 4);
-  std::string head = answer.substr(0, body);
-  std::transform(head.begin(), head.end(), head.begin(), ::tolower);
-  if (head.find("transfer-encoding: chunked") == std::string::npos) return text;
-  std::string joined;
-  for (std::size_t at = 0; at < text.size();) {
-    const std::size_t eol = text.find("\r\n", at);
-    if (eol == std::string::npos) break;
-    const std::size_t size = std::strtoul(text.substr(at, eol - at).c_str(), nullptr, 16);
-    if (size == 0) break;
-    joined += text.substr(eol + 2, size);
-    at = eol + 2 + size + 2;
-  }
-  return joined;
+std::string OkBody(int port, const std::string& path) {
+  absl::StatusOr<wavepool::testing::HttpResponse> answer = wavepool::testing::HttpGet(port, path);
+  if (!answer.ok() || answer->status != 200) return "";
+  return std::move(answer->body);
 }
 
 // One histogram summed over its labels: cumulative counts by upper bound.
@@ -383,7 +353,7 @@ int Run(const Flags& flags) {
   const int port = FreePort();
   const pid_t controller = StartController(flags, kubeconfig, port, log_path);
   const auto ready_deadline = SteadyClock::now() + std::chrono::seconds(60);
-  while (HttpGet(port, "/readyz").empty()) {
+  while (OkBody(port, "/readyz").empty()) {
     if (SteadyClock::now() > ready_deadline || waitpid(controller, nullptr, WNOHANG) != 0) {
       kill(controller, SIGKILL);
       return Fail("the controller did not become ready; its log: " + log_path);
@@ -397,7 +367,7 @@ int Run(const Flags& flags) {
   kube::SharedInformer::Options informer_options;
   informer_options.ns = kNamespace;
   informer_options.log = [](std::string_view) {};
-  kube::SharedInformer informer(api, kube::kTrainingJobs, informer_options);
+  kube::SharedInformer informer(api, wavepool::api::kTrainingJobs, informer_options);
   kube::ResourceEventHandlers handlers;
   handlers.on_add = [&](const nlohmann::json& job) { tracker.Observe(job); };
   handlers.on_update = [&](const nlohmann::json&, const nlohmann::json& job) {
@@ -421,7 +391,7 @@ int Run(const Flags& flags) {
     creators.emplace_back([&] {
       for (std::size_t i = next++; i < jobs.size(); i = next++) {
         tracker.Created(jobs[i]["metadata"]["name"]);
-        if (!api.Create(kube::kTrainingJobs, jobs[i]).ok()) ++create_errors;
+        if (!api.Create(wavepool::api::kTrainingJobs, jobs[i]).ok()) ++create_errors;
       }
     });
   }
@@ -434,7 +404,7 @@ int Run(const Flags& flags) {
   const bool complete = tracker.running() >= jobs.size() && tracker.placed() >= jobs.size();
   const double placed_s = tracker.LastPlaced(start);
   const double running_s = tracker.LastRunning(start);
-  const std::string metrics = HttpGet(port, "/metrics");
+  const std::string metrics = OkBody(port, "/metrics");
   if (flags.dump_metrics) std::printf("%s\n", metrics.c_str());
   const std::int64_t peak_kib = ProcStatusKiB(controller, "VmHWM");
   const double cpu = CpuSeconds(controller) - idle_cpu;

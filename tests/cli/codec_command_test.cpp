@@ -186,7 +186,7 @@ TEST(CodecCommand, AnUnwritableOutputNamesItAndLeavesNoTemporaryFile) {
   // A directory in the way: the rename fails and the temporary file is removed.
   std::filesystem::create_directory(dir + "/taken");
   ExpectError(Codec(CodecMode::kEncode, in, dir + "/taken"), "encode",
-              {"write " + dir + "/taken", "rename"});
+              {"rename " + dir + "/taken", " to " + dir + "/taken: "});
   EXPECT_EQ(DirectoryEntries(dir), (std::set<std::string>{"w.f32", "taken"}));
   EXPECT_THAT(DirectoryEntries(dir + "/taken"), IsEmpty());
 }

@@ -8,6 +8,7 @@
 #include "tests/support/cluster/cluster_test.h"
 #include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/kube/resource.h"
 
 namespace wavepool::testing {
@@ -61,8 +62,8 @@ TEST(WavepoolCrd, RefusesUnknownNamesAndFilesWithoutTheCrd) {
 TEST_F(ClusterTest, RegisterWavepoolCrdsServesBothKindsAndIsIdempotent) {
   ASSERT_OK(RegisterWavepoolCrds(*client_));
   ASSERT_OK(RegisterWavepoolCrds(*client_));
-  ASSERT_OK(client_->List(kube::kGpuNodes, "").status());
-  ASSERT_OK(client_->List(kube::kTrainingJobs, "default").status());
+  ASSERT_OK(client_->List(api::kGpuNodes, "").status());
+  ASSERT_OK(client_->List(api::kTrainingJobs, "default").status());
 }
 
 }  // namespace

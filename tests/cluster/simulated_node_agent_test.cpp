@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/cluster/cluster_test.h"
 #include "tests/support/cluster/crds.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/typed_client.h"
 

@@ -49,12 +49,9 @@ json& Meta(json& object) {
 
 }  // namespace
 
-FakeCluster::FakeCluster(std::function<std::chrono::system_clock::time_point()> now)
-    : now_(std::move(now)) {
-  if (!now_) now_ = [] { return std::chrono::system_clock::now(); };
-}
+FakeCluster::FakeCluster(Clock& clock) : clock_(clock) {}
 
-std::string FakeCluster::Now() const { return api::FormatRfc3339(now_()); }
+std::string FakeCluster::Now() const { return api::FormatRfc3339(clock_.WallNow()); }
 
 std::string FakeCluster::NextResourceVersion() { return absl::StrCat(++resource_version_); }
 
@@ -273,18 +270,27 @@ std::vector<api::TrainingJob> FakeCluster::ListJobs() const {
 
 namespace {
 
-// The objects of `objects` in `ns` whose labels match JobSelector(job).
-std::vector<json> SelectJob(const std::map<std::string, json>& objects, std::string_view ns,
-                            std::string_view job) {
+// The objects of `objects` in `ns` whose labels match JobSelector(job), decoded. As KubeCluster
+// does, an object that does not decode is left out, with a warning naming it and the field.
+template <typename T>
+std::vector<T> SelectJob(const std::map<std::string, json>& objects, std::string_view ns,
+                         std::string_view job, std::vector<std::string>& warnings) {
   const std::map<std::string, std::string> selector = JobSelector(job);
-  std::vector<json> selected;
+  std::vector<T> selected;
   for (const auto& [key, object] : objects) {
-    const json meta = object.value("metadata", json::object());
-    if (meta.value("namespace", "") != ns) continue;
-    const json labels = meta.value("labels", json::object());
-    if (std::all_of(selector.begin(), selector.end(),
-                    [&](const auto& kv) { return labels.value(kv.first, "") == kv.second; })) {
-      selected.push_back(object);
+    if (key.rfind(Key(ns, ""), 0) != 0) continue;
+    absl::StatusOr<T> decoded = T::FromJson(object);
+    if (!decoded.ok()) {
+      warnings.push_back(
+          absl::StrCat(key, " left out of job ", Key(ns, job), ": ", decoded.status().message()));
+      continue;
+    }
+    const std::map<std::string, std::string>& labels = decoded->metadata.labels;
+    if (std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
+          const auto found = labels.find(kv.first);
+          return found != labels.end() && found->second == kv.second;
+        })) {
+      selected.push_back(*std::move(decoded));
     }
   }
   return selected;
@@ -292,21 +298,37 @@ std::vector<json> SelectJob(const std::map<std::string, json>& objects, std::str
 
 }  // namespace
 
-std::vector<json> FakeCluster::PodsOfJob(std::string_view ns, std::string_view job) const {
+std::vector<kube::Pod> FakeCluster::PodsOfJob(std::string_view ns, std::string_view job) const {
   absl::MutexLock lock(&mu_);
-  return SelectJob(pods_, ns, job);
+  return SelectJob<kube::Pod>(pods_, ns, job, decode_warnings_);
 }
 
-std::vector<json> FakeCluster::ServicesOfJob(std::string_view ns, std::string_view job) const {
+std::vector<kube::Service> FakeCluster::ServicesOfJob(std::string_view ns,
+                                                      std::string_view job) const {
   absl::MutexLock lock(&mu_);
-  return SelectJob(services_, ns, job);
+  return SelectJob<kube::Service>(services_, ns, job, decode_warnings_);
 }
 
-std::optional<json> FakeCluster::GetConfigMap(std::string_view ns, std::string_view name) const {
+absl::StatusOr<std::optional<kube::ConfigMap>> FakeCluster::GetConfigMap(
+    std::string_view ns, std::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = config_maps_.find(Key(ns, name));
+  if (it == config_maps_.end()) return std::optional<kube::ConfigMap>();
+  absl::StatusOr<kube::ConfigMap> decoded = kube::ConfigMap::FromJson(it->second);
+  if (!decoded.ok()) return decoded.status();
+  return std::optional<kube::ConfigMap>(*std::move(decoded));
+}
+
+std::optional<json> FakeCluster::StoredConfigMap(std::string_view ns, std::string_view name) const {
   absl::MutexLock lock(&mu_);
   const auto it = config_maps_.find(Key(ns, name));
   if (it == config_maps_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> FakeCluster::DecodeWarnings() const {
+  absl::MutexLock lock(&mu_);
+  return decode_warnings_;
 }
 
 std::vector<api::GpuNode> FakeCluster::ListGpuNodes() const {
@@ -520,12 +542,12 @@ void FakeCluster::RecordGpuNodeEvent(const api::GpuNode& node, bool warning,
 }
 
 FakeScene::FakeScene()
-    : now(*api::ParseRfc3339("2026-05-01T10:00:00Z")), cluster([this] { return now; }) {}
+    : clock(MonotonicTime(), *api::ParseRfc3339("2026-05-01T10:00:00Z")), cluster(clock) {}
 
 ReconcilerOptions FakeScene::Options() {
   ReconcilerOptions options;
   options.objects.default_image = "registry.example/wavepool-worker:1";
-  options.wall_now = [this] { return now; };
+  options.clock = &clock;
   return options;
 }
 
@@ -533,7 +555,7 @@ void FakeScene::AddNode(const std::string& name, int gpus) {
   api::GpuNode node;
   node.metadata.name = name;
   node.spec.node_name = name;
-  node.status.heartbeat_time = api::FormatRfc3339(now);
+  node.status.heartbeat_time = api::FormatRfc3339(Now());
   for (int i = 0; i < gpus; ++i) {
     api::GpuStatus gpu;
     gpu.index = i;
@@ -548,7 +570,7 @@ void FakeScene::AddNode(const std::string& name, int gpus) {
 
 void FakeScene::Heartbeat() {
   for (api::GpuNode node : cluster.ListGpuNodes()) {
-    node.status.heartbeat_time = api::FormatRfc3339(now);
+    node.status.heartbeat_time = api::FormatRfc3339(Now());
     cluster.PutGpuNode(node);
   }
 }
@@ -589,10 +611,10 @@ api::TrainingJob FakeScene::Job(const std::string& name) const {
 std::vector<json> FakeScene::CurrentPods(const std::string& name) const {
   const std::int64_t generation = Job(name).status.gang_generation;
   std::vector<json> pods;
-  for (json& pod : cluster.PodsOfJob(kNamespace, name)) {
-    const json labels = pod["metadata"].value("labels", json::object());
-    if (labels.value(std::string(kLabelGangGeneration), "") == absl::StrCat(generation)) {
-      pods.push_back(std::move(pod));
+  for (const kube::Pod& pod : cluster.PodsOfJob(kNamespace, name)) {
+    const auto label = pod.metadata.labels.find(std::string(kLabelGangGeneration));
+    if (label != pod.metadata.labels.end() && label->second == absl::StrCat(generation)) {
+      pods.push_back(pod.raw);
     }
   }
   return pods;
@@ -615,6 +637,24 @@ std::vector<std::string> PodNames(const std::vector<nlohmann::json>& pods) {
   std::vector<std::string> names;
   for (const nlohmann::json& pod : pods)
     names.push_back(pod["metadata"]["name"].get<std::string>());
+  return names;
+}
+
+api::ObjectMeta MetaOf(const nlohmann::json& object) {
+  if (!object.is_object() || !object.contains("metadata")) return {};
+  absl::StatusOr<api::ObjectMeta> meta = api::ObjectMeta::FromJson(object["metadata"]);
+  return meta.ok() ? *std::move(meta) : api::ObjectMeta();
+}
+
+std::vector<std::string> PodNames(const std::vector<kube::Pod>& pods) {
+  std::vector<std::string> names;
+  for (const kube::Pod& pod : pods) names.push_back(pod.metadata.name);
+  return names;
+}
+
+std::vector<std::string> PodNames(const std::vector<kube::Service>& services) {
+  std::vector<std::string> names;
+  for (const kube::Service& service : services) names.push_back(service.metadata.name);
   return names;
 }
 

@@ -23,6 +23,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/simulated_clock.h"
+#include "wavepool/base/clock.h"
 #include "wavepool/controller/cluster.h"
 #include "wavepool/controller/gpu_claims.h"
 #include "wavepool/controller/reconciler.h"
@@ -38,8 +40,9 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
     std::string message;
   };
 
-  // `now` stamps creation and deletion timestamps; empty: the system clock.
-  explicit FakeCluster(std::function<std::chrono::system_clock::time_point()> now = {});
+  // `clock`'s wall time stamps creation and deletion timestamps. REQUIRES: `clock` outlives the
+  // fake.
+  explicit FakeCluster(Clock& clock = RealClock());
 
   // --- Setting the scene ---
   // Stores the job with a uid, resourceVersion, generation 1 and creationTimestamp; returns it.
@@ -74,6 +77,10 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   api::TrainingJob StoredJob(std::string_view ns, std::string_view name) const;
   std::vector<nlohmann::json> AllPods() const;      // Sorted by namespace/name.
   std::vector<nlohmann::json> AllServices() const;  // Sorted by namespace/name.
+  // The ConfigMap as stored (JSON), nullopt when absent.
+  std::optional<nlohmann::json> StoredConfigMap(std::string_view ns, std::string_view name) const;
+  // Why each pod or Service left out of a PodsOfJob / ServicesOfJob read was, in read order.
+  std::vector<std::string> DecodeWarnings() const;
   // Removes a Service (someone deleting it behind the controller's back).
   void RemoveService(std::string_view ns, std::string_view name);
   std::vector<RecordedEvent> Events() const;
@@ -95,11 +102,14 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   // ClusterReader.
   std::optional<api::TrainingJob> GetJob(std::string_view ns, std::string_view name) const override;
   std::vector<api::TrainingJob> ListJobs() const override;
-  std::vector<nlohmann::json> PodsOfJob(std::string_view ns, std::string_view job) const override;
-  std::vector<nlohmann::json> ServicesOfJob(std::string_view ns,
-                                            std::string_view job) const override;
-  std::optional<nlohmann::json> GetConfigMap(std::string_view ns,
-                                             std::string_view name) const override;
+  // Decoded from the stored JSON on every read, as KubeCluster decodes its cache: a pod or
+  // Service that does not decode is left out and its error added to DecodeWarnings(); a
+  // ConfigMap that does not decode is the error.
+  std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override;
+  std::vector<kube::Service> ServicesOfJob(std::string_view ns,
+                                           std::string_view job) const override;
+  absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(std::string_view ns,
+                                                              std::string_view name) const override;
   std::vector<api::GpuNode> ListGpuNodes() const override;
   std::map<std::string, NodeState> NodeStates() const override;
   std::vector<GpuAssignment> Assignments() const override;
@@ -129,7 +139,7 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::string Now() const;
 
   // Constant after construction.
-  std::function<std::chrono::system_clock::time_point()> now_;
+  Clock& clock_;
 
   // Guarded by mu_: everything below but claims_.
   mutable absl::Mutex mu_;
@@ -147,6 +157,7 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::map<std::string, nlohmann::json> services_ ABSL_GUARDED_BY(mu_);  // "ns/name" -> Service.
   std::map<std::string, api::GpuNode> gpu_nodes_ ABSL_GUARDED_BY(mu_);   // By name.
   std::map<std::string, NodeState> node_states_ ABSL_GUARDED_BY(mu_);
+  mutable std::vector<std::string> decode_warnings_ ABSL_GUARDED_BY(mu_);
   std::vector<RecordedEvent> events_ ABSL_GUARDED_BY(mu_);
   std::map<std::int64_t, absl::Status> faults_ ABSL_GUARDED_BY(mu_);  // Write number -> failure.
   absl::Status lost_placement_response_ ABSL_GUARDED_BY(mu_);
@@ -157,24 +168,27 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::int64_t status_writes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// A small scene for reconciler tests: one wall clock shared by the fake and the reconciler,
+// A small scene for reconciler tests: one simulated clock shared by the fake and the reconciler,
 // nodes with H100 GPUs, and TrainingJobs in namespace "team" that plan quickly (mlp_tiny).
 struct FakeScene {
   static constexpr std::string_view kNamespace = "team";
 
-  std::chrono::system_clock::time_point now;  // 2026-05-01T10:00:00Z at the start.
+  // Wall time 2026-05-01T10:00:00Z at the start; tests move it with clock.Advance.
+  ::wavepool::testing::SimulatedClock clock;
   FakeCluster cluster;
 
   FakeScene();
   FakeScene(const FakeScene&) = delete;
   FakeScene& operator=(const FakeScene&) = delete;
 
-  // Reconciler options reading `now`; pods get a default image.
+  // The scene's wall time.
+  WallTime Now() const { return clock.WallNow(); }
+  // Reconciler options on `clock`; pods get a default image.
   ReconcilerOptions Options();
   // A GPUNode `name` with `gpus` 80 GiB H100s (UUIDs "GPU-<name>-<i>"), heartbeat now, and a
   // Ready, managed Node.
   void AddNode(const std::string& name, int gpus);
-  // Every GPUNode's heartbeat becomes `now`.
+  // Every GPUNode's heartbeat becomes Now().
   void Heartbeat();
   // Jobs: Foreground DataParallel on `gpus` GPUs, or Background on one; checkpoint path set.
   api::TrainingJob AddForeground(const std::string& name, std::int64_t gpus,
@@ -191,6 +205,11 @@ struct FakeScene {
 const api::Condition& ConditionOf(const api::TrainingJob& job, std::string_view type);
 // metadata.name of each pod, in order.
 std::vector<std::string> PodNames(const std::vector<nlohmann::json>& pods);
+// The object's metadata, decoded; empty metadata when it does not decode (the test then fails on
+// what it expected of it).
+api::ObjectMeta MetaOf(const nlohmann::json& object);
+std::vector<std::string> PodNames(const std::vector<kube::Pod>& pods);
+std::vector<std::string> PodNames(const std::vector<kube::Service>& services);
 
 }  // namespace wavepool::controller
 

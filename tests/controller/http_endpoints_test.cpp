@@ -1,6 +1,6 @@
 // The controller's HTTP endpoints against raw sockets: slow and silent clients hold only their own
 // connection, every request has a deadline, and the number of connections is bounded.
-#include "http_endpoints.h"
+#include "http/http_endpoints.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/apiserver/test_server.h"
@@ -17,6 +18,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
@@ -26,6 +28,8 @@ namespace wavepool::controller {
 namespace {
 
 using nlohmann::json;
+using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -81,7 +85,7 @@ class KubeClusterTest : public ::testing::Test {
 
   // A job created on the server, read back as the typed object (uid and all).
   api::TrainingJob CreateJob(const std::string& name) {
-    absl::StatusOr<json> created = client_->Create(kube::kTrainingJobs, JobManifest(name));
+    absl::StatusOr<json> created = client_->Create(api::kTrainingJobs, JobManifest(name));
     EXPECT_THAT(created.status(), IsOk());
     absl::StatusOr<api::TrainingJob> job =
         api::TrainingJob::FromJson(created.ok() ? *created : json());
@@ -111,9 +115,11 @@ class KubeClusterTest : public ::testing::Test {
   std::unique_ptr<kube::Client> client_;
 };
 
-std::vector<std::string> PodNames(const std::vector<json>& pods) {
+// metadata.name of each pod or Service, in order.
+template <typename Object>
+std::vector<std::string> PodNames(const std::vector<Object>& objects) {
   std::vector<std::string> names;
-  for (const json& pod : pods) names.push_back(pod["metadata"]["name"]);
+  for (const Object& object : objects) names.push_back(object.metadata.name);
   return names;
 }
 
@@ -167,10 +173,13 @@ TEST_F(KubeClusterTest, ReadsJobsPodsConfigMapsGpuNodesAndNodesFromTheServer) {
               ElementsAre("resnet-g0-0", "resnet-g0-1"));
   EXPECT_THAT(cluster->PodsOfJob("default", "other"), IsEmpty());
 
-  std::optional<json> cm = cluster->GetConfigMap("default", "layers");
+  ASSERT_OK_AND_ASSIGN(std::optional<kube::ConfigMap> cm,
+                       cluster->GetConfigMap("default", "layers"));
   ASSERT_TRUE(cm.has_value());
-  EXPECT_EQ((*cm)["data"]["k"], "v");
-  EXPECT_FALSE(cluster->GetConfigMap("default", "nope").has_value());
+  EXPECT_EQ(cm->data["k"], "v");
+  ASSERT_OK_AND_ASSIGN(std::optional<kube::ConfigMap> nope,
+                       cluster->GetConfigMap("default", "nope"));
+  EXPECT_FALSE(nope.has_value());
 
   const std::vector<api::GpuNode> gpu_nodes = cluster->ListGpuNodes();
   ASSERT_THAT(gpu_nodes, SizeIs(2));
@@ -233,12 +242,11 @@ TEST_F(KubeClusterTest, CreatesListsAndDeletesTheGangsServicesOfAJob) {
   EXPECT_THAT(PodNames(cluster->ServicesOfJob("default", "other")), ElementsAre("other-g0"));
   EXPECT_THAT(cluster->ServicesOfJob("elsewhere", "resnet"), IsEmpty());
 
-  const json stored = cluster->ServicesOfJob("default", "resnet").front();
-  EXPECT_EQ(stored["spec"]["clusterIP"], "None");
+  const kube::Service stored = cluster->ServicesOfJob("default", "resnet").front();
+  EXPECT_EQ(stored.spec.cluster_ip, "None");
   EXPECT_THAT(cluster->DeleteService("default", "resnet-g0", "not-its-uid"),
               StatusIs(absl::StatusCode::kAborted, HasSubstr("")));  // the uid precondition
-  ASSERT_OK(
-      cluster->DeleteService("default", "resnet-g0", stored["metadata"]["uid"].get<std::string>()));
+  ASSERT_OK(cluster->DeleteService("default", "resnet-g0", stored.metadata.uid));
   EXPECT_THAT(cluster->DeleteService("default", "resnet-g0", ""),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("resnet-g0")));
   ASSERT_TRUE(Eventually([&] { return cluster->ServicesOfJob("default", "resnet").size() == 1; },
@@ -331,8 +339,9 @@ TEST_F(KubeClusterTest, WritesAnnotationsConfigMapsStatusAndEvents) {
   EXPECT_TRUE(kube::IsConflict(cluster->UpdateConfigMap(created_cm).status()));  // stale now
   EXPECT_TRUE(Eventually(
       [&] {
-        std::optional<json> cm = cluster->GetConfigMap("default", "resnet-plan");
-        return cm.has_value() && (*cm)["data"].contains("extra");
+        absl::StatusOr<std::optional<kube::ConfigMap>> cm =
+            cluster->GetConfigMap("default", "resnet-plan");
+        return cm.ok() && cm->has_value() && (*cm)->data.count("extra") > 0;
       },
       kCatchUp));
 
@@ -361,6 +370,42 @@ TEST_F(KubeClusterTest, WritesAnnotationsConfigMapsStatusAndEvents) {
   EXPECT_EQ(events.items[0]["involvedObject"]["uid"], job.metadata.uid);
 }
 
+TEST_F(KubeClusterTest, MistypedPodAndConfigMapAreNamedWithTheFieldAndNeverCrashAReader) {
+  const api::TrainingJob job = CreateJob("resnet");
+  json mistyped = Pod(job, 1);
+  mistyped["spec"]["nodeName"] = 42;  // a field of the wrong type, as no API server sends it
+  ASSERT_OK(client_->Create(kube::kPods, Pod(job, 0)).status());
+  ASSERT_OK(client_->Create(kube::kPods, mistyped).status());
+  ASSERT_OK(client_
+                ->Create(kube::kConfigMaps, json::parse(R"({"apiVersion": "v1",
+      "kind": "ConfigMap", "metadata": {"name": "layers", "namespace": "default"},
+      "data": {"k": ["not", "text"]}})"))
+                .status());
+  absl::Mutex mu;
+  std::vector<std::string> logged;
+  KubeClusterOptions options;
+  options.log = [&](std::string_view line) {
+    absl::MutexLock lock(&mu);
+    logged.emplace_back(line);
+  };
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<KubeCluster> cluster,
+                       KubeCluster::Create(*client_, std::move(options)));
+  cluster->Start();
+  ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
+
+  EXPECT_THAT(PodNames(cluster->PodsOfJob("default", "resnet")), ElementsAre("resnet-g0-0"));
+  EXPECT_THAT(cluster->GetConfigMap("default", "layers").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("ConfigMap default/layers: data[k]: must be a string")));
+  // The mistyped pod holds no GPU we can count; both the pod event and the read say why.
+  EXPECT_THAT(AssignedPods(cluster->Assignments()), ElementsAre("default/resnet-g0-0"));
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(logged, Contains(AllOf(HasSubstr("Pod default/resnet-g0-1 ignored"),
+                                     HasSubstr("spec.nodeName: must be a string, got number"))));
+  EXPECT_THAT(logged, Contains(AllOf(HasSubstr("pod default/resnet-g0-1 holds no GPUs"),
+                                     HasSubstr("spec.nodeName"))));
+}
+
 TEST_F(KubeClusterTest, WatchNamespaceLimitsJobsPodsAndConfigMaps) {
   ASSERT_OK(client_
                 ->Create(kube::kNamespaces, json::parse(R"({"apiVersion": "v1",
@@ -368,7 +413,7 @@ TEST_F(KubeClusterTest, WatchNamespaceLimitsJobsPodsAndConfigMaps) {
                 .status());
   json other = JobManifest("theirs");
   other["metadata"]["namespace"] = "team-a";
-  ASSERT_OK(client_->Create(kube::kTrainingJobs, other).status());
+  ASSERT_OK(client_->Create(api::kTrainingJobs, other).status());
   CreateJob("ours");
   KubeClusterOptions options;
   options.watch_namespace = "team-a";

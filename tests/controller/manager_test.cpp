@@ -3,20 +3,17 @@
 // replica act, and the health, readiness and metrics endpoints answer over real HTTP.
 #include "wavepool/controller/manager.h"
 
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "boost/asio/connect.hpp"
-#include "boost/asio/io_context.hpp"
-#include "boost/asio/ip/tcp.hpp"
-#include "boost/beast/core/flat_buffer.hpp"
-#include "boost/beast/http.hpp"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/apiserver/test_server.h"
@@ -24,8 +21,11 @@
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/cluster/simulated_node_agent.h"
 #include "tests/support/eventually.h"
+#include "tests/support/http_get.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
+#include "wavepool/api/kube_resources.h"
+#include "wavepool/base/clock.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/resource.h"
@@ -39,32 +39,9 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 using ::wavepool::testing::Eventually;
+using ::wavepool::testing::HttpGet;
+using ::wavepool::testing::HttpResponse;
 using ::wavepool::testing::StatusIs;
-
-struct HttpResult {
-  int status = 0;
-  std::string body;
-};
-
-// One GET over a fresh connection (Boost.Beast), as a probe or a scrape does.
-HttpResult HttpGet(int port, const std::string& target) {
-  namespace http = boost::beast::http;
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::socket socket(io);
-  boost::system::error_code error;
-  socket.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)},
-                 error);
-  if (error) return {};
-  http::request<http::empty_body> request{http::verb::get, target, 11};
-  request.set(http::field::host, "127.0.0.1");
-  http::write(socket, request, error);
-  if (error) return {};
-  boost::beast::flat_buffer buffer;
-  http::response<http::string_body> response;
-  http::read(socket, buffer, response, error);
-  if (error) return {};
-  return {static_cast<int>(response.result_int()), response.body()};
-}
 
 // Reconciles so far, every outcome.
 double ReconcileCount(ControllerMetrics& metrics) {
@@ -179,6 +156,9 @@ TEST_F(ManagerTest, BadOptionsAreInvalidArgumentNamingTheOption) {
                 o.reconciler.heartbeat_timeout = std::chrono::seconds(0);
               }),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("heartbeat_timeout")));
+  ::wavepool::testing::SimulatedClock other;
+  EXPECT_THAT(create_error([&other](ManagerOptions& o) { o.reconciler.clock = &other; }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reconciler.clock")));
 }
 
 // With leader election on and the Lease's namespace missing, the replica says so once, naming
@@ -201,16 +181,19 @@ TEST_F(ManagerTest, LeaderElectionWithoutTheLeaseNamespaceIsNotReadyAndNamesIt) 
   std::unique_ptr<ControllerManager> manager = StartManager(options);
   ASSERT_NE(manager, nullptr);
   const int port = manager->http_port();
-  HttpResult ready;
+  HttpResponse ready;
   ASSERT_TRUE(Eventually([&] {
-    ready = HttpGet(port, "/readyz");
+    absl::StatusOr<HttpResponse> answer = HttpGet(port, "/readyz");
+    if (answer.ok()) ready = *std::move(answer);
     return ready.body.find("namespace wavepool-system does not exist") != std::string::npos;
   })) << ready.body;
   EXPECT_EQ(ready.status, 503);
   EXPECT_THAT(ready.body, HasSubstr("--lease-namespace"));
   EXPECT_FALSE(manager->IsLeader());
-  EXPECT_EQ(HttpGet(port, "/healthz").status, 200);  // alive: restarting it would not help
-  EXPECT_EQ(HttpGet(port, "/readyz").status, 503);
+  ASSERT_OK_AND_ASSIGN(HttpResponse healthz, HttpGet(port, "/healthz"));
+  EXPECT_EQ(healthz.status, 200);  // alive: restarting it would not help
+  ASSERT_OK_AND_ASSIGN(ready, HttpGet(port, "/readyz"));
+  EXPECT_EQ(ready.status, 503);
   {
     std::lock_guard<std::mutex> lock(*log_mu);
     int mentions = 0;
@@ -226,7 +209,10 @@ TEST_F(ManagerTest, LeaderElectionWithoutTheLeaseNamespaceIsNotReadyAndNamesIt) 
                                                  {"metadata", {{"name", "wavepool-system"}}}})
                 .status());
   EXPECT_TRUE(Eventually([&] { return manager->IsLeader(); }));
-  EXPECT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 200; }));
+  EXPECT_TRUE(Eventually([&] {
+    absl::StatusOr<HttpResponse> answer = HttpGet(port, "/readyz");
+    return answer.ok() && answer->status == 200;
+  }));
 }
 
 TEST_F(ManagerTest, HealthReadinessAndMetricsAnswerOverHttp) {
@@ -237,20 +223,27 @@ TEST_F(ManagerTest, HealthReadinessAndMetricsAnswerOverHttp) {
   ASSERT_NE(manager, nullptr);
   const int port = manager->http_port();
   ASSERT_GT(port, 0);
-  HttpResult healthz = HttpGet(port, "/healthz");
+  ASSERT_OK_AND_ASSIGN(HttpResponse healthz, HttpGet(port, "/healthz"));
   EXPECT_EQ(healthz.status, 200);
   EXPECT_EQ(healthz.body, "ok");
-  EXPECT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 200; }));
-  EXPECT_EQ(HttpGet(port, "/readyz?verbose=1").body, "ok");
-  HttpResult metrics = HttpGet(port, "/metrics");
+  EXPECT_TRUE(Eventually([&] {
+    absl::StatusOr<HttpResponse> answer = HttpGet(port, "/readyz");
+    return answer.ok() && answer->status == 200;
+  }));
+  ASSERT_OK_AND_ASSIGN(HttpResponse verbose, HttpGet(port, "/readyz?verbose=1"));
+  EXPECT_EQ(verbose.body, "ok");
+  ASSERT_OK_AND_ASSIGN(HttpResponse metrics, HttpGet(port, "/metrics"));
   EXPECT_EQ(metrics.status, 200);
   EXPECT_THAT(metrics.body, HasSubstr("wavepool_controller_leader 1"));
   EXPECT_THAT(metrics.body, HasSubstr("wavepool_controller_queue_depth"));
   EXPECT_THAT(metrics.body, HasSubstr("wavepool_controller_jobs{phase=\"Pending\"}"));
   EXPECT_THAT(metrics.body, HasSubstr("process_resident_memory_bytes"));
-  EXPECT_EQ(HttpGet(port, "/nothing").status, 404);
+  ASSERT_OK_AND_ASSIGN(HttpResponse nothing, HttpGet(port, "/nothing"));
+  EXPECT_EQ(nothing.status, 404);
   manager->Stop();
-  EXPECT_EQ(HttpGet(port, "/healthz").status, 0);  // nobody listens any more
+  // Nobody listens any more.
+  EXPECT_THAT(HttpGet(port, "/healthz"),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("connect")));
 }
 
 TEST_F(ManagerTest, HttpPortInUseFailsStart) {
@@ -290,12 +283,12 @@ TEST_F(ManagerTest, ReconcilesACreatedJobToPods) {
           *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a"}, 4), {}));
   std::unique_ptr<ControllerManager> manager = StartManager(Options());
   ASSERT_NE(manager, nullptr);
-  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("tiny")).status());
+  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("tiny")).status());
   // The planner decides how many GPUs the tiny model uses; every placed rank gets a pod, and
   // the simulated kubelet runs it.
   json status;
   EXPECT_TRUE(Eventually([&] {
-    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", "tiny");
+    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", "tiny");
     if (job.ok()) status = job->value("status", json::object());
     return status.value("phase", "") == "Running";
   })) << "job status: "
@@ -327,11 +320,11 @@ TEST_F(ManagerTest, WaitingJobIsRequeuedWhenGpusAreFreed) {
   std::unique_ptr<ControllerManager> manager = StartManager(options);
   ASSERT_NE(manager, nullptr);
   const auto phase = [&](const std::string& name) {
-    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", name);
+    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
     return job.ok() ? job->value("/status/phase"_json_pointer, "") : std::string("(gone)");
   };
   const auto placed_reason = [&](const std::string& name) {
-    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", name);
+    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
     if (!job.ok()) return std::string();
     for (const json& c : job->value("/status/conditions"_json_pointer, json::array())) {
       if (c.value("type", "") == "Placed") return c.value("reason", "");
@@ -339,14 +332,14 @@ TEST_F(ManagerTest, WaitingJobIsRequeuedWhenGpusAreFreed) {
     return std::string();
   };
   // The node's one GPU goes to the first job; the second waits for it.
-  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("first")).status());
+  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("first")).status());
   ASSERT_TRUE(Eventually([&] { return phase("first") == "Running"; })) << phase("first");
-  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("second")).status());
+  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("second")).status());
   ASSERT_TRUE(Eventually([&] { return placed_reason("second") == kNotPlaceableReason; }))
       << placed_reason("second");
   ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
 
-  ASSERT_OK(client_->Delete(kube::kTrainingJobs, "default", "first"));
+  ASSERT_OK(client_->Delete(api::kTrainingJobs, "default", "first"));
   EXPECT_TRUE(Eventually([&] { return phase("second") == "Running"; })) << phase("second");
 }
 
@@ -366,31 +359,62 @@ TEST_F(ManagerTest, DeletedJobRequeuesTheWaitingJobs) {
   std::unique_ptr<ControllerManager> manager = StartManager(options);
   ASSERT_NE(manager, nullptr);
   const auto phase = [&](const std::string& name) {
-    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", name);
+    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
     return job.ok() ? job->value("/status/phase"_json_pointer, "") : std::string("(gone)");
   };
-  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("first")).status());
+  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("first")).status());
   ASSERT_TRUE(Eventually([&] { return phase("first") == "Running"; })) << phase("first");
   json suspended = JobManifest("suspended");
   suspended["spec"]["suspend"] = true;
-  ASSERT_OK(client_->Create(kube::kTrainingJobs, suspended).status());
+  ASSERT_OK(client_->Create(api::kTrainingJobs, suspended).status());
   ASSERT_TRUE(Eventually([&] { return phase("suspended") == "Suspended"; }));
-  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("second")).status());
+  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("second")).status());
   ASSERT_TRUE(Eventually([&] { return phase("second") == "Planned"; })) << phase("second");
   ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
   const double before = ReconcileCount(manager->metrics());
 
-  ASSERT_OK(client_->Delete(kube::kTrainingJobs, "default", "suspended"));
+  ASSERT_OK(client_->Delete(api::kTrainingJobs, "default", "suspended"));
   EXPECT_TRUE(Eventually([&] { return ReconcileCount(manager->metrics()) >= before + 2; }))
       << ReconcileCount(manager->metrics()) - before << " reconciles after the deletion";
   EXPECT_EQ(phase("second"), "Planned");  // still waiting: the suspended job held no GPUs
 }
 
+// A clock whose wall time moves only when the test steps it, and whose monotonic time and waits are
+// the real clock's: the manager's informers, work queue and retries run as in production while
+// every wall-time decision (heartbeat ages, condition times) is the test's. Safe for concurrent
+// use.
+class SteppedWallClock final : public Clock {
+ public:
+  explicit SteppedWallClock(WallTime start) : wall_(start) {}
+
+  MonotonicTime Now() const override { return RealClock().Now(); }
+  WallTime WallNow() const override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return wall_;
+  }
+  void SleepFor(std::chrono::nanoseconds d) override { RealClock().SleepFor(d); }
+  bool WaitUntil(absl::Mutex& mu, MonotonicTime deadline, const absl::Condition& done) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return RealClock().WaitUntil(mu, deadline, done);
+  }
+
+  void StepWall(std::chrono::seconds d) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    wall_ += d;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  WallTime wall_ ABSL_GUARDED_BY(mu_);
+};
+
 // A job that waits because the only free GPUs are on a node whose heartbeat went stale is placed
-// as soon as that heartbeat moves again, not at its periodic retry (an hour here).
+// as soon as that heartbeat moves again, not at its periodic retry (an hour here). Staleness is
+// decided on the clock the manager was given (ManagerOptions::clock reaches the reconciler): in
+// real time the test takes well under the 60 s heartbeat timeout.
 TEST_F(ManagerTest, WaitingJobIsRequeuedWhenAHeartbeatIsFreshAgain) {
-  const auto wall_start = std::chrono::system_clock::time_point(std::chrono::hours(24 * 20000));
-  auto wall_offset = std::make_shared<std::atomic<std::int64_t>>(0);  // seconds
+  const WallTime wall_start(std::chrono::hours(24 * 20000));
+  SteppedWallClock controller_clock(wall_start);
   ::wavepool::testing::SimulatedClock agent_clock;
   ASSERT_OK_AND_ASSIGN(auto kubelet, ::wavepool::testing::SimulatedKubelet::Start(
                                          *client_, {"node-a", "node-b"}, {}));
@@ -405,19 +429,17 @@ TEST_F(ManagerTest, WaitingJobIsRequeuedWhenAHeartbeatIsFreshAgain) {
   ManagerOptions options = Options();
   options.reconciler.waiting_requeue = std::chrono::hours(1);
   options.reconciler.heartbeat_timeout = std::chrono::seconds(60);
-  options.reconciler.wall_now = [wall_start, wall_offset] {
-    return wall_start + std::chrono::seconds(wall_offset->load());
-  };
+  options.clock = &controller_clock;
   options.resync_period = std::chrono::nanoseconds(0);
   std::unique_ptr<ControllerManager> manager = StartManager(options);
   ASSERT_NE(manager, nullptr);
   const auto placed_node = [&](const std::string& name) {
-    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", name);
+    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
     if (!job.ok()) return std::string();
     return job->value("/status/placement/0/node"_json_pointer, std::string());
   };
   const auto placed_status = [&](const std::string& name) {
-    absl::StatusOr<json> job = client_->Get(kube::kTrainingJobs, "default", name);
+    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
     if (!job.ok()) return std::string();
     for (const json& c : job->value("/status/conditions"_json_pointer, json::array())) {
       if (c.value("type", "") == "Placed") return c.value("status", "");
@@ -425,25 +447,32 @@ TEST_F(ManagerTest, WaitingJobIsRequeuedWhenAHeartbeatIsFreshAgain) {
     return std::string();
   };
   // Both nodes fresh: the first job (planned on one GPU) takes one of them.
-  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("first")).status());
+  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("first")).status());
   ASSERT_TRUE(Eventually([&] { return !placed_node("first").empty(); }));
+  // Its pod runs before the clocks move: the kubelet's late update would otherwise have the job
+  // looked at after the step but before the busy node's next heartbeat arrives.
+  ASSERT_TRUE(Eventually([&] {
+    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", "first");
+    return job.ok() && job->value("/status/phase"_json_pointer, std::string()) == "Running";
+  }));
   const std::string busy = placed_node("first");
   const std::string idle = busy == "node-a" ? "node-b" : "node-a";
   ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
 
   // Two minutes on: only the busy node's agent beat meanwhile, the idle one is stale, and the
   // second job waits.
-  wall_offset->store(120);
+  controller_clock.StepWall(std::chrono::seconds(120));
   agent_clock.Advance(std::chrono::seconds(120));
   ASSERT_OK(agents->Heartbeat(busy));
-  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("second")).status());
+  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("second")).status());
   ASSERT_TRUE(Eventually([&] { return placed_status("second") == "False"; }))
-      << client_->Get(kube::kTrainingJobs, "default", "second")->dump(1) << "\n"
-      << client_->Get(kube::kTrainingJobs, "default", "first")->dump(1);
+      << client_->Get(api::kTrainingJobs, "default", "second")->dump(1) << "\n"
+      << client_->Get(api::kTrainingJobs, "default", "first")->dump(1);
   ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
   EXPECT_EQ(placed_node("second"), "");
 
   // The idle node's agent beats again: the waiting job goes there at once.
+  controller_clock.StepWall(std::chrono::seconds(10));
   agent_clock.Advance(std::chrono::seconds(10));
   ASSERT_OK(agents->Heartbeat(idle));
   EXPECT_TRUE(Eventually([&] { return placed_node("second") == idle; })) << placed_node("second");
@@ -475,7 +504,7 @@ TEST_F(ManagerTest, OnlyTheLeaseHolderReconcilesAndAStandbyTakesOver) {
   first->Stop();  // releases the Lease
   EXPECT_FALSE(first->IsLeader());
   ASSERT_TRUE(Eventually([&] { return second->IsLeader(); }));
-  ASSERT_OK(client_->Create(kube::kTrainingJobs, JobManifest("after")).status());
+  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("after")).status());
   EXPECT_TRUE(Eventually([&] { return ReconcileCount(second->metrics()) >= 1; }));
   EXPECT_THAT(second->metrics().Serialize(), HasSubstr("wavepool_controller_leader 1"));
   EXPECT_THAT(first->metrics().Serialize(), HasSubstr("wavepool_controller_leader 0"));

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/controller/fake_cluster.h"
 #include "tests/support/status_matchers.h"
 
 namespace wavepool::controller {
@@ -543,26 +544,26 @@ TEST(AssignmentFromPod, AdversarialPodWithoutAControllerReferenceToATrainingJobH
   const api::TrainingJob job = MakeJob(api::Role::kForeground);
   ASSERT_OK_AND_ASSIGN(json built,
                        BuildPod(job, PlanWithPredictions(), MakeAssignment(0), 0, MakeOptions()));
-  EXPECT_TRUE(IsControlledBy(built, job.metadata.uid));
-  EXPECT_EQ(ControllingJobUid(built), job.metadata.uid);
-  EXPECT_FALSE(IsControlledBy(built, "another-uid")) << "a re-created job of the same name";
-  EXPECT_FALSE(IsControlledBy(built, ""));
+  EXPECT_TRUE(IsControlledBy(MetaOf(built), job.metadata.uid));
+  EXPECT_EQ(ControllingJobUid(MetaOf(built)), job.metadata.uid);
+  EXPECT_FALSE(IsControlledBy(MetaOf(built), "another-uid")) << "a re-created job of the same name";
+  EXPECT_FALSE(IsControlledBy(MetaOf(built), ""));
 
   json orphan = built;  // kubectl delete --cascade=orphan
   orphan["metadata"].erase("ownerReferences");
-  EXPECT_FALSE(IsControlledBy(orphan, job.metadata.uid));
+  EXPECT_FALSE(IsControlledBy(MetaOf(orphan), job.metadata.uid));
   EXPECT_THAT(AssignmentFromPod(orphan),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("team-a/resnet-g0-0: metadata.ownerReferences")));
   json not_controller = built;  // An owner, but not the controller.
   not_controller["metadata"]["ownerReferences"][0]["controller"] = false;
-  EXPECT_FALSE(IsControlledBy(not_controller, job.metadata.uid));
+  EXPECT_FALSE(IsControlledBy(MetaOf(not_controller), job.metadata.uid));
   EXPECT_THAT(AssignmentFromPod(not_controller),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ownerReferences")));
   json other_kind = built;  // Controlled by something that is not a TrainingJob.
   other_kind["metadata"]["ownerReferences"][0]["kind"] = "ReplicaSet";
   other_kind["metadata"]["ownerReferences"][0]["apiVersion"] = "apps/v1";
-  EXPECT_TRUE(ControllingJobUid(other_kind).empty());
+  EXPECT_TRUE(ControllingJobUid(MetaOf(other_kind)).empty());
   EXPECT_THAT(AssignmentFromPod(other_kind),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ownerReferences")));
 }

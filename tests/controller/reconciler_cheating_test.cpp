@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/src/manager_events.h"
+#include "controller/src/manager/manager_events.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/controller/fake_cluster.h"
@@ -34,7 +34,7 @@ void FlagCheating(FakeScene& scene, const std::string& node, const std::string& 
     condition.status = message.empty() ? api::ConditionStatus::kFalse : api::ConditionStatus::kTrue;
     condition.reason = message.empty() ? api::kReasonNoCheating : api::kReasonLaunchesOutsideGate;
     condition.message = message;
-    api::SetCondition(&gpu_node.status.conditions, condition, scene.now);
+    api::SetCondition(&gpu_node.status.conditions, condition, scene.Now());
     scene.cluster.PutGpuNode(gpu_node);
   }
 }
@@ -57,7 +57,7 @@ struct RunningBackground : ::testing::Test {
   // Lets the restart backoff (10 s for the first restart) pass with the old pod gone.
   void AfterBackoff() {
     scene.cluster.FinishTerminatingPods();
-    scene.now += std::chrono::seconds(10);
+    scene.clock.Advance(std::chrono::seconds(10));
     scene.Heartbeat();
   }
 
@@ -114,7 +114,7 @@ TEST_F(RunningBackground, TheNodeIsOffLimitsOnlyUntilTheQuarantineEnds) {
   EXPECT_THAT(ConditionOf(job, api::kConditionPlaced).message,
               HasSubstr("1 on nodes where it used the GPU outside its launch gate"));
 
-  scene.now += std::chrono::seconds(600);
+  scene.clock.Advance(std::chrono::seconds(600));
   scene.Heartbeat();
   ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
   job = scene.Job("bg");

@@ -140,7 +140,7 @@ TEST_F(PreemptingGang, NominatedGpusStayFreeWhileTheVictimTerminatesSlowly) {
   scene.AddBackground("late-bg");
   scene.AddForeground("late-fg", 1);
   for (int i = 0; i < 3; ++i) {
-    scene.now += std::chrono::seconds(5);
+    scene.clock.Advance(std::chrono::seconds(5));
     ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
     ASSERT_OK(reconciler.Reconcile(kNs, "late-bg").status());
     ASSERT_OK(reconciler.Reconcile(kNs, "late-fg").status());
@@ -221,13 +221,13 @@ TEST_F(RunningGang, AFailedPodRestartsTheGangAfterTheBackoff) {
 
   // Before the backoff passes nothing is placed, even with the old pods gone.
   scene.cluster.FinishTerminatingPods();
-  scene.now += std::chrono::seconds(4);
+  scene.clock.Advance(std::chrono::seconds(4));
   scene.Heartbeat();
   ASSERT_OK_AND_ASSIGN(result, reconciler.Reconcile(kNs, "train"));
   EXPECT_TRUE(scene.cluster.AllPods().empty());
   EXPECT_EQ(result.requeue_after, std::chrono::nanoseconds(std::chrono::seconds(6)));
 
-  scene.now += std::chrono::seconds(6);
+  scene.clock.Advance(std::chrono::seconds(6));
   scene.Heartbeat();
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("train-g1-0", "train-g1-1"));
@@ -276,10 +276,11 @@ TEST_F(RunningGang, ANodeThatIsNotReadyRestartsTheGangWithoutCounting) {
 }
 
 TEST_F(RunningGang, AStaleAgentHeartbeatRestartsTheGangWithoutCounting) {
-  scene.now += std::chrono::seconds(61);  // heartbeat_timeout is 60 s; node-b's agent beats.
+  // heartbeat_timeout is 60 s; node-b's agent beats.
+  scene.clock.Advance(std::chrono::seconds(61));
   api::GpuNode b = scene.cluster.ListGpuNodes().at(1);
   ASSERT_EQ(b.metadata.name, "node-b");
-  b.status.heartbeat_time = api::FormatRfc3339(scene.now);
+  b.status.heartbeat_time = api::FormatRfc3339(scene.Now());
   scene.cluster.PutGpuNode(b);
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   api::TrainingJob job = scene.Job("train");
@@ -309,7 +310,7 @@ TEST(ReconcilerFailures, APodNeverRunningPastTheStartTimeoutRestartsTheGang) {
   Reconciler reconciler(scene.cluster, scene.cluster, options);
   ASSERT_OK_AND_ASSIGN(ReconcileResult result, reconciler.Reconcile(kNs, "train"));
   EXPECT_EQ(result.requeue_after, std::chrono::nanoseconds(options.start_timeout));
-  scene.now += std::chrono::seconds(31);
+  scene.clock.Advance(std::chrono::seconds(31));
   scene.Heartbeat();
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   EXPECT_EQ(scene.Job("train").status.gang_generation, 1);
@@ -334,7 +335,7 @@ TEST(ReconcilerFailures, ABackgroundPodThatFailsRestartsWithABackoffThatDoublesU
     EXPECT_EQ(result.requeue_after, std::chrono::nanoseconds(std::chrono::seconds(expected[i])));
     EXPECT_EQ(scene.Job("bg").status.restarts, static_cast<std::int64_t>(i + 1));
     scene.cluster.FinishTerminatingPods();
-    scene.now += std::chrono::seconds(expected[i]);
+    scene.clock.Advance(std::chrono::seconds(expected[i]));
     scene.Heartbeat();
     ASSERT_OK(reconciler.Reconcile(kNs, "bg").status());
     ASSERT_TRUE(scene.cluster.GetPod(kNs, PodName("bg", static_cast<std::int64_t>(i + 1), 0)));

@@ -66,7 +66,7 @@ TEST(ReconcilerPlan, IsStoredInTheConfigMapAndReplacedWhenTheSpecChanges) {
   scene.AddForeground("train", 2);
   Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
-  const std::optional<json> first = scene.cluster.GetConfigMap(kNs, "train-plan");
+  const std::optional<json> first = scene.cluster.StoredConfigMap(kNs, "train-plan");
   ASSERT_TRUE(first.has_value());
   const std::string hash_key(kAnnotationPlanHash);
   const std::string first_hash = (*first)["metadata"]["annotations"][hash_key];
@@ -81,7 +81,7 @@ TEST(ReconcilerPlan, IsStoredInTheConfigMapAndReplacedWhenTheSpecChanges) {
   ASSERT_OK(scene.cluster.EditJob(kNs, "train",
                                   [](api::TrainingJob& j) { j.spec.global_batch_size = 32; }));
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
-  const std::optional<json> second = scene.cluster.GetConfigMap(kNs, "train-plan");
+  const std::optional<json> second = scene.cluster.StoredConfigMap(kNs, "train-plan");
   EXPECT_NE((*second)["metadata"]["annotations"][hash_key], first_hash);
   ASSERT_OK_AND_ASSIGN(plan, api::Plan::FromJson(json::parse(
                                  (*second)["data"][std::string(kPlanKey)].get<std::string>())));
@@ -327,11 +327,11 @@ class StaleJobReader : public FakeCluster {
     if (!snapshot_) snapshot_ = source_.GetJob(ns, name);
     return snapshot_;
   }
-  std::vector<nlohmann::json> PodsOfJob(std::string_view ns, std::string_view job) const override {
+  std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override {
     return source_.PodsOfJob(ns, job);
   }
-  std::optional<nlohmann::json> GetConfigMap(std::string_view ns,
-                                             std::string_view name) const override {
+  absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(
+      std::string_view ns, std::string_view name) const override {
     return source_.GetConfigMap(ns, name);
   }
   std::vector<api::GpuNode> ListGpuNodes() const override { return source_.ListGpuNodes(); }
@@ -369,7 +369,7 @@ TEST(ReconcilerConflict, AJobDeletedSinceTheCacheReadGetsNoOrphanObjects) {
   Reconciler reconciler(stale, scene.cluster, scene.Options());
   const absl::StatusOr<ReconcileResult> result = reconciler.Reconcile(kNs, "train");
   EXPECT_TRUE(kube::IsNotFound(result.status())) << result.status();
-  EXPECT_FALSE(scene.cluster.GetConfigMap(kNs, "train-plan").has_value());
+  EXPECT_FALSE(scene.cluster.StoredConfigMap(kNs, "train-plan").has_value());
   EXPECT_TRUE(scene.cluster.AllPods().empty());
 }
 

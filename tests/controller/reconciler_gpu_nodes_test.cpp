@@ -145,7 +145,8 @@ class ClockSkew : public ::testing::TestWithParam<int> {
  protected:
   void Beat() {
     for (api::GpuNode node : scene.cluster.ListGpuNodes()) {
-      node.status.heartbeat_time = api::FormatRfc3339(scene.now + std::chrono::seconds(GetParam()));
+      node.status.heartbeat_time =
+          api::FormatRfc3339(scene.Now() + std::chrono::seconds(GetParam()));
       scene.cluster.PutGpuNode(node);
     }
   }
@@ -166,7 +167,7 @@ TEST_P(ClockSkew, NoEvictionWhileTheHeartbeatChangesEvictionOnceItStopsForTheTim
   ASSERT_EQ(scene.Job("train").status.phase, api::JobPhase::kRunning);
 
   for (int i = 0; i < 6; ++i) {  // Three minutes of an agent beating every 30 s.
-    scene.now += std::chrono::seconds(30);
+    scene.clock.Advance(std::chrono::seconds(30));
     Beat();
     ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
     ASSERT_EQ(scene.Job("train").status.phase, api::JobPhase::kRunning) << "after " << i + 1;
@@ -174,10 +175,10 @@ TEST_P(ClockSkew, NoEvictionWhileTheHeartbeatChangesEvictionOnceItStopsForTheTim
   EXPECT_THAT(scene.cluster.EventsWithReason("GangRestart"), IsEmpty());
 
   // The agents die: their last heartbeats stay as they were.
-  scene.now += std::chrono::seconds(60);
+  scene.clock.Advance(std::chrono::seconds(60));
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   EXPECT_EQ(scene.Job("train").status.gang_generation, 0) << "60 s unchanged is not stale yet";
-  scene.now += std::chrono::seconds(1);
+  scene.clock.Advance(std::chrono::seconds(1));
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   EXPECT_EQ(scene.Job("train").status.gang_generation, 1);
   ASSERT_THAT(scene.cluster.EventsWithReason("GangRestart"), SizeIs(1));
@@ -201,11 +202,11 @@ TEST(HeartbeatFreshness, ARestartedControllerGivesEveryNodeOneTimeoutBeforeJudgi
     ASSERT_OK(before.Reconcile(kNs, "train").status());
   }
   // The agent died long ago, while no controller ran.
-  scene.now += std::chrono::minutes(10);
+  scene.clock.Advance(std::chrono::minutes(10));
   Reconciler after(scene.cluster, scene.cluster, scene.Options());
   ASSERT_OK(after.Reconcile(kNs, "train").status());
   EXPECT_EQ(scene.Job("train").status.phase, api::JobPhase::kRunning);
-  scene.now += std::chrono::seconds(61);
+  scene.clock.Advance(std::chrono::seconds(61));
   ASSERT_OK(after.Reconcile(kNs, "train").status());
   EXPECT_EQ(scene.Job("train").status.gang_generation, 1);
 }

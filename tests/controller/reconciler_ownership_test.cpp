@@ -34,7 +34,7 @@ void ExpectPlacementMatchesOwnPods(const FakeCluster& cluster, const api::Traini
   for (const api::PodPlacement& p : job.status.placement) {
     const std::optional<json> pod = cluster.GetPod(kNs, p.pod);
     ASSERT_TRUE(pod.has_value()) << p.pod;
-    EXPECT_TRUE(IsControlledBy(*pod, job.metadata.uid)) << p.pod << " is not the job's";
+    EXPECT_TRUE(IsControlledBy(MetaOf(*pod), job.metadata.uid)) << p.pod << " is not the job's";
     EXPECT_EQ((*pod)["spec"]["nodeName"], p.node) << p.pod;
     EXPECT_EQ((*pod)["metadata"]["annotations"][std::string(kAnnotationGpuUuids)],
               p.gpu_uuids.at(0))
@@ -92,7 +92,7 @@ TEST_F(OldJobRunning, ARecreatedJobDoesNotAdoptItsPredecessorsTerminatingPods) {
   for (const std::string pod : {"train-g0-0", "train-g0-1"}) {
     const std::optional<json> old = scene.cluster.GetPod(kNs, pod);
     ASSERT_TRUE(old.has_value());
-    EXPECT_TRUE(IsControlledBy(*old, old_uid));
+    EXPECT_TRUE(IsControlledBy(MetaOf(*old), old_uid));
   }
   scene.SetGangPhase("train", "Running");
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
@@ -105,7 +105,7 @@ TEST_F(OldJobRunning, AfterAnOrphaningDeleteTheNewJobDoesNotCountTheOrphans) {
     ASSERT_OK(
         scene.cluster.EditPod(kNs, pod, [](json& p) { p["metadata"].erase("ownerReferences"); }));
   }
-  json plan = *scene.cluster.GetConfigMap(kNs, PlanConfigMapName("train"));
+  json plan = *scene.cluster.StoredConfigMap(kNs, PlanConfigMapName("train"));
   plan["metadata"].erase("ownerReferences");
   scene.cluster.PutConfigMap(plan);
   scene.cluster.RemoveJob(kNs, "train");
@@ -118,8 +118,8 @@ TEST_F(OldJobRunning, AfterAnOrphaningDeleteTheNewJobDoesNotCountTheOrphans) {
   EXPECT_THAT(ConditionOf(job, api::kConditionPlanned).message,
               HasSubstr("ConfigMap team/train-plan"));
   EXPECT_TRUE(job.status.placement.empty());
-  EXPECT_FALSE(
-      IsControlledBy(*scene.cluster.GetConfigMap(kNs, "train-plan"), recreated.metadata.uid));
+  EXPECT_FALSE(IsControlledBy(MetaOf(*scene.cluster.StoredConfigMap(kNs, "train-plan")),
+                              recreated.metadata.uid));
 
   // The operator removes it; the job plans and places its own gang.
   scene.cluster.RemoveConfigMap(kNs, "train-plan");
@@ -136,8 +136,8 @@ TEST_F(OldJobRunning, AfterAnOrphaningDeleteTheNewJobDoesNotCountTheOrphans) {
     EXPECT_FALSE(Terminating(*orphan)) << pod;
   }
   EXPECT_THAT(AssignedPods(scene.cluster), ElementsAre("team/train-g1-0", "team/train-g1-1"));
-  EXPECT_TRUE(
-      IsControlledBy(*scene.cluster.GetConfigMap(kNs, "train-plan"), recreated.metadata.uid));
+  EXPECT_TRUE(IsControlledBy(MetaOf(*scene.cluster.StoredConfigMap(kNs, "train-plan")),
+                             recreated.metadata.uid));
 }
 
 // A pod a tenant made to look like the controller's: the job's labels, gang generation 0, rank
@@ -211,7 +211,7 @@ TEST(Ownership, APlanConfigMapTheJobDoesNotOwnIsNeitherOverwrittenNorAdopted) {
   ASSERT_THAT(events, SizeIs(1)) << "reported once, not on every look";
   EXPECT_TRUE(events[0].warning);
   EXPECT_THAT(events[0].message, HasSubstr("ConfigMap team/train-plan"));
-  const json stored = *scene.cluster.GetConfigMap(kNs, "train-plan");
+  const json stored = *scene.cluster.StoredConfigMap(kNs, "train-plan");
   EXPECT_EQ(stored["data"]["plan.json"], "somebody else's data");
   EXPECT_FALSE(stored["metadata"].contains("ownerReferences"));
   EXPECT_THAT(scene.cluster.AllPods(), IsEmpty()) << "no pod may mount another plan";
@@ -220,7 +220,8 @@ TEST(Ownership, APlanConfigMapTheJobDoesNotOwnIsNeitherOverwrittenNorAdopted) {
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   EXPECT_EQ(ConditionOf(scene.Job("train"), api::kConditionPlanned).status,
             api::ConditionStatus::kTrue);
-  EXPECT_TRUE(IsControlledBy(*scene.cluster.GetConfigMap(kNs, "train-plan"), created.metadata.uid));
+  EXPECT_TRUE(IsControlledBy(MetaOf(*scene.cluster.StoredConfigMap(kNs, "train-plan")),
+                             created.metadata.uid));
 }
 
 TEST(Ownership, AServiceOfTheGangsNameTheJobDoesNotOwnMovesTheGangToAFreeName) {

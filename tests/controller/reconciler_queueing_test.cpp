@@ -59,7 +59,7 @@ struct NominatedNode : ::testing::Test {
   }
 
   void Tick(std::chrono::seconds by) {
-    scene.now += by;
+    scene.clock.Advance(by);
     scene.Heartbeat();
   }
 
@@ -153,7 +153,7 @@ struct PreemptedBackground : ::testing::Test {
     ASSERT_EQ(scene.Job("old").status.phase, api::JobPhase::kPreempted);
     ASSERT_EQ(ConditionOf(scene.Job("old"), api::kConditionPlaced).reason, kNotPlaceableReason);
 
-    scene.now += std::chrono::minutes(5);
+    scene.clock.Advance(std::chrono::minutes(5));
     scene.Heartbeat();
     scene.AddBackground("new");
     ASSERT_OK(reconciler.Reconcile(kNs, "new").status());

@@ -67,15 +67,15 @@ class InterleavingReader : public ClusterReader {
     }
     return jobs;
   }
-  std::vector<nlohmann::json> PodsOfJob(std::string_view ns, std::string_view job) const override {
+  std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override {
     return source_.PodsOfJob(ns, job);
   }
-  std::vector<nlohmann::json> ServicesOfJob(std::string_view ns,
-                                            std::string_view job) const override {
+  std::vector<kube::Service> ServicesOfJob(std::string_view ns,
+                                           std::string_view job) const override {
     return source_.ServicesOfJob(ns, job);
   }
-  std::optional<nlohmann::json> GetConfigMap(std::string_view ns,
-                                             std::string_view name) const override {
+  absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(
+      std::string_view ns, std::string_view name) const override {
     return source_.GetConfigMap(ns, name);
   }
   std::vector<api::GpuNode> ListGpuNodes() const override { return source_.ListGpuNodes(); }

@@ -96,7 +96,7 @@ TEST(ReconcilerService, AGangRestartReplacesTheServiceWithTheNewGenerations) {
   ASSERT_EQ(scene.Job("train").status.gang_generation, 1);
 
   scene.cluster.FinishTerminatingPods();
-  scene.now += std::chrono::seconds(10);  // Past the restart backoff.
+  scene.clock.Advance(std::chrono::seconds(10));  // Past the restart backoff.
   scene.Heartbeat();
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("train-g1-0", "train-g1-1"));

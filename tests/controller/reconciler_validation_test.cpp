@@ -104,7 +104,7 @@ TEST_P(ReconcilerValidationAdversarial, FailsInvalidWithOneWarningNamingTheField
   EXPECT_EQ(ConditionOf(job, api::kConditionPlanned).type, "");
   EXPECT_EQ(ConditionOf(job, api::kConditionPlaced).type, "");
   EXPECT_TRUE(job.status.placement.empty());
-  EXPECT_FALSE(scene.cluster.GetConfigMap(kNs, "evil-plan").has_value());
+  EXPECT_FALSE(scene.cluster.StoredConfigMap(kNs, "evil-plan").has_value());
   EXPECT_TRUE(scene.cluster.AllPods().empty());
   EXPECT_TRUE(scene.cluster.Assignments().empty());
 

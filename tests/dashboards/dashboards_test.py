@@ -6,7 +6,7 @@
       and query variable, the namespace/job/node variables, units, descriptions, SLO thresholds,
       variables defined before use), and that every metric a panel query, a variable query or an
       alert rule names is one the agent (agent/src/metrics/metric_families.cpp) or the controller
-      (controller/src/metrics.cpp) registers. Needs nothing but python3.
+      (controller/src/metrics/metrics.cpp) registers. Needs nothing but python3.
   dashboards_test.py promtool --source-dir DIR --work-dir DIR [--promtool P]
       Every panel and variable query, written as a recording rule, and every alert rule pass
       `promtool check rules`; `promtool test rules dashboards/tests/*.yaml` passes; every alert is
@@ -74,7 +74,7 @@ class Problems:
 def exported_metrics(source_dir):
     """{family name: type} registered by the agent and the controller, read from their code."""
     families = {}
-    for rel in ("agent/src/metrics/metric_families.cpp", "controller/src/metrics.cpp"):
+    for rel in ("agent/src/metrics/metric_families.cpp", "controller/src/metrics/metrics.cpp"):
         path = os.path.join(source_dir, rel)
         with open(path, encoding="utf-8") as f:
             text = f.read()

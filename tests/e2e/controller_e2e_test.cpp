@@ -30,6 +30,7 @@
 #include "tests/support/kubectl.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/resource.h"
@@ -148,7 +149,7 @@ class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
   // Reports `step` and `slowdown` for every pod of the job on its GPUs, as the agent does.
   void PublishProgress(const std::string& job_name, std::int64_t step, double slowdown) {
     ASSERT_OK_AND_ASSIGN(nlohmann::json json,
-                         client_->Get(kube::kTrainingJobs, "default", job_name));
+                         client_->Get(api::kTrainingJobs, "default", job_name));
     ASSERT_OK_AND_ASSIGN(api::TrainingJob job, api::TrainingJob::FromJson(json));
     ASSERT_OK_AND_ASSIGN(api::GpuNodeStatus status, agents_->PublishedStatus(kNode));
     for (const api::PodPlacement& placement : job.status.placement) {

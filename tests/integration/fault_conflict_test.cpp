@@ -21,6 +21,7 @@
 #include "tests/support/cluster/test_cluster.h"
 #include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/resource.h"
 
@@ -66,11 +67,11 @@ class OtherWriter {
 
  private:
   void WriteMetadata(const std::string& name, std::int64_t seq) {
-    absl::StatusOr<nlohmann::json> job = client_.Get(kube::kTrainingJobs, kNamespace, name);
+    absl::StatusOr<nlohmann::json> job = client_.Get(api::kTrainingJobs, kNamespace, name);
     if (!job.ok()) return;
     (*job)["metadata"]["labels"][kSeqLabel] = std::to_string(seq);
     (*job)["metadata"]["annotations"][kSeqAnnotation] = std::to_string(seq);
-    absl::StatusOr<nlohmann::json> updated = client_.Update(kube::kTrainingJobs, *job);
+    absl::StatusOr<nlohmann::json> updated = client_.Update(api::kTrainingJobs, *job);
     Count(updated.status());
     if (updated.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -79,7 +80,7 @@ class OtherWriter {
   }
 
   void WriteStatus(const std::string& name, std::int64_t seq) {
-    absl::StatusOr<nlohmann::json> job = client_.Get(kube::kTrainingJobs, kNamespace, name);
+    absl::StatusOr<nlohmann::json> job = client_.Get(api::kTrainingJobs, kNamespace, name);
     if (!job.ok()) return;
     nlohmann::json& status = (*job)["status"];
     if (!status.is_object()) status = nlohmann::json::object();
@@ -93,7 +94,7 @@ class OtherWriter {
                           {"message", "audit " + std::to_string(seq)},
                           {"lastTransitionTime", "2026-01-01T00:00:00Z"}});
     status["conditions"] = conditions;
-    absl::StatusOr<nlohmann::json> updated = client_.UpdateStatus(kube::kTrainingJobs, *job);
+    absl::StatusOr<nlohmann::json> updated = client_.UpdateStatus(api::kTrainingJobs, *job);
     Count(updated.status());
     if (updated.ok()) {
       std::lock_guard<std::mutex> lock(mu_);

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/support/eventually.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/http_transport.h"
@@ -135,7 +136,7 @@ absl::Status CreateJobs(kube::Client& client, const std::vector<nlohmann::json>&
     absl::Status status;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     do {
-      absl::StatusOr<nlohmann::json> created = client.Create(kube::kTrainingJobs, job);
+      absl::StatusOr<nlohmann::json> created = client.Create(api::kTrainingJobs, job);
       status = created.status();
       if (kube::IsAlreadyExists(status)) status = absl::OkStatus();  // a retry that got through
       if (status.ok() || !absl::IsUnavailable(status)) break;
@@ -158,7 +159,7 @@ std::mt19937 SeededRng() {
 
 absl::StatusOr<Snapshot> TakeSnapshot(kube::Client& client) {
   Snapshot snapshot;
-  absl::StatusOr<kube::ObjectList> jobs = client.ListAll(kube::kTrainingJobs, kNamespace);
+  absl::StatusOr<kube::ObjectList> jobs = client.ListAll(api::kTrainingJobs, kNamespace);
   if (!jobs.ok()) return jobs.status();
   for (const nlohmann::json& item : jobs->items) {
     absl::StatusOr<api::TrainingJob> job = api::TrainingJob::FromJson(item);

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "tests/kube/scripted_transport.h"
 #include "tests/support/status_matchers.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/kube/api_error.h"
 
 namespace wavepool::kube {
@@ -191,7 +192,7 @@ TEST_F(ClientTest, CreateNeedsANamespaceForNamespacedTypes) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("kind")));
   EXPECT_TRUE(script_->requests().empty());
   script_->Answer(201, R"({"kind":"GPUNode"})");
-  ASSERT_OK(client_->Create(kGpuNodes, json{{"metadata", {{"name", "gpu-1"}}}}));
+  ASSERT_OK(client_->Create(api::kGpuNodes, json{{"metadata", {{"name", "gpu-1"}}}}));
   EXPECT_EQ(script_->last_request().target, "/apis/wavepool.dev/v1alpha1/gpunodes");
 }
 
@@ -240,7 +241,7 @@ TEST_F(ClientTest, PatchSendsTheContentTypeOfItsKind) {
     EXPECT_EQ(json::parse(request.body), row.patch);
   }
   script_->Answer(200, "{}");
-  ASSERT_OK(client_->Patch(kTrainingJobs, "team-a", "vgg", PatchType::kMerge,
+  ASSERT_OK(client_->Patch(api::kTrainingJobs, "team-a", "vgg", PatchType::kMerge,
                            json{{"status", {{"phase", "Running"}}}}, "status"));
   EXPECT_EQ(script_->last_request().target,
             "/apis/wavepool.dev/v1alpha1/namespaces/team-a/trainingjobs/vgg/status");

@@ -195,5 +195,41 @@ TEST(CoreTypes, EventNodeConfigMapNamespace) {
   EXPECT_EQ(ns.phase, "Active");
 }
 
+TEST(CoreTypes, ServiceKeepsItsPortsAndReportsABadSelectorByPath) {
+  const json service_json = json::parse(R"({"apiVersion":"v1","kind":"Service",
+      "metadata":{"name":"vgg-g0","namespace":"team-a","uid":"s-1",
+                  "labels":{"wavepool.dev/gang-generation":"0"},
+                  "ownerReferences":[{"apiVersion":"wavepool.dev/v1alpha1","kind":"TrainingJob",
+                                      "name":"vgg","uid":"j-1","controller":true}]},
+      "spec":{"clusterIP":"None","publishNotReadyAddresses":true,
+              "selector":{"wavepool.dev/job":"vgg"},
+              "ports":[{"name":"rendezvous","port":29500}]}})");
+  ASSERT_OK_AND_ASSIGN(Service service, Service::FromJson(service_json));
+  EXPECT_EQ(service.metadata.uid, "s-1");
+  EXPECT_EQ(service.metadata.labels.at("wavepool.dev/gang-generation"), "0");
+  ASSERT_EQ(service.metadata.owner_references.size(), 1u);
+  EXPECT_EQ(service.metadata.owner_references[0].uid, "j-1");
+  EXPECT_EQ(service.spec.cluster_ip, "None");
+  EXPECT_TRUE(service.spec.publish_not_ready_addresses);
+  EXPECT_EQ(service.spec.selector.at("wavepool.dev/job"), "vgg");
+  EXPECT_EQ(ToJson(service), service_json);  // ports kept from raw
+
+  json bad = service_json;
+  bad["spec"]["selector"]["wavepool.dev/job"] = json::array();
+  EXPECT_THAT(Service::FromJson(bad), StatusIs(absl::StatusCode::kInvalidArgument,
+                                               HasSubstr("Service team-a/vgg-g0: spec.selector")));
+  bad = service_json;
+  bad["spec"] = "headless";
+  EXPECT_THAT(Service::FromJson(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("spec: must be an object")));
+}
+
+TEST(CoreTypes, MistypedConfigMapDataIsReportedByPath) {
+  EXPECT_THAT(
+      ConfigMap::FromJson(
+          json::parse(R"({"metadata":{"name":"layers","namespace":"team-a"},"data":{"k":true}})")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ConfigMap team-a/layers: data")));
+}
+
 }  // namespace
 }  // namespace wavepool::kube

@@ -168,7 +168,8 @@ class Recorder {
             [this](const nlohmann::json& old_o, const nlohmann::json& new_o) {
               Push("update " + ObjectKey(new_o) + " " + Version(old_o) + "->" + Version(new_o));
             },
-            [this](const nlohmann::json& o) { Push("delete " + ObjectKey(o)); }};
+            [this](const nlohmann::json& o) { Push("delete " + ObjectKey(o)); },
+            /*on_synced=*/{}};
   }
   std::vector<std::string> seen() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -270,6 +271,34 @@ TEST_F(InformerTest, ListsFirstThenDeliversAddUpdateDeleteInOrder) {
   EXPECT_THAT(informer.store().ListKeys(), ElementsAre("default/three", "default/two"));
   EXPECT_EQ((*informer.store().Get("default/three"))["data"]["k"], "changed");
   informer.Stop();
+}
+
+TEST_F(InformerTest, OnSyncedRunsOnceAfterTheFirstListsAddsAndSeesItSynced) {
+  ASSERT_THAT(client_->Create(kConfigMaps, ConfigMap("default", "one")), IsOk());
+  SharedInformer informer(*client_, kConfigMaps, FastOptions());
+  std::mutex mu;
+  std::vector<std::string> seen;
+  ResourceEventHandlers handlers;
+  handlers.on_add = [&](const nlohmann::json& o) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back("add " + ObjectKey(o));
+  };
+  handlers.on_synced = [&] {
+    const bool synced = informer.HasSynced();
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(synced ? "synced" : "called before HasSynced");
+  };
+  ASSERT_THAT(informer.AddEventHandler(handlers), IsOk());
+  informer.Run();
+  ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(30)));
+  ASSERT_THAT(client_->Create(kConfigMaps, ConfigMap("default", "two")), IsOk());
+  ASSERT_TRUE(Eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size() >= 3;
+  }));
+  informer.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_THAT(seen, ElementsAre("add default/one", "synced", "add default/two"));
 }
 
 TEST_F(InformerTest, IndexesAndSelectorsNarrowTheCache) {

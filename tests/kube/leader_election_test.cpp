@@ -35,8 +35,6 @@ using ::testing::MatchesRegex;
 using ::wavepool::testing::IsOk;
 using ::wavepool::testing::StatusIs;
 
-MonotonicNanos Nanos(std::chrono::nanoseconds d) { return d.count(); }
-
 LeaderElectionConfig ValidConfig() {
   LeaderElectionConfig config;
   config.lease_name = "wavepool-controller";
@@ -105,17 +103,21 @@ TEST(FormatMicroTime, IsRfc3339WithMicroseconds) {
 // makes each elector act at the simulated instant it meant to.
 class SteppedClock final : public Clock {
  public:
-  MonotonicNanos Now() const override {
+  MonotonicTime Now() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return now_;
+  }
+  WallTime WallNow() const override {
+    return WallTime(seconds(1777629600)) +
+           std::chrono::duration_cast<WallTime::duration>(Now().time_since_epoch());
   }
   void SleepFor(std::chrono::nanoseconds d) override {
     absl::Mutex mu;
     absl::MutexLock lock(&mu);
     const bool never = false;
-    WaitUntil(mu, Now() + d.count(), absl::Condition(&never));
+    WaitUntil(mu, Now() + d, absl::Condition(&never));
   }
-  bool WaitUntil(absl::Mutex& mu, MonotonicNanos deadline, const absl::Condition& done) override
+  bool WaitUntil(absl::Mutex& mu, MonotonicTime deadline, const absl::Condition& done) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     const int id = Register(deadline);
     bool result = false;
@@ -132,7 +134,7 @@ class SteppedClock final : public Clock {
   }
   void Advance(std::chrono::nanoseconds d) {
     std::lock_guard<std::mutex> lock(mu_);
-    now_ += d.count();
+    now_ += d;
   }
   void Settle(int n) {
     for (;;) {
@@ -147,7 +149,7 @@ class SteppedClock final : public Clock {
   }
 
  private:
-  int Register(MonotonicNanos deadline) {
+  int Register(MonotonicTime deadline) {
     std::lock_guard<std::mutex> lock(mu_);
     waiters_[next_id_] = deadline;
     return next_id_++;
@@ -157,8 +159,8 @@ class SteppedClock final : public Clock {
     waiters_.erase(id);
   }
   mutable std::mutex mu_;
-  MonotonicNanos now_ = 0;
-  std::map<int, MonotonicNanos> waiters_;
+  MonotonicTime now_;
+  std::map<int, MonotonicTime> waiters_;
   int next_id_ = 0;
 };
 
@@ -254,24 +256,25 @@ TEST_F(LeaderElectionTest, OneLeadsTheOtherTakesOverOnlyAfterTheLeaseExpires) {
 
   // Cut pod-a off. It must stop acting before pod-b may act: never both at one instant.
   a->transport->set_partitioned(true);
-  const MonotonicNanos cut_at = clock_.Now();
-  MonotonicNanos a_stopped_at = -1;
-  MonotonicNanos b_started_at = -1;
-  while (b_started_at < 0 && clock_.Now() - cut_at < Nanos(seconds(60))) {
+  constexpr MonotonicTime kNotYet = MonotonicTime::min();
+  const MonotonicTime cut_at = clock_.Now();
+  MonotonicTime a_stopped_at = kNotYet;
+  MonotonicTime b_started_at = kNotYet;
+  while (b_started_at == kNotYet && clock_.Now() - cut_at < seconds(60)) {
     clock_.Advance(step);
     clock_.Settle(2);
     const bool a_leads = a->elector->IsLeader();
     const bool b_leads = b->elector->IsLeader();
-    ASSERT_FALSE(a_leads && b_leads) << "both lead at " << clock_.Now() << " ns";
-    if (!a_leads && a_stopped_at < 0) a_stopped_at = clock_.Now();
+    ASSERT_FALSE(a_leads && b_leads) << "both lead at " << ToMonotonicNanos(clock_.Now()) << " ns";
+    if (!a_leads && a_stopped_at == kNotYet) a_stopped_at = clock_.Now();
     if (b_leads) b_started_at = clock_.Now();
   }
-  ASSERT_GE(a_stopped_at, 0);
-  ASSERT_GE(b_started_at, 0) << "pod-b never took over";
+  ASSERT_NE(a_stopped_at, kNotYet);
+  ASSERT_NE(b_started_at, kNotYet) << "pod-b never took over";
   // pod-a renewed last at most 2 s before the cut and gives up 2 s + 10 s after that at the
   // latest; pod-b needs 15 s without a change after its last read of pod-a's record.
-  EXPECT_LE(a_stopped_at - cut_at, Nanos(seconds(12)));
-  EXPECT_GE(b_started_at - cut_at, Nanos(seconds(13)));
+  EXPECT_LE(a_stopped_at - cut_at, seconds(12));
+  EXPECT_GE(b_started_at - cut_at, seconds(13));
   EXPECT_LT(a_stopped_at, b_started_at);
   EXPECT_EQ(a->stopped.load(), 1);
   EXPECT_EQ(Lease()["spec"]["holderIdentity"], "pod-b");
@@ -291,13 +294,13 @@ TEST_F(LeaderElectionTest, OneLeadsTheOtherTakesOverOnlyAfterTheLeaseExpires) {
   b->elector->Stop();
   EXPECT_EQ(b->stopped.load(), 1);
   EXPECT_EQ(Lease()["spec"]["holderIdentity"], "");
-  const MonotonicNanos released_at = clock_.Now();
-  while (!a->elector->IsLeader() && clock_.Now() - released_at < Nanos(seconds(15))) {
+  const MonotonicTime released_at = clock_.Now();
+  while (!a->elector->IsLeader() && clock_.Now() - released_at < seconds(15)) {
     clock_.Advance(step);
     clock_.Settle(1);
   }
   EXPECT_TRUE(a->elector->IsLeader());
-  EXPECT_LE(clock_.Now() - released_at, Nanos(seconds(2)));
+  EXPECT_LE(clock_.Now() - released_at, seconds(2));
   EXPECT_EQ(Lease()["spec"]["leaseTransitions"], 2);
   a->elector->Stop();
   EXPECT_EQ(a->started.load(), 2);

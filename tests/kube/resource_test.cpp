@@ -1,6 +1,7 @@
 #include "wavepool/kube/resource.h"
 
 #include "gtest/gtest.h"
+#include "wavepool/api/kube_resources.h"
 
 namespace wavepool::kube {
 namespace {
@@ -15,7 +16,7 @@ TEST(ResourceType, NamedGroupsLiveUnderApis) {
   EXPECT_EQ(kLeases.ApiVersion(), "coordination.k8s.io/v1");
   EXPECT_EQ(kLeases.ObjectPath("kube-system", "wavepool"),
             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/wavepool");
-  EXPECT_EQ(kTrainingJobs.CollectionPath("team-a"),
+  EXPECT_EQ(api::kTrainingJobs.CollectionPath("team-a"),
             "/apis/wavepool.dev/v1alpha1/namespaces/team-a/trainingjobs");
 }
 
@@ -25,7 +26,7 @@ TEST(ResourceType, EmptyNamespaceListsEveryNamespace) {
 
 TEST(ResourceType, ClusterScopedTypesIgnoreTheNamespace) {
   EXPECT_EQ(kNodes.ObjectPath("default", "gpu-1"), "/api/v1/nodes/gpu-1");
-  EXPECT_EQ(kGpuNodes.CollectionPath("default"), "/apis/wavepool.dev/v1alpha1/gpunodes");
+  EXPECT_EQ(api::kGpuNodes.CollectionPath("default"), "/apis/wavepool.dev/v1alpha1/gpunodes");
 }
 
 TEST(ResourceType, SegmentsArePercentEncoded) {

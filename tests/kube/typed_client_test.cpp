@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "tests/kube/scripted_transport.h"
 #include "tests/support/status_matchers.h"
+#include "wavepool/api/kube_resources.h"
 
 namespace wavepool::kube {
 namespace {

@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/exec_test_support.h"
+#include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 #include "wavepool/planner/zoo.h"
@@ -150,6 +151,24 @@ TEST(Rendezvous, NamesEveryRankThatDidNotArrive) {
   EXPECT_THAT(Rendezvous(address, 4, 4, std::chrono::milliseconds(10)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("rank 4 is not in [0, world size 4)")));
+}
+
+TEST(Rendezvous, WaitsOnTheInjectedClockNotInRealTime) {
+  ASSERT_OK_AND_ASSIGN(const ::wavepool::testing::TempDir dir,
+                       ::wavepool::testing::TempDir::Create("wavepool-rendezvous"));
+  StoreAddress address;
+  address.kind = StoreAddress::Kind::kFile;
+  address.path = dir.File("store");
+  ::wavepool::testing::SimulatedClock clock;
+  absl::StatusOr<StorePtr> one;
+  // Five minutes of waiting for rank 0, which never comes, pass in simulated time.
+  std::thread rank1(
+      [&] { one = Rendezvous(address, 1, 2, std::chrono::minutes(5), /*stopped=*/{}, clock); });
+  clock.WaitForSleepers(1);  // rank 1 is between two reads of the store
+  clock.Advance(std::chrono::minutes(6));
+  rank1.join();
+  EXPECT_THAT(one, StatusIs(absl::StatusCode::kDeadlineExceeded,
+                            HasSubstr("rank 0 of 2 did not arrive within 300 s")));
 }
 
 }  // namespace

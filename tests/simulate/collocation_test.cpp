@@ -45,7 +45,7 @@ TEST(CollocationModel, ForegroundSlowdownIsTheAgentsSimulatedGpus) {
                          gpus->Submit(fg, {milliseconds(1), 1.0, microseconds(kf_us)}));
     ASSERT_OK_AND_ASSIGN(agent::GroupTiming timing, gpus->Timing(group));
     const double measured =
-        static_cast<double>(timing.completion_ns - timing.submitted_ns) / 1e6 - 1.0;
+        static_cast<double>((timing.completion - timing.submitted).count()) / 1e6 - 1.0;
 
     CollocationModel model(CollocationOptions{});
     const SharedGpu shared = model.Share(WithKernel(kf_us * 1e-6), WithKernel(kb_us * 1e-6), 1.1);

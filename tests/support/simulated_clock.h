@@ -1,6 +1,6 @@
 // A Clock that moves only when the test advances it (envoy's simulated time, in small).
-//   SimulatedClock clock;           // Now() == 0
-//   clock.Advance(std::chrono::milliseconds(5));
+//   SimulatedClock clock;           // Now() == MonotonicTime(), WallNow() == kSimulatedWallStart
+//   clock.Advance(std::chrono::milliseconds(5));  // both 5 ms later
 // SleepFor and WaitUntil block the calling thread until another thread advances the clock far
 // enough (or, for WaitUntil, the awaited state changes), so that code under test that waits is
 // driven by the test, never by wall time.
@@ -16,19 +16,30 @@
 
 namespace wavepool::testing {
 
+// The wall time a SimulatedClock starts at unless told otherwise: 2026-05-01T10:00:00Z.
+inline constexpr ::wavepool::WallTime kSimulatedWallStart{std::chrono::seconds(1777629600)};
+
 // Safe for concurrent use.
 class SimulatedClock final : public Clock {
  public:
-  explicit SimulatedClock(MonotonicNanos start = 0) : now_(start) {}
+  explicit SimulatedClock(MonotonicTime start = MonotonicTime(),
+                          ::wavepool::WallTime wall_start = kSimulatedWallStart)
+      : start_(start), wall_start_(wall_start), now_(start) {}
 
-  MonotonicNanos Now() const override ABSL_LOCKS_EXCLUDED(mu_) {
+  MonotonicTime Now() const override ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     return now_;
   }
 
+  // Moves with Now(): wall_start plus the time advanced since construction.
+  ::wavepool::WallTime WallNow() const override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return wall_start_ + std::chrono::duration_cast<::wavepool::WallTime::duration>(now_ - start_);
+  }
+
   void SleepFor(std::chrono::nanoseconds d) override ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    const MonotonicNanos until = now_ + d.count();
+    const MonotonicTime until = now_ + d;
     ++sleepers_;
     const auto reached = [this, until]()
                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return now_ >= until; };
@@ -38,7 +49,7 @@ class SimulatedClock final : public Clock {
 
   // Advance does not hold the caller's mutex, so nothing re-evaluates `done` when time moves: the
   // wait re-checks the clock every millisecond of real time.
-  bool WaitUntil(absl::Mutex& mu, MonotonicNanos deadline, const absl::Condition& done) override
+  bool WaitUntil(absl::Mutex& mu, MonotonicTime deadline, const absl::Condition& done) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) ABSL_LOCKS_EXCLUDED(mu_) {
     AddSleepers(1);
     bool result = false;
@@ -56,7 +67,7 @@ class SimulatedClock final : public Clock {
 
   void Advance(std::chrono::nanoseconds d) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    now_ += d.count();
+    now_ += d;
   }
 
   // Blocks until `n` threads are sleeping or waiting on the clock (so that a test can advance
@@ -73,8 +84,10 @@ class SimulatedClock final : public Clock {
     sleepers_ += delta;
   }
 
+  const MonotonicTime start_;
+  const ::wavepool::WallTime wall_start_;
   mutable absl::Mutex mu_;
-  MonotonicNanos now_ ABSL_GUARDED_BY(mu_);
+  MonotonicTime now_ ABSL_GUARDED_BY(mu_);
   int sleepers_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

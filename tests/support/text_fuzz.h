@@ -9,7 +9,7 @@
 //   });
 //   EXPECT_EQ(report.failure, "") << report.failing_input;
 //
-// A Mutator is not thread-safe; the same seed gives the same inputs.
+// A TextMutator is not thread-safe; the same seed gives the same inputs.
 #ifndef WAVEPOOL_TESTS_SUPPORT_TEXT_FUZZ_H_
 #define WAVEPOOL_TESTS_SUPPORT_TEXT_FUZZ_H_
 
@@ -18,73 +18,34 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "tests/support/mutator.h"
+
 namespace wavepool::testing {
 
-class TextMutator {
+// Mutator whose format mutation inserts a token of the format, or writes one over what was there.
+class TextMutator : public Mutator {
  public:
   // `dictionary`: tokens of the format worth inserting whole ("&a ", "*a", "4611686018427387904").
   TextMutator(std::uint64_t seed, std::vector<std::string> dictionary)
-      : rng_(seed), dictionary_(std::move(dictionary)) {}
-
-  std::string Mutate(const std::vector<std::string>& seeds) {
-    std::string input = Pick(seeds);
-    const int rounds = 1 + static_cast<int>(Below(4));
-    for (int i = 0; i < rounds; ++i) MutateOnce(input, seeds);
-    return input;
-  }
+      : Mutator(seed), dictionary_(std::move(dictionary)) {}
 
  private:
-  std::size_t Below(std::size_t n) {
-    return n == 0 ? 0 : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_);
-  }
-  const std::string& Pick(const std::vector<std::string>& v) { return v[Below(v.size())]; }
-
-  void MutateOnce(std::string& s, const std::vector<std::string>& seeds) {
-    switch (Below(7)) {
-      case 0:  // bit flip
-        if (!s.empty()) s[Below(s.size())] ^= static_cast<char>(1 << Below(8));
-        break;
-      case 1:  // truncation
-        s.resize(Below(s.size() + 1));
-        break;
-      case 2: {  // splice: a prefix of this one, a suffix of another
-        const std::string& other = Pick(seeds);
-        s = s.substr(0, Below(s.size() + 1)) + other.substr(Below(other.size() + 1));
-        break;
-      }
-      case 3: {  // random bytes inserted
-        std::string bytes(1 + Below(8), '\0');
-        for (char& c : bytes) c = static_cast<char>(Below(256));
-        s.insert(Below(s.size() + 1), bytes);
-        break;
-      }
-      case 4: {  // a chunk repeated
-        if (s.empty()) break;
-        const std::size_t at = Below(s.size());
-        s.insert(at, s.substr(at, 1 + Below(32)));
-        break;
-      }
-      default: {  // a token of the format, inserted or written over what was there
-        if (dictionary_.empty()) break;
-        const std::string& token = Pick(dictionary_);
-        const std::size_t at = Below(s.size() + 1);
-        if (Below(2) == 0) {
-          s.insert(at, token);
-        } else {
-          s.replace(at, std::min(token.size(), s.size() - at), token);
-        }
-        break;
-      }
+  void MutateForFormat(std::string& s) override {
+    if (dictionary_.empty()) return;
+    const std::string& token = Pick(dictionary_);
+    const std::size_t at = Below(s.size() + 1);
+    if (Below(2) == 0) {
+      s.insert(at, token);
+    } else {
+      s.replace(at, std::min(token.size(), s.size() - at), token);
     }
   }
 
-  std::mt19937_64 rng_;
   std::vector<std::string> dictionary_;
 };
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 
 namespace wavepool::agent {
 namespace {
@@ -107,7 +108,7 @@ absl::Status WorkerGate::Acquire(std::chrono::nanoseconds timeout) {
     Binding* binding = EnterCurrent();
     if (binding == nullptr) {
       if (role_ == Role::kForeground) return absl::OkStatus();
-      std::this_thread::sleep_for(slice);
+      WaitForBind(left);
     } else {
       last = binding->gate->Acquire(slice);
       if (last.ok()) CountCredit(binding);
@@ -119,6 +120,15 @@ absl::Status WorkerGate::Acquire(std::chrono::nanoseconds timeout) {
           "launch gate: no credit within %d ns; last try: %s", timeout.count(), last.message()));
     }
   }
+}
+
+void WorkerGate::WaitForBind(std::chrono::nanoseconds timeout) {
+  absl::MutexLock lock(&writer_mu_);
+  // current_ is stored only by Bind, under writer_mu_, and never cleared.
+  const auto bound = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu_) {
+    return current_.load(std::memory_order_seq_cst) != nullptr;
+  };
+  writer_mu_.AwaitWithTimeout(absl::Condition(&bound), absl::FromChrono(timeout));
 }
 
 bool WorkerGate::Paused() const {

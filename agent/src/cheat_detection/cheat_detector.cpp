@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "wavepool/base/seconds.h"
 
 namespace wavepool::agent {
 
@@ -29,7 +30,7 @@ CheatDetector::CheatDetector(CheatDetectorOptions options) : options_(std::move(
 
 void CheatDetector::ObserveGate(std::int32_t pid, const GateView& view) {
   Process& process = processes_[pid];
-  if (!process.gate.empty() && view.time_ns < process.gate.back().time_ns) return;
+  if (!process.gate.empty() && view.time < process.gate.back().time) return;
   process.gate.push_back(view);
   Prune(process);
 }
@@ -38,26 +39,23 @@ void CheatDetector::Prune(Process& process) const {
   // The next interval starts at the last sample and looks `drain` further back: keep the newest
   // reading at or before that, and never more than `history` (samples that stopped coming, a GPU
   // that fell off, must not grow the readings without bound).
-  const MonotonicNanos newest = process.gate.back().time_ns;
-  MonotonicNanos keep_from = newest - options_.history.count();
-  if (process.last_sample_ns) {
-    keep_from = std::max(keep_from, *process.last_sample_ns - options_.drain.count());
-  }
-  while (process.gate.size() > 1 && process.gate[1].time_ns <= keep_from) process.gate.pop_front();
+  const MonotonicTime newest = process.gate.back().time;
+  MonotonicTime keep_from = newest - options_.history;
+  if (process.last_sample) keep_from = std::max(keep_from, *process.last_sample - options_.drain);
+  while (process.gate.size() > 1 && process.gate[1].time <= keep_from) process.gate.pop_front();
 }
 
-CheatKind CheatDetector::Judge(const Process& process, MonotonicNanos from,
-                               MonotonicNanos to) const {
-  const MonotonicNanos start = from - options_.drain.count();
+CheatKind CheatDetector::Judge(const Process& process, MonotonicTime from, MonotonicTime to) const {
+  const MonotonicTime start = from - options_.drain;
   // The reading in force at `start`: the newest at or before it. Without one the gate's state
   // over the interval is unknown, and unknown is never suspicious.
   auto first_after =
       std::upper_bound(process.gate.begin(), process.gate.end(), start,
-                       [](MonotonicNanos t, const GateView& view) { return t < view.time_ns; });
+                       [](MonotonicTime t, const GateView& view) { return t < view.time; });
   if (first_after == process.gate.begin()) return CheatKind::kNone;
   auto last_in =
       std::upper_bound(process.gate.begin(), process.gate.end(), to,
-                       [](MonotonicNanos t, const GateView& view) { return t < view.time_ns; });
+                       [](MonotonicTime t, const GateView& view) { return t < view.time; });
   const GateView& at_start = *std::prev(first_after);
   bool paused = true, no_credit = true;
   for (auto it = std::prev(first_after); it != last_in; ++it) {
@@ -75,30 +73,29 @@ CheatKind CheatDetector::Judge(const Process& process, MonotonicNanos from,
   return CheatKind::kNone;
 }
 
-CheatTransition CheatDetector::ObserveUtilization(MonotonicNanos time_ns, std::int32_t pid,
-                                                  Role role, double sm_utilization) {
+CheatTransition CheatDetector::ObserveUtilization(MonotonicTime time, std::int32_t pid, Role role,
+                                                  double sm_utilization) {
   if (role != Role::kBackground) {
     processes_.erase(pid);
     return CheatTransition::kNone;
   }
   Process& process = processes_[pid];
-  const std::optional<MonotonicNanos> from = process.last_sample_ns;
-  if (from && time_ns <= *from) return CheatTransition::kNone;
-  process.last_sample_ns = time_ns;
+  const std::optional<MonotonicTime> from = process.last_sample;
+  if (from && time <= *from) return CheatTransition::kNone;
+  process.last_sample = time;
   if (!from) return CheatTransition::kNone;
   const CheatKind kind =
-      sm_utilization > options_.sm_threshold ? Judge(process, *from, time_ns) : CheatKind::kNone;
+      sm_utilization > options_.sm_threshold ? Judge(process, *from, time) : CheatKind::kNone;
   if (!process.gate.empty()) Prune(process);
   CheatVerdict& verdict = process.verdict;
   if (kind != CheatKind::kNone) {
     ++process.consecutive;
-    process.last_suspicious_ns = time_ns;
+    process.last_suspicious = time;
     verdict.kind = kind;
-    verdict.reason = absl::StrFormat("SM utilisation %.2f over %.1f s %s", sm_utilization,
-                                     static_cast<double>(time_ns - *from) / 1e9,
-                                     kind == CheatKind::kWhilePaused
-                                         ? "while the launch gate held it paused"
-                                         : "with no launch credit granted by the gate");
+    verdict.reason = absl::StrFormat(
+        "SM utilisation %.2f over %.1f s %s", sm_utilization, Seconds(time - *from).count(),
+        kind == CheatKind::kWhilePaused ? "while the launch gate held it paused"
+                                        : "with no launch credit granted by the gate");
     if (!verdict.cheating && process.consecutive >= options_.flag_after) {
       verdict.cheating = true;
       ++verdict.detections;
@@ -107,8 +104,8 @@ CheatTransition CheatDetector::ObserveUtilization(MonotonicNanos time_ns, std::i
     return CheatTransition::kNone;
   }
   process.consecutive = 0;
-  if (verdict.cheating && (!process.last_suspicious_ns || time_ns - *process.last_suspicious_ns >=
-                                                              options_.quiet_period.count())) {
+  if (verdict.cheating &&
+      (!process.last_suspicious || time - *process.last_suspicious >= options_.quiet_period)) {
     verdict.cheating = false;
     return CheatTransition::kCleared;
   }
@@ -124,7 +121,7 @@ bool CheatDetector::Cheating(std::int32_t pid) const {
 
 std::optional<CheatVerdict> CheatDetector::Verdict(std::int32_t pid) const {
   auto it = processes_.find(pid);
-  if (it == processes_.end() || !it->second.last_sample_ns) return std::nullopt;
+  if (it == processes_.end() || !it->second.last_sample) return std::nullopt;
   return it->second.verdict;
 }
 

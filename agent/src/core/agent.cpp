@@ -43,8 +43,8 @@ struct Agent::Gpu {
   std::optional<MemoryWave> wave;
   std::optional<Seconds> phase_offset;
   std::optional<double> foreground_occupancy, background_occupancy;
-  MonotonicNanos last_wave_ns = 0;
-  MonotonicNanos last_advice_ns = 0;
+  MonotonicTime last_wave;  // the clock's epoch before the first
+  MonotonicTime last_advice;
 };
 
 namespace {
@@ -170,13 +170,14 @@ void Agent::Stop() {
 // Samples every sample_period and applies the policy every control_period. Waiting is on the
 // wall clock (so that Stop wakes it); timestamps come from the agent's Clock.
 void Agent::Loop() {
-  MonotonicNanos last_control = 0, last_telemetry = 0;
+  // The clock's epoch stands for "never".
+  MonotonicTime last_control, last_telemetry;
   const auto period = absl::FromChrono(options_.sample_period);
-  auto due = [](MonotonicNanos now, MonotonicNanos last, std::chrono::milliseconds every) {
-    return last == 0 || now - last >= std::chrono::nanoseconds(every).count();
+  auto due = [](MonotonicTime now, MonotonicTime last, std::chrono::milliseconds every) {
+    return last == MonotonicTime() || now - last >= every;
   };
   do {
-    const MonotonicNanos now = clock_->Now();
+    const MonotonicTime now = clock_->Now();
     const bool telemetry = due(now, last_telemetry, options_.telemetry_period);
     Sample(now, telemetry);
     if (telemetry) last_telemetry = now;
@@ -189,7 +190,7 @@ void Agent::Loop() {
 
 // Memory at every tick (the waves need 100 Hz), everything else every telemetry_period: a full
 // NVML sample costs several calls, memory one.
-void Agent::Sample(MonotonicNanos now, bool full) {
+void Agent::Sample(MonotonicTime now, bool full) {
   for (const GpuInfo& info : devices_->gpus()) {
     absl::StatusOr<GpuSample> sample =
         full ? devices_->Sample(info.index) : devices_->SampleMemory(info.index);
@@ -200,8 +201,7 @@ void Agent::Sample(MonotonicNanos now, bool full) {
                            static_cast<std::int64_t>(info.memory_total_bytes));
     if (full) RecordUtilization(gpu, *sample);
     gpu.samples.push_back(*std::move(sample));
-    const MonotonicNanos window = std::chrono::nanoseconds(options_.wave_window).count();
-    while (!gpu.samples.empty() && gpu.samples.front().time_ns < now - window) {
+    while (!gpu.samples.empty() && gpu.samples.front().time < now - options_.wave_window) {
       gpu.samples.pop_front();
     }
   }
@@ -242,7 +242,7 @@ void Agent::JudgeBackground(Gpu& gpu, const GpuSample& sample) {
     for (const ProcessUtilization& p : sample.processes) {
       used += p.pid == task->pid ? p.sm_utilization : 0;
     }
-    switch (cheats_.ObserveUtilization(sample.time_ns, task->pid, Role::kBackground, used)) {
+    switch (cheats_.ObserveUtilization(sample.time, task->pid, Role::kBackground, used)) {
       case CheatTransition::kFlagged:
         metrics_->CountCheatingDetection();
         task->metrics->SetCheating(true);
@@ -256,19 +256,19 @@ void Agent::JudgeBackground(Gpu& gpu, const GpuSample& sample) {
   }
 }
 
-void Agent::Control(MonotonicNanos now) {
+void Agent::Control(MonotonicTime now) {
   absl::MutexLock lock(&mu_);
   for (auto& gpu_ptr : gpus_) {
     Gpu& gpu = *gpu_ptr;
-    gpu.gate->Beat(now);
+    gpu.gate->Beat(ToMonotonicNanos(now));  // shared memory holds integers
     gpu.metrics->SetBackgroundHold(gpu.gate->ForegroundHold() > 0);
-    if (now - gpu.last_wave_ns >= std::chrono::nanoseconds(options_.wave_interval).count()) {
+    if (now - gpu.last_wave >= options_.wave_interval) {
       AnalyzeWaves(gpu);
-      gpu.last_wave_ns = now;
+      gpu.last_wave = now;
     }
-    if (now - gpu.last_advice_ns >= std::chrono::nanoseconds(options_.advisor_interval).count()) {
+    if (now - gpu.last_advice >= options_.advisor_interval) {
       AdviseBackground(gpu);
-      gpu.last_advice_ns = now;
+      gpu.last_advice = now;
     }
   }
   for (const auto& [session, task] : tasks_) {
@@ -286,7 +286,7 @@ void Agent::Control(MonotonicNanos now) {
           static_cast<std::uint32_t>(task->feedback->SensitiveCount()));
     }
   }
-  metrics_->SetHeartbeat(std::chrono::system_clock::now());
+  metrics_->SetHeartbeat(clock_->WallNow());
 }
 
 void Agent::AnalyzeWaves(Gpu& gpu) {
@@ -585,7 +585,7 @@ AgentStatus Agent::Status() const {
 }
 
 std::vector<MemorySample> Agent::TaskMemorySamples(GpuIndex gpu, std::int32_t pid,
-                                                   MonotonicNanos after_ns) const {
+                                                   std::int64_t after_ns) const {
   absl::MutexLock lock(&mu_);
   for (const auto& [session, task] : tasks_) {
     if (task->labels.gpu != gpu || task->pid != pid) continue;

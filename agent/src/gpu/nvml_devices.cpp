@@ -45,11 +45,11 @@ struct NvmlGpu {
 
   absl::Mutex mu;
   unsigned long long last_seen_timestamp_us ABSL_GUARDED_BY(mu) = 0;
-  // GPM window: `gpm_previous` was read at `gpm_previous_ns`; each rotation reads `gpm_next`,
+  // GPM window: `gpm_previous` was read at `gpm_previous_time`; each rotation reads `gpm_next`,
   // computes the metric over (previous, next) and swaps them.
   nvmlGpmSample_t gpm_previous ABSL_GUARDED_BY(mu) = nullptr;
   nvmlGpmSample_t gpm_next ABSL_GUARDED_BY(mu) = nullptr;
-  MonotonicNanos gpm_previous_ns ABSL_GUARDED_BY(mu) = 0;
+  MonotonicTime gpm_previous_time ABSL_GUARDED_BY(mu);
   std::optional<double> sm_occupancy ABSL_GUARDED_BY(mu);  // over the last completed window
   std::unique_ptr<nvmlGpmMetricsGet_t> metrics_get;
 };
@@ -57,8 +57,10 @@ struct NvmlGpu {
 class NvmlDevices final : public GpuDevices {
  public:
   NvmlDevices(const NvmlApi& api, Clock* clock, std::shared_ptr<void> keep_loaded,
-              WallMicros wall_micros)
-      : keep_loaded_(std::move(keep_loaded)), wall_micros_(std::move(wall_micros)), api_(api) {
+              bool limit_process_lookback)
+      : keep_loaded_(std::move(keep_loaded)),
+        limit_process_lookback_(limit_process_lookback),
+        api_(api) {
     if (clock == nullptr) {
       owned_clock_ = MakeRealClock();
       clock = owned_clock_.get();
@@ -114,7 +116,7 @@ class NvmlDevices final : public GpuDevices {
   absl::StatusOr<GpuSample> SampleMemory(GpuIndex index) override {
     NvmlGpu* gpu = nullptr;
     absl::StatusOr<GpuSample> sample = ReadMemory(index, gpu);
-    if (sample.ok()) sample->time_ns = clock_->Now();
+    if (sample.ok()) sample->time = clock_->Now();
     return sample;
   }
 
@@ -128,9 +130,9 @@ class NvmlDevices final : public GpuDevices {
       }
     }
     absl::MutexLock lock(&gpu->mu);
-    sample.time_ns = clock_->Now();
+    sample.time = clock_->Now();
     if (gpu->has_process_utilization) sample.processes = ReadProcesses(*gpu);
-    if (gpu->has_gpm) sample.sm_occupancy = RotateGpm(*gpu, sample.time_ns);
+    if (gpu->has_gpm) sample.sm_occupancy = RotateGpm(*gpu, sample.time);
     return sample;
   }
 
@@ -280,7 +282,7 @@ class NvmlDevices final : public GpuDevices {
     if (nvmlReturn_t r = api_.nvmlGpmSampleGet(gpu.device, gpu.gpm_previous); r != NVML_SUCCESS) {
       return absl::UnavailableError(absl::StrCat("nvmlGpmSampleGet: ", NvmlErrorText(api_, r)));
     }
-    gpu.gpm_previous_ns = clock_->Now();
+    gpu.gpm_previous_time = clock_->Now();
     gpu.metrics_get = std::make_unique<nvmlGpmMetricsGet_t>();
     return absl::OkStatus();
   }
@@ -292,12 +294,12 @@ class NvmlDevices final : public GpuDevices {
     }
   }
 
-  // Closes the GPM window when it is at least kGpmMinIntervalNanos long and returns the
+  // Closes the GPM window when it is at least kGpmMinInterval long and returns the
   // occupancy over the last closed window. A failed read or metric clears it until the next
   // window closes. REQUIRES: gpu.has_gpm.
-  std::optional<double> RotateGpm(NvmlGpu& gpu, MonotonicNanos now)
+  std::optional<double> RotateGpm(NvmlGpu& gpu, MonotonicTime now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(gpu.mu) {
-    if (now - gpu.gpm_previous_ns < kGpmMinIntervalNanos) return gpu.sm_occupancy;
+    if (now - gpu.gpm_previous_time < kGpmMinInterval) return gpu.sm_occupancy;
     gpu.sm_occupancy.reset();
     if (api_.nvmlGpmSampleGet(gpu.device, gpu.gpm_next) != NVML_SUCCESS) {
       return std::nullopt;  // keep the old start: the next window is simply longer
@@ -313,7 +315,7 @@ class NvmlDevices final : public GpuDevices {
       gpu.sm_occupancy = GpmPercentToRatio(get.metrics[0].value);
     }
     std::swap(gpu.gpm_previous, gpu.gpm_next);
-    gpu.gpm_previous_ns = now;
+    gpu.gpm_previous_time = now;
     return gpu.sm_occupancy;
   }
 
@@ -323,11 +325,14 @@ class NvmlDevices final : public GpuDevices {
     // NVML scans every buffered sample newer than lastSeenTimeStamp: from 0 that takes
     // milliseconds (measured on an H100: 27% of a core at 100 Hz), so never look further back
     // than a second of the CPU clock NVML stamps its samples with.
-    if (wall_micros_) {
-      const std::uint64_t now = wall_micros_();
-      if (now > kProcessLookbackMicros) {
-        gpu.last_seen_timestamp_us =
-            std::max<unsigned long long>(gpu.last_seen_timestamp_us, now - kProcessLookbackMicros);
+    if (limit_process_lookback_) {
+      const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                           clock_->WallNow().time_since_epoch())
+                           .count();
+      const auto lookback = kProcessLookback.count();
+      if (now > lookback) {
+        gpu.last_seen_timestamp_us = std::max<unsigned long long>(
+            gpu.last_seen_timestamp_us, static_cast<unsigned long long>(now - lookback));
       }
     }
     unsigned int count = 0;
@@ -363,7 +368,7 @@ class NvmlDevices final : public GpuDevices {
 
   // Constant after Open.
   std::shared_ptr<void> keep_loaded_;  // declared first: released last, after nvmlShutdown
-  WallMicros wall_micros_;             // NVML's sample clock; null in tests with fake stamps
+  const bool limit_process_lookback_;  // off in tests whose fake NVML stamps its own times
   NvmlApi api_;
   ClockPtr owned_clock_;
   Clock* clock_ = nullptr;
@@ -379,13 +384,13 @@ class NvmlDevices final : public GpuDevices {
 
 absl::StatusOr<GpuDevicesPtr> OpenNvmlDevicesWithApi(const NvmlApi& api, Clock* clock,
                                                      std::shared_ptr<void> keep_loaded,
-                                                     WallMicros wall_micros) {
+                                                     bool limit_process_lookback) {
   if (const char* missing = MissingRequiredFunction(api); missing != nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("NVML function table: ", missing, " is null, and it is required"));
   }
   auto devices =
-      std::make_unique<NvmlDevices>(api, clock, std::move(keep_loaded), std::move(wall_micros));
+      std::make_unique<NvmlDevices>(api, clock, std::move(keep_loaded), limit_process_lookback);
   WAVEPOOL_RETURN_IF_ERROR(devices->Open());
   return devices;
 }
@@ -394,11 +399,8 @@ absl::StatusOr<GpuDevicesPtr> OpenNvmlDevicesWithApi(const NvmlApi& api, Clock* 
 
 absl::StatusOr<GpuDevicesPtr> OpenNvmlDevices(const NvmlOptions& options) {
   WAVEPOOL_ASSIGN_OR_RETURN(nvml::NvmlLibrary library, nvml::LoadNvmlLibrary(options.library));
-  return nvml::OpenNvmlDevicesWithApi(library.api, options.clock, std::move(library.handle), [] {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count());
-  });
+  return nvml::OpenNvmlDevicesWithApi(library.api, options.clock, std::move(library.handle),
+                                      /*limit_process_lookback=*/true);
 }
 
 }  // namespace wavepool::agent

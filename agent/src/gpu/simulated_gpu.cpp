@@ -102,19 +102,19 @@ absl::StatusOr<std::unique_ptr<SimulatedGpus>> SimulatedGpus::Create(
 }
 
 SimulatedGpus::SimulatedGpus(Clock& clock, const SimulatedGpuOptions& options)
-    : clock_(clock), options_(options), created_ns_(clock.Now()), rng_state_(options.seed) {
+    : clock_(clock), options_(options), created_(clock.Now()), rng_state_(options.seed) {
   for (std::uint32_t i = 0; i < options.gpus; ++i) {
     const std::string uuid = SimulatedUuid(options.seed, options.node_name, i);
     gpus_.push_back({i, uuid, options.name, options.memory_bytes, {}});
     engines_.push_back(std::make_unique<SimulatedGpuEngine>(
-        options.interference, options.memory_bytes, options.history.count(), created_ns_));
+        options.interference, options.memory_bytes, options.history, created_));
   }
 }
 
 SimulatedGpus::~SimulatedGpus() = default;
 
-MonotonicNanos SimulatedGpus::AdvanceLocked() {
-  const MonotonicNanos now = clock_.Now();
+MonotonicTime SimulatedGpus::AdvanceLocked() {
+  const MonotonicTime now = clock_.Now();
   for (auto& engine : engines_) engine->AdvanceTo(now);
   return now;
 }
@@ -181,10 +181,11 @@ absl::Status SimulatedGpus::WaitForCompletion(OpGroupId group) {
     {
       absl::MutexLock lock(&mu_);
       WAVEPOOL_ASSIGN_OR_RETURN(SimulatedGpuEngine * engine, EngineForIdLocked(group, "op group"));
-      const MonotonicNanos now = AdvanceLocked();
+      const MonotonicTime now = AdvanceLocked();
       WAVEPOOL_ASSIGN_OR_RETURN(GroupTiming timing, engine->Timing(group));
       if (timing.complete) return absl::OkStatus();
-      wait = std::chrono::nanoseconds(std::max<MonotonicNanos>(1, timing.completion_ns - now));
+      wait =
+          std::max<std::chrono::nanoseconds>(std::chrono::nanoseconds(1), timing.completion - now);
     }
     clock_.SleepFor(wait);
   }
@@ -197,31 +198,34 @@ absl::Status SimulatedGpus::SetAllocatedBytes(SimulatedTaskId task, std::uint64_
   return engine->SetAllocated(task, bytes);
 }
 
-absl::StatusOr<std::uint64_t> SimulatedGpus::MemoryUsedAt(GpuIndex gpu, MonotonicNanos time) {
+absl::StatusOr<std::uint64_t> SimulatedGpus::MemoryUsedAt(GpuIndex gpu, MonotonicTime time) {
   absl::MutexLock lock(&mu_);
   if (gpu >= engines_.size()) return absl::NotFoundError(absl::StrCat("GPU ", gpu, ": unknown"));
-  const MonotonicNanos now = AdvanceLocked();
+  const MonotonicTime now = AdvanceLocked();
   if (time > now) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("memory at ", time, " ns: in the future (now ", now, " ns)"));
+    return absl::InvalidArgumentError(absl::StrCat("memory at ", ToMonotonicNanos(time),
+                                                   " ns: in the future (now ",
+                                                   ToMonotonicNanos(now), " ns)"));
   }
   return engines_[gpu]->MemoryUsedAt(time);
 }
 
-absl::StatusOr<WindowStats> SimulatedGpus::Window(GpuIndex gpu, MonotonicNanos from,
-                                                  MonotonicNanos to) {
+absl::StatusOr<WindowStats> SimulatedGpus::Window(GpuIndex gpu, MonotonicTime from,
+                                                  MonotonicTime to) {
   absl::MutexLock lock(&mu_);
   if (gpu >= engines_.size()) return absl::NotFoundError(absl::StrCat("GPU ", gpu, ": unknown"));
-  const MonotonicNanos now = AdvanceLocked();
+  const MonotonicTime now = AdvanceLocked();
   if (!(from < to && to <= now)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "window [", from, ", ", to, ") ns: must satisfy from < to <= now (", now, " ns)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("window [", ToMonotonicNanos(from), ", ", ToMonotonicNanos(to),
+                     ") ns: must satisfy from < to <= now (", ToMonotonicNanos(now), " ns)"));
   }
-  const MonotonicNanos oldest = std::max(created_ns_, now - options_.history.count());
+  const MonotonicTime oldest = std::max(created_, now - options_.history);
   if (from < oldest) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "window from ", from, " ns: older than the simulated GPU's history, which starts at ",
-        oldest, " ns"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("window from ", ToMonotonicNanos(from),
+                     " ns: older than the simulated GPU's history, which starts at ",
+                     ToMonotonicNanos(oldest), " ns"));
   }
   return engines_[gpu]->Window(from, to);
 }
@@ -232,11 +236,11 @@ absl::StatusOr<GpuSample> SimulatedGpus::Sample(GpuIndex index) {
     return absl::NotFoundError(
         absl::StrCat("GPU ", index, ": the simulated device has ", engines_.size(), " GPUs"));
   }
-  const MonotonicNanos now = AdvanceLocked();
+  const MonotonicTime now = AdvanceLocked();
   GpuSample sample;
-  sample.time_ns = now;
+  sample.time = now;
   sample.memory_used_bytes = engines_[index]->memory_used();
-  const MonotonicNanos from = std::max(created_ns_, now - options_.sample_window.count());
+  const MonotonicTime from = std::max(created_, now - options_.sample_window);
   WindowStats stats;  // an empty window (the device was just created): idle
   if (from < now) {
     WAVEPOOL_ASSIGN_OR_RETURN(WindowStats window, engines_[index]->Window(from, now));

@@ -80,16 +80,16 @@ class SimulatedGpuEngine::Projector final : public Observer {
 };
 
 SimulatedGpuEngine::SimulatedGpuEngine(const InterferenceModel& model, std::uint64_t capacity_bytes,
-                                       std::int64_t history_ns, MonotonicNanos origin_ns)
+                                       std::chrono::nanoseconds history, MonotonicTime origin)
     : model_(model),
       capacity_bytes_(capacity_bytes),
-      history_ns_(static_cast<double>(history_ns)),
-      origin_ns_(origin_ns) {
+      history_ns_(static_cast<double>(history.count())),
+      origin_(origin) {
   memory_.emplace_back(0.0, 0);
 }
 
-MonotonicNanos SimulatedGpuEngine::ToNanos(double relative) const {
-  return origin_ns_ + static_cast<MonotonicNanos>(std::llround(relative));
+MonotonicTime SimulatedGpuEngine::ToTime(double relative) const {
+  return origin_ + std::chrono::nanoseconds(std::llround(relative));
 }
 
 std::vector<double> SimulatedGpuEngine::Rates(const Progress& progress, Segment& segment) const {
@@ -174,7 +174,7 @@ void SimulatedGpuEngine::Run(Progress& progress, double until, Observer& observe
   }
 }
 
-void SimulatedGpuEngine::AdvanceTo(MonotonicNanos time) {
+void SimulatedGpuEngine::AdvanceTo(MonotonicTime time) {
   Recorder recorder(*this);
   Run(progress_, std::max(progress_.now, ToRelative(time)), recorder);
   Prune();
@@ -228,9 +228,9 @@ absl::Status SimulatedGpuEngine::Submit(SimulatedTaskId task_id, OpGroupId id, d
 absl::StatusOr<GroupTiming> SimulatedGpuEngine::Timing(OpGroupId id) const {
   GroupTiming timing;
   if (auto done = done_.find(id); done != done_.end()) {
-    timing.submitted_ns = ToNanos(done->second.submitted);
-    timing.start_ns = ToNanos(done->second.started);
-    timing.completion_ns = ToNanos(done->second.completed);
+    timing.submitted = ToTime(done->second.submitted);
+    timing.start = ToTime(done->second.started);
+    timing.completion = ToTime(done->second.completed);
     timing.started = timing.complete = true;
     return timing;
   }
@@ -240,10 +240,10 @@ absl::StatusOr<GroupTiming> SimulatedGpuEngine::Timing(OpGroupId id) const {
       Progress copy = progress_;
       Projector projector(id);
       Run(copy, kInfinity, projector);
-      timing.submitted_ns = ToNanos(group.submitted);
+      timing.submitted = ToTime(group.submitted);
       timing.started = group.started >= 0;
-      timing.start_ns = ToNanos(projector.started());
-      timing.completion_ns = ToNanos(projector.completed());
+      timing.start = ToTime(projector.started());
+      timing.completion = ToTime(projector.completed());
       return timing;
     }
   }
@@ -277,20 +277,19 @@ void SimulatedGpuEngine::RecordMemory() {
   }
 }
 
-absl::StatusOr<std::uint64_t> SimulatedGpuEngine::MemoryUsedAt(MonotonicNanos time) const {
+absl::StatusOr<std::uint64_t> SimulatedGpuEngine::MemoryUsedAt(MonotonicTime time) const {
   const double t = ToRelative(time);
   auto after =
       std::upper_bound(memory_.begin(), memory_.end(), t,
                        [](double value, const auto& point) { return value < point.first; });
   if (after == memory_.begin()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("memory at ", time, " ns: before the simulated GPU's history"));
+    return absl::FailedPreconditionError(absl::StrCat("memory at ", ToMonotonicNanos(time),
+                                                      " ns: before the simulated GPU's history"));
   }
   return std::prev(after)->second;
 }
 
-absl::StatusOr<WindowStats> SimulatedGpuEngine::Window(MonotonicNanos from,
-                                                       MonotonicNanos to) const {
+absl::StatusOr<WindowStats> SimulatedGpuEngine::Window(MonotonicTime from, MonotonicTime to) const {
   const double begin = ToRelative(from);
   const double end = ToRelative(to);
   WindowStats stats;

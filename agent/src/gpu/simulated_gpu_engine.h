@@ -25,24 +25,24 @@ namespace wavepool::agent {
 class SimulatedGpuEngine {
  public:
   SimulatedGpuEngine(const InterferenceModel& model, std::uint64_t capacity_bytes,
-                     std::int64_t history_ns, MonotonicNanos origin_ns);
+                     std::chrono::nanoseconds history, MonotonicTime origin);
 
-  MonotonicNanos now_ns() const { return ToNanos(progress_.now); }
+  MonotonicTime now() const { return ToTime(progress_.now); }
 
-  // Runs the model forward to `time`. REQUIRES: time >= now_ns().
-  void AdvanceTo(MonotonicNanos time);
+  // Runs the model forward to `time`. REQUIRES: time >= now().
+  void AdvanceTo(MonotonicTime time);
 
   absl::Status AddTask(SimulatedTaskId id, const SimulatedTask& task);
   absl::Status RemoveTask(SimulatedTaskId id);
-  // Queues a group at now_ns(). REQUIRES: the fields were validated.
+  // Queues a group at now(). REQUIRES: the fields were validated.
   absl::Status Submit(SimulatedTaskId task, OpGroupId id, double solo_ns, double intensity,
                       double kernel_ns);
   absl::StatusOr<GroupTiming> Timing(OpGroupId id) const;
 
   absl::Status SetAllocated(SimulatedTaskId task, std::uint64_t bytes);
   std::uint64_t memory_used() const { return memory_.back().second; }
-  absl::StatusOr<std::uint64_t> MemoryUsedAt(MonotonicNanos time) const;
-  absl::StatusOr<WindowStats> Window(MonotonicNanos from, MonotonicNanos to) const;
+  absl::StatusOr<std::uint64_t> MemoryUsedAt(MonotonicTime time) const;
+  absl::StatusOr<WindowStats> Window(MonotonicTime from, MonotonicTime to) const;
 
  private:
   struct Group {
@@ -91,15 +91,16 @@ class SimulatedGpuEngine {
   // The rate of each running group (queue fronts), in task order, and the segment they form.
   std::vector<double> Rates(const Progress& progress, Segment& segment) const;
 
-  double ToRelative(MonotonicNanos t) const { return static_cast<double>(t - origin_ns_); }
-  MonotonicNanos ToNanos(double relative) const;
+  // Model time is nanoseconds since `origin_`, as a double.
+  double ToRelative(MonotonicTime t) const { return static_cast<double>((t - origin_).count()); }
+  MonotonicTime ToTime(double relative) const;
   void RecordMemory();
   void Prune();
 
   const InterferenceModel model_;
   const std::uint64_t capacity_bytes_;
   const double history_ns_;
-  const MonotonicNanos origin_ns_;
+  const MonotonicTime origin_;
 
   Progress progress_;
   std::map<OpGroupId, Done> done_;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "identity/worker_strings.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/core_types.h"
@@ -195,6 +196,7 @@ GpuNodePublisher::GpuNodePublisher(GpuNodePublisherOptions options, kube::Client
   if (options_.record_events) {
     kube::EventRecorder::Options events;
     events.log = [this](std::string_view line) { Log(line); };
+    events.clock = clock_;
     events_ = std::make_unique<kube::EventRecorder>(*client_, "wavepool-agent", options_.node_name,
                                                     std::move(events));
   }
@@ -271,7 +273,7 @@ absl::StatusOr<api::GpuNode> GpuNodePublisher::PublishOnce() {
     Log(absl::StrCat("GPUNode ", options_.node_name, ": ", dropped));
   }
   RecordCheatEvents(snapshot);
-  const auto now = options_.wall_clock ? options_.wall_clock() : std::chrono::system_clock::now();
+  const WallTime now = clock_->WallNow();  // heartbeatTime (RFC 3339)
   kube::TypedClient<api::GpuNode> gpunodes(client_);
   absl::Status error;
   for (int attempt = 0; attempt <= options_.max_conflict_retries; ++attempt) {
@@ -345,7 +347,7 @@ void GpuNodePublisher::Loop() {
                        published.status().ToString(), "); retrying in ",
                        std::chrono::duration<double>(delay).count(), " s"));
     }
-    const MonotonicNanos deadline = clock_->Now() + delay.count();
+    const MonotonicTime deadline = clock_->Now() + delay;
     if (clock_->WaitUntil(mu_, deadline, absl::Condition(&stopping_))) return;
   }
 }

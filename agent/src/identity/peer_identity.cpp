@@ -84,11 +84,11 @@ class KubePodSource final : public PodSource {
 
   absl::StatusOr<PodRecord> FindByUid(const std::string& uid) override {
     absl::MutexLock lock(&mu_);
-    const MonotonicNanos now = clock_->Now();
-    const bool fresh = listed_ns_ != 0 && now - listed_ns_ < Nanos(options_.cache_ttl);
+    const MonotonicTime now = clock_->Now();
+    const bool fresh = listed_ && now - *listed_ < options_.cache_ttl;
     auto found = pods_.find(uid);
     if (found != pods_.end() && fresh) return found->second;
-    if (listed_ns_ == 0 || now - listed_ns_ >= Nanos(options_.min_relist)) {
+    if (!listed_ || now - *listed_ >= options_.min_relist) {
       WAVEPOOL_RETURN_IF_ERROR(Relist(now));
       found = pods_.find(uid);
       if (found != pods_.end()) return found->second;
@@ -98,11 +98,7 @@ class KubePodSource final : public PodSource {
   }
 
  private:
-  static MonotonicNanos Nanos(std::chrono::milliseconds d) {
-    return std::chrono::nanoseconds(d).count();
-  }
-
-  absl::Status Relist(MonotonicNanos now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  absl::Status Relist(MonotonicTime now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     kube::ListOptions list;
     list.field_selector = "spec.nodeName=" + options_.node_name;
     list.label_selector = kPodManagedBySelector;
@@ -122,7 +118,7 @@ class KubePodSource final : public PodSource {
         if (owner.controller.value_or(false)) record.controller_owner = owner;
       }
     }
-    listed_ns_ = now;
+    listed_ = now;
     return absl::OkStatus();
   }
 
@@ -131,7 +127,7 @@ class KubePodSource final : public PodSource {
   Clock* const clock_;
   absl::Mutex mu_;
   std::map<std::string, PodRecord> pods_ ABSL_GUARDED_BY(mu_);
-  MonotonicNanos listed_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<MonotonicTime> listed_ ABSL_GUARDED_BY(mu_);  // the last list, if any
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/kube/typed_client.h"
 
 namespace wavepool::agent {

@@ -24,8 +24,9 @@ constexpr double kMinSamplesPerPeriod = 8;
 constexpr double kHarmonicTolerance = 0.85;
 constexpr double kPeriodAgreement = 0.05;  // relative: two waves share a period
 
-double Nanos(MonotonicNanos later, MonotonicNanos earlier) {
-  return static_cast<double>(later - earlier) * 1e-9;
+// Seconds from `earlier` to `later`.
+double SecondsBetween(MonotonicTime later, MonotonicTime earlier) {
+  return static_cast<double>((later - earlier).count()) * 1e-9;
 }
 
 absl::Status ValidateOptions(const MemoryWaveOptions& o) {
@@ -50,10 +51,11 @@ absl::Status ValidateOptions(const MemoryWaveOptions& o) {
 
 absl::Status ValidateSamples(const std::vector<MemoryPoint>& points) {
   for (std::size_t i = 1; i < points.size(); ++i) {
-    if (points[i].time_ns <= points[i - 1].time_ns) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("samples[", i, "].time_ns: must increase, got ", points[i].time_ns,
-                       " after ", points[i - 1].time_ns));
+    if (points[i].time <= points[i - 1].time) {
+      // Named as the reported samples name it (protocol.h MemorySample::time_ns).
+      return absl::InvalidArgumentError(absl::StrCat(
+          "samples[", i, "].time_ns: must increase, got ", ToMonotonicNanos(points[i].time),
+          " after ", ToMonotonicNanos(points[i - 1].time)));
     }
   }
   if (points.size() < kMinSamples) {
@@ -68,17 +70,17 @@ struct Series {
   Grid grid;
   double median_interval = 0;  // seconds
   double max_gap = 0;          // seconds
-  MonotonicNanos first_ns = 0;
-  MonotonicNanos last_ns = 0;
-  double span() const { return Nanos(last_ns, first_ns); }
+  MonotonicTime first;
+  MonotonicTime last;
+  double span() const { return SecondsBetween(last, first); }
 };
 
 absl::StatusOr<Series> Prepare(const std::vector<MemoryPoint>& points,
                                const MemoryWaveOptions& options) {
   WAVEPOOL_RETURN_IF_ERROR(ValidateSamples(points));
   Series s;
-  s.first_ns = points.front().time_ns;
-  s.last_ns = points.back().time_ns;
+  s.first = points.front().time;
+  s.last = points.back().time;
   s.median_interval = wave::MedianInterval(points);
   s.max_gap = options.max_gap.count() > 0 ? options.max_gap.count() : 5 * s.median_interval;
   const double needed = options.min_periods * options.min_period.count();
@@ -89,7 +91,7 @@ absl::StatusOr<Series> Prepare(const std::vector<MemoryPoint>& points,
   }
   const double dt =
       std::max(s.median_interval, s.span() / static_cast<double>(options.max_grid_points - 1));
-  s.grid = wave::BinOnGrid(points, s.first_ns, s.last_ns, dt, s.max_gap);
+  s.grid = wave::BinOnGrid(points, s.first, s.last, dt, s.max_gap);
   wave::Detrend(s.grid);
   double low = std::numeric_limits<double>::infinity();
   double high = -low;
@@ -221,7 +223,7 @@ PeriodSamples SplitIntoPeriods(const std::vector<MemoryPoint>& points, const Ser
   split.t.resize(static_cast<std::size_t>(whole));
   split.y.resize(static_cast<std::size_t>(whole));
   for (const MemoryPoint& p : points) {
-    const double before = -Nanos(s.last_ns, p.time_ns);
+    const double before = -SecondsBetween(s.last, p.time);
     const int j = static_cast<int>(std::ceil(-before / period - 1));  // -(j+1)P < before <= -jP
     if (j < 0 || j >= whole) continue;
     split.t[static_cast<std::size_t>(j)].push_back(before);
@@ -311,8 +313,8 @@ std::vector<MemoryPoint> PointsFromAllocatorSamples(const std::vector<MemorySamp
   std::vector<MemoryPoint> points;
   points.reserve(samples.size());
   for (const MemorySample& s : samples) {
-    points.push_back(
-        {s.time_ns, field == AllocatorField::kAllocated ? s.allocated_bytes : s.reserved_bytes});
+    points.push_back({MonotonicTimeFromNanos(s.time_ns),
+                      field == AllocatorField::kAllocated ? s.allocated_bytes : s.reserved_bytes});
   }
   return points;
 }
@@ -320,7 +322,7 @@ std::vector<MemoryPoint> PointsFromAllocatorSamples(const std::vector<MemorySamp
 std::vector<MemoryPoint> PointsFromGpuSamples(const std::vector<GpuSample>& samples) {
   std::vector<MemoryPoint> points;
   points.reserve(samples.size());
-  for (const GpuSample& s : samples) points.push_back({s.time_ns, s.memory_used_bytes});
+  for (const GpuSample& s : samples) points.push_back({s.time, s.memory_used_bytes});
   return points;
 }
 
@@ -347,8 +349,8 @@ absl::StatusOr<MemoryWave> AnalyzeMemoryWave(const std::vector<MemoryPoint>& sam
   }
   wave.drift_bytes_per_second = extremes.drift;
   wave.periods = extremes.periods;
-  wave.first_ns = series.first_ns;
-  wave.last_ns = series.last_ns;
+  wave.first = series.first;
+  wave.last = series.last;
   return wave;
 }
 
@@ -366,16 +368,16 @@ absl::StatusOr<PhaseOffset> MeasurePhaseOffset(const std::vector<MemoryPoint>& f
         "common period",
         a->period.count(), b->period.count()));
   }
-  const MonotonicNanos begin = std::max(a->first_ns, b->first_ns);
-  const MonotonicNanos end = std::min(a->last_ns, b->last_ns);
-  if (end <= begin || Nanos(end, begin) < options.min_periods * period) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("phase offset: the waves overlap for %.3f s, need %d periods of %.3f s",
-                        end > begin ? Nanos(end, begin) : 0.0, options.min_periods, period));
+  const MonotonicTime begin = std::max(a->first, b->first);
+  const MonotonicTime end = std::min(a->last, b->last);
+  if (end <= begin || SecondsBetween(end, begin) < options.min_periods * period) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "phase offset: the waves overlap for %.3f s, need %d periods of %.3f s",
+        end > begin ? SecondsBetween(end, begin) : 0.0, options.min_periods, period));
   }
   const double interval = std::max(wave::MedianInterval(first), wave::MedianInterval(second));
-  const double dt =
-      std::max(interval, Nanos(end, begin) / static_cast<double>(options.max_grid_points - 1));
+  const double dt = std::max(
+      interval, SecondsBetween(end, begin) / static_cast<double>(options.max_grid_points - 1));
   const double max_gap = options.max_gap.count() > 0 ? options.max_gap.count() : 5 * interval;
   Grid ga = wave::BinOnGrid(first, begin, end, dt, max_gap);
   Grid gb = wave::BinOnGrid(second, begin, end, dt, max_gap);

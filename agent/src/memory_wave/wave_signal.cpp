@@ -10,22 +10,22 @@ double MedianInterval(const std::vector<MemoryPoint>& points) {
   std::vector<double> gaps;
   gaps.reserve(points.size() - 1);
   for (std::size_t i = 1; i < points.size(); ++i) {
-    gaps.push_back(static_cast<double>(points[i].time_ns - points[i - 1].time_ns) * 1e-9);
+    gaps.push_back(static_cast<double>((points[i].time - points[i - 1].time).count()) * 1e-9);
   }
   return Quantile(std::move(gaps), 0.5);
 }
 
-Grid BinOnGrid(const std::vector<MemoryPoint>& points, MonotonicNanos begin_ns,
-               MonotonicNanos end_ns, double dt, double max_gap) {
+Grid BinOnGrid(const std::vector<MemoryPoint>& points, MonotonicTime begin, MonotonicTime end,
+               double dt, double max_gap) {
   Grid grid;
   grid.dt = dt;
-  const double span = static_cast<double>(end_ns - begin_ns) * 1e-9;
+  const double span = static_cast<double>((end - begin).count()) * 1e-9;
   const std::size_t cells = static_cast<std::size_t>(std::floor(span / dt + 0.5)) + 1;
   std::vector<double> sum(cells, 0);
   std::vector<int> count(cells, 0);
   for (const MemoryPoint& p : points) {
-    if (p.time_ns < begin_ns || p.time_ns > end_ns) continue;
-    const double t = static_cast<double>(p.time_ns - begin_ns) * 1e-9;
+    if (p.time < begin || p.time > end) continue;
+    const double t = static_cast<double>((p.time - begin).count()) * 1e-9;
     const std::size_t cell =
         std::min(cells - 1, static_cast<std::size_t>(std::floor(t / dt + 0.5)));
     sum[cell] += static_cast<double>(p.bytes);

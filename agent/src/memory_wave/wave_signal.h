@@ -28,11 +28,11 @@ struct Line {
 // The median gap between consecutive samples, seconds. REQUIRES: >= 2 samples.
 double MedianInterval(const std::vector<MemoryPoint>& points);
 
-// Averages the samples in [begin_ns, end_ns] into cells of `dt` seconds (cell i is centred on
+// Averages the samples in [begin, end] into cells of `dt` seconds (cell i is centred on
 // begin + i * dt). An empty cell between two filled ones is interpolated linearly when those are
 // at most `max_gap` seconds apart, and stays invalid otherwise.
-Grid BinOnGrid(const std::vector<MemoryPoint>& points, MonotonicNanos begin_ns,
-               MonotonicNanos end_ns, double dt, double max_gap);
+Grid BinOnGrid(const std::vector<MemoryPoint>& points, MonotonicTime begin, MonotonicTime end,
+               double dt, double max_gap);
 
 // Least-squares line through the valid cells, then subtracted from them.
 Line Detrend(Grid& grid);

@@ -457,7 +457,7 @@ void AgentMetrics::CountRegistration(Role role, RegistrationResult result) {
   }
 }
 
-void AgentMetrics::SetHeartbeat(std::chrono::system_clock::time_point now) {
+void AgentMetrics::SetHeartbeat(WallTime now) {
   impl_->heartbeat->Set(Seconds(now.time_since_epoch()).count());
 }
 

@@ -48,9 +48,9 @@ class Evaluator {
     const int x = assignment_.count[layer];
     if (problem_.EdgeAllowed(layer, producer, g, x, relocated)) return absl::OkStatus();
     if (producer >= 0 && problem_.layers[layer].pinned && (g != x || relocated)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "layer ", problem_.layer_names[layer], " works in place on the output of ",
-          problem_.layer_names[producer], " and must run on the same GPUs"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("layer ", problem_.layer_names[layer], " works in place on the output of ",
+                       problem_.layer_names[producer], " and must run on the same GPUs"));
     }
     if (x < problem_.min_count) {
       return absl::FailedPreconditionError(

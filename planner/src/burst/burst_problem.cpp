@@ -298,9 +298,9 @@ absl::StatusOr<BurstProblem> BuildBurstProblem(const ModelGraph& model,
                            comm.AllReduce(layer.ParamBytes(), gpus);
       // The search marks what cannot be reached by adding kInfeasible, which needs costs >= 0.
       if (!(time.count() >= 0) || !std::isfinite(time.count())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "model ", model.name(), ", layer ", layer.name, ": the cost model gives ",
-            time.count(), " s at ", problem.counts.shard[k], " samples per GPU"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("model ", model.name(), ", layer ", layer.name, ": the cost model gives ",
+                         time.count(), " s at ", problem.counts.shard[k], " samples per GPU"));
       }
       cost.work.push_back(ToNanos(time));
     }

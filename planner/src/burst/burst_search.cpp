@@ -69,13 +69,11 @@ class BurstSearch {
   void ForwardThrough(const SpSeries& branch, size_t from, int n_b, int n_c, std::vector<Nanos> in,
                       bool relocated, Nanos* out);
 
-  RowPass PassRow(const SpSeries& branch, LayerId fork, int g, int n_c, int cap_b,
-                  bool relocated);
+  RowPass PassRow(const SpSeries& branch, LayerId fork, int g, int n_c, int cap_b, bool relocated);
   absl::Status ExtractBlock(const SpElement& block, LayerId fork, int g, int h, int cap,
                             BurstAssignment* out);
-  absl::Status ExtractBranch(const SpSeries& branch, LayerId fork, int g, int h, int n_c,
-                             int cap_b, bool relocated, const RowPass& pass,
-                             BurstAssignment* out);
+  absl::Status ExtractBranch(const SpSeries& branch, LayerId fork, int g, int h, int n_c, int cap_b,
+                             bool relocated, const RowPass& pass, BurstAssignment* out);
 
   const BurstProblem& p_;
   std::map<std::pair<LayerId, int>, Matrix> nested_;
@@ -127,13 +125,16 @@ Matrix BurstSearch::BlockMatrix(const SpElement& block, LayerId fork, int cap,
   const LayerId join = block.layer;
   std::vector<Nanos> join_work(static_cast<size_t>(n_c));
   for (int h = 0; h < n_c; ++h) {
-    join_work[h] = p_.AmplificationOkWithIngress(join, h, 0) ? p_.layers[join].work[h] : kInfeasible;
+    join_work[h] =
+        p_.AmplificationOkWithIngress(join, h, 0) ? p_.layers[join].work[h] : kInfeasible;
   }
   Matrix best(n_c, n_c);
-  std::vector<std::vector<Nanos>> rows(variants.size(), std::vector<Nanos>(static_cast<size_t>(n_c)));
+  std::vector<std::vector<Nanos>> rows(variants.size(),
+                                       std::vector<Nanos>(static_cast<size_t>(n_c)));
   for (int g = 0; g < n_c; ++g) {
     if (live_rows != nullptr && live_rows[g] >= kInfeasible) continue;
-    for (size_t v = 0; v < variants.size(); ++v) VariantRow(variants[v], fork, g, n_c, rows[v].data());
+    for (size_t v = 0; v < variants.size(); ++v)
+      VariantRow(variants[v], fork, g, n_c, rows[v].data());
     Nanos* out = best.Row(g);
     for (int h = 0; h < n_c; ++h) {
       Nanos serial = 0;
@@ -257,9 +258,8 @@ RowPass BurstSearch::PassRow(const SpSeries& branch, LayerId fork, int g, int n_
         }
       }
     } else {
-      const StepTable t =
-          Table(ProducerOf(branch, i, fork), element.layer, static_cast<int>(in.size()), n_b,
-                relocated && i == 0);
+      const StepTable t = Table(ProducerOf(branch, i, fork), element.layer,
+                                static_cast<int>(in.size()), n_b, relocated && i == 0);
       burst::ForwardStep(t, in.data(), out.data(), &scratch_);
     }
     pass.after.push_back(out);
@@ -307,8 +307,8 @@ absl::Status BurstSearch::ExtractBlock(const SpElement& block, LayerId fork, int
   return absl::OkStatus();
 }
 
-absl::Status BurstSearch::ExtractBranch(const SpSeries& branch, LayerId fork, int g, int h,
-                                        int n_c, int cap_b, bool relocated, const RowPass& pass,
+absl::Status BurstSearch::ExtractBranch(const SpSeries& branch, LayerId fork, int g, int h, int n_c,
+                                        int cap_b, bool relocated, const RowPass& pass,
                                         BurstAssignment* out) {
   if (branch.elements.empty()) return absl::OkStatus();
   const int n_b = CountsUpTo(cap_b);
@@ -337,8 +337,7 @@ absl::Status BurstSearch::ExtractBranch(const SpSeries& branch, LayerId fork, in
       const Nanos work = p_.layers[element.layer].work[y];
       const bool moved = relocated && i == 0;
       z = FirstIndex(static_cast<int>(before.size()), [&](int k) {
-        return before[k] < kInfeasible &&
-               p_.EdgeAllowed(element.layer, producer, k, y, moved) &&
+        return before[k] < kInfeasible && p_.EdgeAllowed(element.layer, producer, k, y, moved) &&
                before[k] + p_.Transfer(producer, k, y, moved) + work == target;
       });
     }

@@ -76,9 +76,9 @@ void FillCosts(StepTable* t, bool relocated) {
     // A relocated "same count" move is priced like a move to a larger count: x's level, x's
     // shard, and the same ingress test.
     const size_t own_level = x >= t->split ? 1 : 0;
-    t->same_cost.push_back(relocated ? (t->up_ok[x] ? t->base[own_level] + t->f_out[own_level][x]
-                                                    : kInfeasible)
-                                     : penalty(t->same_ok[x]));
+    t->same_cost.push_back(
+        relocated ? (t->up_ok[x] ? t->base[own_level] + t->f_out[own_level][x] : kInfeasible)
+                  : penalty(t->same_ok[x]));
     t->up_cost.push_back(penalty(t->up_ok[x]));
     for (size_t level = 0; level < 2; ++level) {
       t->down_cost[level].push_back(t->down_ok[level][x] ? t->base[level] + t->f_out[level][x]
@@ -89,7 +89,8 @@ void FillCosts(StepTable* t, bool relocated) {
 
 }  // namespace
 
-WAVEPOOL_VECTOR_CLONES void ForwardStep(const StepTable& t, const Nanos* in, Nanos* out, StepScratch* scratch) {
+WAVEPOOL_VECTOR_CLONES void ForwardStep(const StepTable& t, const Nanos* in, Nanos* out,
+                                        StepScratch* scratch) {
   const int n_in = t.n_in;
   const int n_out = t.n_out;
   const int split = std::min(t.split, n_out);
@@ -106,7 +107,8 @@ WAVEPOOL_VECTOR_CLONES void ForwardStep(const StepTable& t, const Nanos* in, Nan
   for (int g = n_in; g < n_out + 2; ++g) suffix_all[g] = kInfeasible;
   for (int g = level0_end; g < std::max(n_out, level0_end) + 2; ++g) suffix_level0[g] = kInfeasible;
   for (int g = n_in - 1; g >= 0; --g) suffix_all[g] = std::min(suffix_all[g + 1], in[g]);
-  for (int g = level0_end - 1; g >= 0; --g) suffix_level0[g] = std::min(suffix_level0[g + 1], in[g]);
+  for (int g = level0_end - 1; g >= 0; --g)
+    suffix_level0[g] = std::min(suffix_level0[g + 1], in[g]);
   const Nanos* same = t.same_cost.data();
   const Nanos* up = t.up_cost.data();
   const Nanos* down0 = t.down_cost[0].data();

@@ -21,9 +21,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kColumns[] = {"model",     "per_gpu_batch", "layer_idx",
-                                    "name",      "params_json",   "input_dim",
-                                    "total_ms",  "fw_us",         "bw_us"};
+constexpr const char* kColumns[] = {"model",    "per_gpu_batch", "layer_idx",
+                                    "name",     "params_json",   "input_dim",
+                                    "total_ms", "fw_us",         "bw_us"};
 
 // The profile's layer types, normalised ("ReLU2d" and "ReLU1d" are both "relu").
 std::string NormaliseKind(const std::string& name) {
@@ -56,7 +56,8 @@ absl::StatusOr<TensorShape> ParseInputDim(const std::string& text) {
   return shape;
 }
 
-absl::StatusOr<LayerSignature> ParseSignature(const std::string& name, const std::string& params_text,
+absl::StatusOr<LayerSignature> ParseSignature(const std::string& name,
+                                              const std::string& params_text,
                                               const std::string& input_dim) {
   LayerSignature sig;
   sig.kind = NormaliseKind(name);
@@ -110,7 +111,8 @@ Seconds Interpolate(const std::map<std::int64_t, Seconds>& points, std::int64_t 
     return last->second * (static_cast<double>(batch) / static_cast<double>(last->first));
   }
   auto lo = std::prev(hi);
-  const double f = static_cast<double>(batch - lo->first) / static_cast<double>(hi->first - lo->first);
+  const double f =
+      static_cast<double>(batch - lo->first) / static_cast<double>(hi->first - lo->first);
   return lo->second + (hi->second - lo->second) * f;
 }
 
@@ -216,29 +218,30 @@ absl::StatusOr<std::vector<LayerProfile>> ParseProfileCsv(std::string_view text)
     if (line.empty()) continue;
     absl::StatusOr<std::vector<std::string>> fields = csv::SplitRow(line);
     const std::string where = absl::StrCat("profile line ", line_number);
-    if (!fields.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", fields.status().message()));
+    if (!fields.ok())
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", fields.status().message()));
     if (header.empty()) {
       header = *fields;
       if (header != std::vector<std::string>(std::begin(kColumns), std::end(kColumns))) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": header must be ",
-                                                       absl::StrJoin(kColumns, ",")));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": header must be ", absl::StrJoin(kColumns, ",")));
       }
       continue;
     }
     if (fields->size() != header.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": has ", fields->size(),
-                                                     " columns, expected ", header.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": has ", fields->size(), " columns, expected ", header.size()));
     }
     const std::vector<std::string>& f = *fields;
     std::int64_t batch = 0;
     int index = 0;
     if (!absl::SimpleAtoi(f[1], &batch) || batch < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ", column per_gpu_batch: \"", f[1],
-                                                     "\" is not a positive integer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ", column per_gpu_batch: \"", f[1], "\" is not a positive integer"));
     }
     if (!absl::SimpleAtoi(f[2], &index) || index < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ", column layer_idx: \"", f[2],
-                                                     "\" is not an index"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ", column layer_idx: \"", f[2], "\" is not an index"));
     }
     absl::StatusOr<LayerSignature> sig = ParseSignature(f[3], f[4], f[5]);
     if (!sig.ok()) {
@@ -249,14 +252,15 @@ absl::StatusOr<std::vector<LayerProfile>> ParseProfileCsv(std::string_view text)
     for (const auto& [column, status] :
          {std::pair{"fw_us", fw.status()}, std::pair{"bw_us", bw.status()}}) {
       if (!status.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ", column ", column, ": ", status.message()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ", column ", column, ": ", status.message()));
       }
     }
     ProfiledLayer& layer = layers[f[0]][index];
     if (!layer.by_batch.empty() && !(layer.signature == *sig)) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": layer ", index, " of ", f[0],
-                                                     " was ", layer.signature.ToString(),
-                                                     " on an earlier line, here ", sig->ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": layer ", index, " of ", f[0], " was ", layer.signature.ToString(),
+                       " on an earlier line, here ", sig->ToString()));
     }
     layer.index = index;
     layer.signature = *sig;

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "wavepool/api/object_key.h"
 #include "wavepool/api/validation.h"
 #include "wavepool/base/status_macros.h"
 
@@ -19,9 +20,8 @@ constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 31;
 
 absl::Status ValidateJobName(const std::string& job) {
   if (job.empty()) return absl::OkStatus();
-  const size_t slash = job.find('/');
-  if (slash == std::string::npos || !api::IsDns1123Label(job.substr(0, slash)) ||
-      !api::IsDns1123Subdomain(job.substr(slash + 1))) {
+  const absl::StatusOr<api::ObjectKey> key = api::ObjectKey::Parse(job);
+  if (!key.ok() || !api::IsDns1123Label(key->namespace_) || !api::IsDns1123Subdomain(key->name)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "job: must be namespace/name (a DNS-1123 label, a slash, a DNS-1123 subdomain), got \"",
         job, "\""));

@@ -46,20 +46,10 @@ bool Allows(api::Toggle toggle, bool value) {
   return toggle == api::Toggle::kAuto || (toggle == api::Toggle::kOn) == value;
 }
 
-// Chooses the data-movement switches (scalednn-data-movement §IV) for the GPUs of one node: the
-// fastest combination the request allows. Lossy weight compression changes the numerics, so Auto
-// leaves it off; it is used only when asked for. The input copy it leaves on the critical path
-// joins the plan's iteration (and the candidates', priced the same way), so that the plan shows
-// one iteration time.
-absl::Status DecideDataMovement(const PlanContext& c, const PlanRequest& r, PlanReport* report) {
-  api::Plan& plan = report->plan;
-  const int node_gpus = static_cast<int>(std::min<std::int64_t>(plan.gpus, c.device.gpus_per_node));
-  const std::int64_t node_batch = std::max<std::int64_t>(
-      node_gpus, r.global_batch * node_gpus / std::max<std::int64_t>(plan.gpus, 1));
-  const DataMovementRequest request = DataMovementRequestFor(
-      c.model, c.device, node_gpus, node_batch, Seconds(plan.predictions.compute_seconds));
-  CommPeerTransfer peers(c.comm);
-  WAVEPOOL_ASSIGN_OR_RETURN(DataMovementReport movement, CompareDataMovement(request, peers));
+// The fastest data-movement option the request allows. Lossy weight compression changes the
+// numerics, so Auto leaves it off; it is used only when asked for.
+const DataMovementEstimate& FastestAllowedOption(const DataMovementReport& movement,
+                                                 const PlanRequest& r) {
   const api::Toggle compression =
       r.weight_compression == api::Toggle::kAuto ? api::Toggle::kOff : r.weight_compression;
   const DataMovementEstimate* best = nullptr;
@@ -71,40 +61,86 @@ absl::Status DecideDataMovement(const PlanContext& c, const PlanRequest& r, Plan
     }
     if (best == nullptr || option.iteration < best->iteration) best = &option;
   }
-  plan.data_movement.cpu_split = best->option.split == BatchSplit::kCpuCentric;
-  plan.data_movement.preload = best->option.preload;
-  plan.data_movement.weight_compression = best->option.compress_weights;
-  // Only the input moves every iteration: the runtime all-reduces gradients, so every replica
-  // updates its own weights, broadcast once at the start (docs/runtime.md).
-  report->input_copy = best->host_to_device + best->peer_to_peer;
-  report->input_exposed = best->exposed_host_to_device + best->peer_to_peer;
-  api::PlanPredictions& p = plan.predictions;
-  p.iteration_seconds += report->input_exposed.count();
-  p.communication_seconds += report->input_exposed.count();
+  return *best;
+}
+
+// Adds the input copy left on the critical path to the plan's iteration, so that the plan shows
+// one iteration time.
+void AddExposedInputCopy(const PlanRequest& r, Seconds exposed, api::Plan* plan) {
+  api::PlanPredictions& p = plan->predictions;
+  p.iteration_seconds += exposed.count();
+  p.communication_seconds += exposed.count();
   p.samples_per_second =
       p.iteration_seconds > 0 ? static_cast<double>(r.global_batch) / p.iteration_seconds : 0;
   p.background_idle_gpu_seconds =
-      std::max(0.0, static_cast<double>(plan.gpus) * p.iteration_seconds - p.gpu_seconds);
-  report->decisions.push_back(absl::StrCat(
-      "data movement: ", DataMovementOptionName(best->option), ": the input copy takes ",
-      Millis(report->input_copy.count()), " per iteration on the ", node_gpus, " GPUs of a node, ",
-      Millis(report->input_exposed.count()),
-      " of it on the critical path; the weights are broadcast once, at the start"));
+      std::max(0.0, static_cast<double>(plan->gpus) * p.iteration_seconds - p.gpu_seconds);
+}
+
+// Prices the input copy of `option` into every candidate the report compares, as the plan's.
+absl::Status AddInputCopyToCandidates(const PlanContext& c, const PlanRequest& r,
+                                      const DataMovementOption& option, PlanReport* report) {
   for (CandidateFigures* figures :
        {&report->burst_figures, &report->data_parallel_figures,
         report->unbounded_burst ? &*report->unbounded_burst : nullptr}) {
     if (figures == nullptr) continue;
     WAVEPOOL_ASSIGN_OR_RETURN(
-        InputCopy input,
-        EstimateInputCopy(c, r, figures->gpus, figures->compute.count(), best->option));
+        InputCopy input, EstimateInputCopy(c, r, figures->gpus, figures->compute.count(), option));
     figures->input = input.exposed;
     figures->iteration += input.exposed;
   }
+  return absl::OkStatus();
+}
+
+// Chooses the data-movement switches (scalednn-data-movement §IV) for the GPUs of one node: the
+// fastest combination the request allows. The input copy it leaves on the critical path joins
+// the plan's iteration (and the candidates', priced the same way).
+absl::Status DecideDataMovement(const PlanContext& c, const PlanRequest& r, PlanReport* report) {
+  api::Plan& plan = report->plan;
+  const int node_gpus = static_cast<int>(std::min<std::int64_t>(plan.gpus, c.device.gpus_per_node));
+  const std::int64_t node_batch = std::max<std::int64_t>(
+      node_gpus, r.global_batch * node_gpus / std::max<std::int64_t>(plan.gpus, 1));
+  const DataMovementRequest request = DataMovementRequestFor(
+      c.model, c.device, node_gpus, node_batch, Seconds(plan.predictions.compute_seconds));
+  CommPeerTransfer peers(c.comm);
+  WAVEPOOL_ASSIGN_OR_RETURN(DataMovementReport movement, CompareDataMovement(request, peers));
+  const DataMovementEstimate& best = FastestAllowedOption(movement, r);
+  plan.data_movement.cpu_split = best.option.split == BatchSplit::kCpuCentric;
+  plan.data_movement.preload = best.option.preload;
+  plan.data_movement.weight_compression = best.option.compress_weights;
+  // Only the input moves every iteration: the runtime all-reduces gradients, so every replica
+  // updates its own weights, broadcast once at the start (docs/runtime.md).
+  report->input_copy = best.host_to_device + best.peer_to_peer;
+  report->input_exposed = best.exposed_host_to_device + best.peer_to_peer;
+  AddExposedInputCopy(r, report->input_exposed, &plan);
+  report->decisions.push_back(absl::StrCat(
+      "data movement: ", DataMovementOptionName(best.option), ": the input copy takes ",
+      Millis(report->input_copy.count()), " per iteration on the ", node_gpus, " GPUs of a node, ",
+      Millis(report->input_exposed.count()),
+      " of it on the critical path; the weights are broadcast once, at the start"));
+  WAVEPOOL_RETURN_IF_ERROR(AddInputCopyToCandidates(c, r, best.option, report));
   report->data_movement = std::move(movement);
   return absl::OkStatus();
 }
 
-// Tick-tock on a data-parallel plan (wavelet-tick-tock §3): two waves offset in time.
+// Two waves share each GPU (wavelet-tick-tock §3): a global step (one wave's update) now comes
+// every iteration / gain, with the same split between compute and communication.
+void ApplyTickTock(const TickTockAnalysis& analysis, api::Plan* plan) {
+  plan->strategy = api::Strategy::kTickTock;
+  plan->waves = 2;
+  plan->wave_offset_fraction = analysis.offsets.best_offset;
+  api::PlanPredictions& p = plan->predictions;
+  const double gain = analysis.predicted_gain;
+  p.memory_per_gpu_bytes = analysis.offsets.best_peak;
+  p.iteration_seconds /= gain;
+  p.compute_seconds /= gain;
+  p.communication_seconds /= gain;
+  p.samples_per_second *= gain;
+  p.background_idle_gpu_seconds =
+      std::max(0.0, static_cast<double>(plan->gpus) * p.iteration_seconds - p.gpu_seconds);
+}
+
+// Tick-tock on a data-parallel plan (wavelet-tick-tock §3): two waves offset in time, when the
+// analysis recommends it or the request forces it (then the two waves must fit).
 absl::Status DecideTickTock(const PlanContext& c, const PlanRequest& r, bool forced,
                             PlanReport* report) {
   api::Plan& plan = report->plan;
@@ -114,7 +150,6 @@ absl::Status DecideTickTock(const PlanContext& c, const PlanRequest& r, bool for
   request.memory.optimizer_moments = OptimizerMoments(r.optimizer);
   WAVEPOOL_ASSIGN_OR_RETURN(TickTockAnalysis analysis,
                             AnalyzeTickTock(c.model, c.compute, request));
-  const bool use = forced ? analysis.fits : analysis.verdict == TickTockVerdict::kRecommended;
   if (forced && !analysis.fits) {
     return absl::FailedPreconditionError(
         absl::StrCat("tick-tock: two waves of ", request.per_wave_batch, " samples need ",
@@ -125,22 +160,7 @@ absl::Status DecideTickTock(const PlanContext& c, const PlanRequest& r, bool for
       absl::StrFormat("tick-tock: %s (predicted gain %.2fx, two-wave peak %s of %s usable)",
                       TickTockVerdictName(analysis.verdict), analysis.predicted_gain,
                       GiB(analysis.offsets.best_peak), GiB(analysis.usable_memory)));
-  if (use) {
-    plan.strategy = api::Strategy::kTickTock;
-    plan.waves = 2;
-    plan.wave_offset_fraction = analysis.offsets.best_offset;
-    // Two waves share each GPU; a global step (one wave's update) now comes every
-    // iteration / gain, with the same split between compute and communication.
-    api::PlanPredictions& p = plan.predictions;
-    const double gain = analysis.predicted_gain;
-    p.memory_per_gpu_bytes = analysis.offsets.best_peak;
-    p.iteration_seconds /= gain;
-    p.compute_seconds /= gain;
-    p.communication_seconds /= gain;
-    p.samples_per_second *= gain;
-    p.background_idle_gpu_seconds =
-        std::max(0.0, static_cast<double>(plan.gpus) * p.iteration_seconds - p.gpu_seconds);
-  }
+  if (forced || analysis.verdict == TickTockVerdict::kRecommended) ApplyTickTock(analysis, &plan);
   report->tick_tock = std::move(analysis);
   return absl::OkStatus();
 }
@@ -167,13 +187,14 @@ bool PreferRoundRobin(const ModelParallelWavesAnalysis& round_robin,
          round_robin.predicted_speedup >= stationary.predicted_speedup;
 }
 
-// Model parallelism with tock waves (wavelet-tick-tock §3.3): one stage per GPU, the waves placed
-// round-robin (§3.3.2) or stationary, whichever PreferRoundRobin says.
-absl::Status PlanModelParallel(const PlanContext& c, const PlanRequest& r, PlanReport* report) {
-  WAVEPOOL_ASSIGN_OR_RETURN(
-      std::vector<LayerId> starts,
-      BalancedStageStarts(c.model, c.compute, r.global_batch, std::min(r.gpus, c.model.size())));
-  starts = KeepInPlaceLayersWithProducers(c.model, starts);
+// The model-parallel waves analysed in both placements (wavelet-tick-tock §3.3.2).
+struct BothPlacements {
+  ModelParallelWavesAnalysis stationary;
+  ModelParallelWavesAnalysis round_robin;
+};
+
+absl::StatusOr<BothPlacements> AnalyzeBothPlacements(const PlanContext& c, const PlanRequest& r,
+                                                     const std::vector<LayerId>& starts) {
   const int stages = static_cast<int>(starts.size());
   ModelParallelWavesRequest request;
   request.stages = stages;
@@ -182,35 +203,53 @@ absl::Status PlanModelParallel(const PlanContext& c, const PlanRequest& r, PlanR
   request.device_memory = c.device.memory_bytes;
   request.memory.optimizer_moments = OptimizerMoments(r.optimizer);
   request.placement = WavePlacement::kStationary;
-  WAVEPOOL_ASSIGN_OR_RETURN(ModelParallelWavesAnalysis stationary,
+  BothPlacements both;
+  WAVEPOOL_ASSIGN_OR_RETURN(both.stationary,
                             AnalyzeModelParallelWaves(c.model, c.compute, request));
   // The tick alone holds stage s on GPU s in both placements: one check covers both.
-  if (!stationary.tick_fits) {
+  if (!both.stationary.tick_fits) {
     return absl::FailedPreconditionError(absl::StrCat(
         "model ", c.model.name(), " split into ", stages, " stages of ", r.global_batch,
         " samples does not fit the ", GiB(c.device.memory_bytes), " of ", c.device.name));
   }
   request.placement = WavePlacement::kRoundRobin;
-  WAVEPOOL_ASSIGN_OR_RETURN(ModelParallelWavesAnalysis round_robin,
+  WAVEPOOL_ASSIGN_OR_RETURN(both.round_robin,
                             AnalyzeModelParallelWaves(c.model, c.compute, request));
-  const bool use_round_robin = PreferRoundRobin(round_robin, stationary);
+  return both;
+}
+
+std::string WavePlacementDecision(const BothPlacements& both, WavePlacement placement) {
+  const ModelParallelWavesAnalysis& round_robin = both.round_robin;
+  const bool use_round_robin = placement == WavePlacement::kRoundRobin;
+  return absl::StrFormat(
+      "wave placement: %s (round-robin: %d tock waves, %.2fx; stationary: %d tock waves, %.2fx%s)",
+      WavePlacementName(placement), round_robin.tock_waves, round_robin.predicted_speedup,
+      both.stationary.tock_waves, both.stationary.predicted_speedup,
+      use_round_robin              ? ""
+      : round_robin.tock_waves < 1 ? "; round-robin places no tock wave"
+                                   : "; round-robin predicted slower");
+}
+
+// Model parallelism with tock waves (wavelet-tick-tock §3.3): one stage per GPU, the waves placed
+// round-robin (§3.3.2) or stationary, whichever PreferRoundRobin says.
+absl::Status PlanModelParallel(const PlanContext& c, const PlanRequest& r, PlanReport* report) {
+  WAVEPOOL_ASSIGN_OR_RETURN(
+      std::vector<LayerId> starts,
+      BalancedStageStarts(c.model, c.compute, r.global_batch, std::min(r.gpus, c.model.size())));
+  starts = KeepInPlaceLayersWithProducers(c.model, starts);
+  WAVEPOOL_ASSIGN_OR_RETURN(BothPlacements both, AnalyzeBothPlacements(c, r, starts));
+  const bool use_round_robin = PreferRoundRobin(both.round_robin, both.stationary);
   const WavePlacement placement =
       use_round_robin ? WavePlacement::kRoundRobin : WavePlacement::kStationary;
-  ModelParallelWavesAnalysis& chosen = use_round_robin ? round_robin : stationary;
+  ModelParallelWavesAnalysis& chosen = use_round_robin ? both.round_robin : both.stationary;
   const api::Strategy strategy = report->plan.strategy;
   report->plan = AssembleModelParallelPlan(c, r, starts, chosen, placement);
   report->plan.strategy = strategy;
   report->decisions.push_back(absl::StrFormat(
       "model-parallel waves: %d stages, %d tock waves fit (predicted %.2fx over plain model "
       "parallelism)",
-      stages, chosen.tock_waves, chosen.predicted_speedup));
-  report->decisions.push_back(absl::StrFormat(
-      "wave placement: %s (round-robin: %d tock waves, %.2fx; stationary: %d tock waves, %.2fx%s)",
-      WavePlacementName(placement), round_robin.tock_waves, round_robin.predicted_speedup,
-      stationary.tock_waves, stationary.predicted_speedup,
-      use_round_robin              ? ""
-      : round_robin.tock_waves < 1 ? "; round-robin places no tock wave"
-                                   : "; round-robin predicted slower"));
+      static_cast<int>(starts.size()), chosen.tock_waves, chosen.predicted_speedup));
+  report->decisions.push_back(WavePlacementDecision(both, placement));
   report->model_parallel = std::move(chosen);
   return absl::OkStatus();
 }

@@ -12,8 +12,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "atomic_file.h"
 #include "byte_codec.h"
+#include "wavepool/base/atomic_file.h"
 #include "wavepool/base/errno_error.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/checkpoint.h"
@@ -21,10 +21,13 @@
 namespace wavepool::runtime {
 namespace {
 
-using checkpoint_internal::IoError;
-using checkpoint_internal::SyncDirectory;
-
 namespace fs = std::filesystem;
+
+// "<operation> <path>: <errno text>" (ErrnoError's mapping).
+absl::Status IoError(int error_number, std::string_view operation, std::string_view path) {
+  return ErrnoError(error_number, absl::StrCat(checkpoint_internal::View(operation), " ",
+                                               checkpoint_internal::View(path)));
+}
 
 constexpr absl::string_view kStepPrefix = "step-";
 constexpr absl::string_view kLatestName = "LATEST";
@@ -94,7 +97,7 @@ absl::StatusOr<CheckpointDirectory> CheckpointDirectory::Open(std::string path) 
     std::error_code error;
     fs::create_directories(path, error);
     if (error) return IoError(error.value(), "create checkpoint directory", path);
-    WAVEPOOL_RETURN_IF_ERROR(SyncDirectory(checkpoint_internal::DirectoryOf(path)));
+    WAVEPOOL_RETURN_IF_ERROR(SyncDirectory(DirectoryOf(path)));
   }
   WAVEPOOL_RETURN_IF_ERROR(ProbeWritable(path));
   return CheckpointDirectory(std::move(path));
@@ -114,8 +117,7 @@ std::string CheckpointDirectory::LatestPath() const {
 
 absl::StatusOr<std::int64_t> CheckpointDirectory::Latest() const {
   const std::string latest_path = LatestPath();
-  absl::StatusOr<std::string> contents =
-      checkpoint_internal::ReadWholeFile(latest_path, "LATEST file");
+  absl::StatusOr<std::string> contents = ReadWholeFile(latest_path, "LATEST file");
   if (absl::IsNotFound(contents.status())) {
     return absl::NotFoundError(absl::StrCat("checkpoint directory ", path_,
                                             " has no LATEST file: no checkpoint was committed"));
@@ -169,7 +171,7 @@ absl::Status CheckpointDirectory::Commit(std::int64_t step, std::int32_t world_s
                                                       " does not exist"));
   }
   const std::string text = absl::StrCat(step, "\n");
-  return checkpoint_internal::WriteFileAtomically(LatestPath(), {text});
+  return WriteFileAtomically(LatestPath(), std::string_view(text));
 }
 
 absl::Status CheckpointDirectory::Prune() const {
@@ -181,8 +183,7 @@ absl::Status CheckpointDirectory::Prune() const {
     const std::int64_t step = StepOfEntry(name);
     const bool stale_temporary =
         absl::StartsWith(
-            name, absl::StrCat(kLatestName,
-                               checkpoint_internal::View(checkpoint_internal::kTemporaryInfix))) ||
+            name, absl::StrCat(kLatestName, checkpoint_internal::View(kAtomicTemporaryInfix))) ||
         absl::StartsWith(name, kProbePrefix);
     if ((step >= 0 && step != latest) || stale_temporary) RemoveEntry(entry.path(), status);
   }
@@ -191,7 +192,7 @@ absl::Status CheckpointDirectory::Prune() const {
   // temporaries in it; its rank files themselves were only ever replaced by rename.
   for (const fs::directory_entry& entry : fs::directory_iterator(StepPath(latest), error)) {
     if (absl::StrContains(entry.path().filename().string(),
-                          checkpoint_internal::View(checkpoint_internal::kTemporaryInfix))) {
+                          checkpoint_internal::View(kAtomicTemporaryInfix))) {
       RemoveEntry(entry.path(), status);
     }
   }

@@ -11,10 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "atomic_file.h"
 #include "byte_codec.h"
 #include "crc32c.h"
 #include "nlohmann/json.hpp"
+#include "wavepool/base/atomic_file.h"
 #include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
@@ -297,12 +297,11 @@ absl::Status WriteCheckpointFile(const std::string& path, const CheckpointFile& 
     return absl::Status(encoded.status().code(),
                         absl::StrCat("write ", path, ": ", encoded.status().message()));
   }
-  return checkpoint_internal::WriteFileAtomically(path, encoded->pieces);
+  return WriteFileAtomically(path, encoded->pieces);
 }
 
 absl::StatusOr<CheckpointFile> ReadCheckpointFile(const std::string& path) {
-  WAVEPOOL_ASSIGN_OR_RETURN(std::string bytes,
-                            checkpoint_internal::ReadWholeFile(path, "checkpoint"));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path, "checkpoint"));
   return DecodeCheckpoint(bytes, path);
 }
 

@@ -3,7 +3,6 @@
 #include "wavepool/runtime/rendezvous.h"
 
 #include <string>
-#include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <vector>
 
@@ -16,7 +15,6 @@
 namespace wavepool::runtime {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kPollInterval{20};
 
 constexpr std::chrono::seconds kGrace{3};  // how long rank 0 waits for the others to hear it
@@ -48,12 +46,12 @@ void Acknowledge(c10d::Store& store) {
 }
 
 // Rank 0 publishes the failure and waits (at most kGrace) until the `arrived` other ranks read it.
-void Announce(c10d::Store& store, const std::string& message, int arrived) {
+void Announce(c10d::Store& store, const std::string& message, int arrived, Clock& clock) {
   try {
     store.set(std::string(kFailedKey), std::vector<std::uint8_t>(message.begin(), message.end()));
-    const Clock::time_point until = Clock::now() + kGrace;
-    while (store.add(std::string(kAcknowledgedKey), 0) < arrived && Clock::now() < until) {
-      std::this_thread::sleep_for(kPollInterval);
+    const MonotonicTime until = clock.Now() + kGrace;
+    while (store.add(std::string(kAcknowledgedKey), 0) < arrived && clock.Now() < until) {
+      clock.SleepFor(kPollInterval);
     }
   } catch (const std::exception&) {
   }
@@ -92,12 +90,12 @@ StorePtr LocalStore() { return c10::make_intrusive<c10d::HashStore>(); }
 
 absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int world_size,
                                     std::chrono::milliseconds timeout,
-                                    const std::function<bool()>& stopped) {
+                                    const std::function<bool()>& stopped, Clock& clock) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank, " is not in [0, world size ", world_size, ")"));
   }
-  const Clock::time_point deadline = Clock::now() + timeout;
+  const MonotonicTime deadline = clock.Now() + timeout;
   WAVEPOOL_ASSIGN_OR_RETURN(StorePtr connected, Connect(address, rank, world_size, timeout));
   StorePtr store = compat::WithPrefix("wavepool", connected);
   try {
@@ -111,7 +109,7 @@ absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int w
   // Rank 0 serves the store, so it decides when the rendezvous failed and tells the others
   // (under "failed"), staying until they have read it: a rank whose server vanished could only
   // say that the store broke, not which ranks were missing.
-  const Clock::time_point give_up = rank == 0 ? deadline : deadline + kGrace;
+  const MonotonicTime give_up = rank == 0 ? deadline : deadline + kGrace;
   while (true) {
     absl::StatusOr<std::vector<int>> missing = Missing(*store, world_size);
     if (!missing.ok()) {
@@ -128,15 +126,17 @@ absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int w
       Acknowledge(*store);
       return absl::DeadlineExceededError(*failed);
     }
-    if (Clock::now() >= give_up) {
+    if (clock.Now() >= give_up) {
       const std::string message =
           absl::StrCat("rendezvous at ", address.ToString(), ": rank",
                        missing->size() > 1 ? "s " : " ", absl::StrJoin(*missing, ", "), " of ",
                        world_size, " did not arrive within ", Seconds(timeout));
-      if (rank == 0) Announce(*store, message, world_size - static_cast<int>(missing->size()) - 1);
+      if (rank == 0) {
+        Announce(*store, message, world_size - static_cast<int>(missing->size()) - 1, clock);
+      }
       return absl::DeadlineExceededError(message);
     }
-    std::this_thread::sleep_for(kPollInterval);
+    clock.SleepFor(kPollInterval);
   }
 }
 

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,8 +12,6 @@
 
 namespace wavepool::runtime {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::int64_t MonotonicNanos() {
   timespec ts{};
@@ -41,23 +38,23 @@ AgentSession::~AgentSession() { client_->Close(); }
 
 absl::StatusOr<std::unique_ptr<AgentSession>> AgentSession::Connect(
     const std::string& agent_dir, const agent::RegisterRequest& identity,
-    std::chrono::milliseconds connect_timeout, agent::LogSink log) {
+    std::chrono::milliseconds connect_timeout, agent::LogSink log, Clock& clock) {
   agent::AgentClient::Options options;
   options.socket_path = absl::StrCat(agent_dir, "/agent.sock");
   options.registration = identity;
   options.log = std::move(log);
-  const Clock::time_point deadline = Clock::now() + connect_timeout;
+  const MonotonicTime deadline = clock.Now() + connect_timeout;
   std::chrono::milliseconds backoff{50};
   while (true) {
     absl::StatusOr<std::unique_ptr<agent::AgentClient>> client =
         agent::AgentClient::Connect(options);
     if (client.ok()) return std::unique_ptr<AgentSession>(new AgentSession(*std::move(client)));
-    if (!absl::IsUnavailable(client.status()) || Clock::now() + backoff > deadline) {
+    if (!absl::IsUnavailable(client.status()) || clock.Now() + backoff > deadline) {
       return absl::Status(
           client.status().code(),
           absl::StrCat("node agent at ", options.socket_path, ": ", client.status().message()));
     }
-    std::this_thread::sleep_for(backoff);
+    clock.SleepFor(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
 }

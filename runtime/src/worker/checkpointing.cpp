@@ -1,6 +1,5 @@
 #include "checkpointing.h"
 
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,12 +26,13 @@ std::vector<std::uint8_t> Bytes(std::string_view text) { return {text.begin(), t
 }  // namespace
 
 Checkpointing::Checkpointing(CheckpointDirectory directory, Identity identity, Executor* executor,
-                             StorePtr store, std::chrono::milliseconds timeout)
+                             StorePtr store, std::chrono::milliseconds timeout, Clock& clock)
     : directory_(std::move(directory)),
       identity_(std::move(identity)),
       executor_(executor),
       store_(std::move(store)),
-      timeout_(timeout) {}
+      timeout_(timeout),
+      clock_(clock) {}
 
 absl::StatusOr<CheckpointFile> Checkpointing::Build(std::int64_t step) {
   CheckpointFile file;
@@ -100,19 +100,19 @@ absl::Status Checkpointing::Agree(std::int64_t step, const std::string& phase,
       return mine;
     }
     store_->add(prefix, 1);
-    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    const MonotonicTime deadline = clock_.Now() + timeout_;
     while (store_->add(prefix, 0) < identity_.world_size) {
       if (store_->check({prefix + "/failed"})) {
         const std::vector<std::uint8_t> why = store_->get(prefix + "/failed");
         return absl::AbortedError(absl::StrCat("checkpoint of step ", step, " failed on ",
                                                std::string(why.begin(), why.end())));
       }
-      if (std::chrono::steady_clock::now() > deadline) {
+      if (clock_.Now() > deadline) {
         return absl::DeadlineExceededError(
             absl::StrFormat("checkpoint of step %d: not every rank %s it within %g s", step, phase,
                             static_cast<double>(timeout_.count()) / 1000.0));
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      clock_.SleepFor(std::chrono::milliseconds(5));
     }
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("checkpoint of step ", step, ": ", e.what()));

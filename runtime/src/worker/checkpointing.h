@@ -11,13 +11,14 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "wavepool/base/clock.h"
 #include "wavepool/runtime/checkpoint.h"
 #include "wavepool/runtime/executor.h"
 #include "wavepool/runtime/rendezvous.h"
 
 namespace wavepool::runtime {
 
-// Thread-compatible; one per worker. Borrows the executor and the store.
+// Thread-compatible; one per worker. Borrows the executor, the store and the clock.
 class Checkpointing {
  public:
   struct Identity {
@@ -27,8 +28,10 @@ class Checkpointing {
     std::map<std::string, std::string> metadata;
   };
 
+  // The agreement reads the store every 5 ms (the other ranks are other processes) on `clock`,
+  // which also times `timeout`.
   Checkpointing(CheckpointDirectory directory, Identity identity, Executor* executor,
-                StorePtr store, std::chrono::milliseconds timeout);
+                StorePtr store, std::chrono::milliseconds timeout, Clock& clock = RealClock());
 
   // The committed step restored into the executor, or nullopt when there is none (a fresh
   // start). Errors name the file: a corrupt or mismatched checkpoint is never skipped.
@@ -52,6 +55,7 @@ class Checkpointing {
   Executor* const executor_;
   StorePtr store_;
   const std::chrono::milliseconds timeout_;
+  Clock& clock_;
 };
 
 }  // namespace wavepool::runtime

@@ -36,7 +36,7 @@ struct HistoryEntry {
 
 // A bound pod being deleted gracefully: removed at `deadline` unless it is gone already.
 struct GraceTimer {
-  MonotonicNanos deadline = 0;
+  MonotonicTime deadline;
   std::string resource;
   std::string key;
   std::string uid;

@@ -277,7 +277,7 @@ void StoreImpl::MaybeFinishNamespaceLocked(const std::string& ns) {
 void StoreImpl::ArmGraceTimerLocked(const ResourceInfo& resource, const std::string& key,
                                     std::int64_t grace_seconds) {
   const nlohmann::json& object = core_->objects[resource.GroupResource()][key];
-  core_->timers.push_back({core_->options.clock->Now() + grace_seconds * 1'000'000'000LL,
+  core_->timers.push_back({core_->options.clock->Now() + std::chrono::seconds(grace_seconds),
                            resource.GroupResource(), key, MetaString(object, "uid")});
   ++timers_epoch_;
   core_->changed.SignalAll();
@@ -287,7 +287,7 @@ void StoreImpl::TimerLoop() {
   absl::MutexLock lock(&core_->mu);
   Clock& clock = *core_->options.clock;
   while (!core_->shutting_down) {
-    MonotonicNanos next = clock.Now() + 3'600'000'000'000LL;  // an hour: re-check now and then
+    MonotonicTime next = clock.Now() + std::chrono::hours(1);  // re-check now and then
     for (const GraceTimer& t : core_->timers) next = std::min(next, t.deadline);
     const std::uint64_t seen = timers_epoch_;
     const auto woken = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(core_->mu) {
@@ -295,7 +295,7 @@ void StoreImpl::TimerLoop() {
     };
     clock.WaitUntil(core_->mu, next, absl::Condition(&woken));
     if (core_->shutting_down) break;
-    const MonotonicNanos now = clock.Now();
+    const MonotonicTime now = clock.Now();
     std::vector<GraceTimer> due;
     auto split = std::partition(core_->timers.begin(), core_->timers.end(),
                                 [&](const GraceTimer& t) { return t.deadline > now; });

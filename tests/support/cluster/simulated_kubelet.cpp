@@ -285,16 +285,15 @@ void SimulatedKubelet::WorkerLoop() {
       continue;
     }
     // Only this thread adds timers, so the earliest deadline cannot move while it waits.
-    const MonotonicNanos deadline = timers_.empty()
-                                        ? clock_.Now() + std::chrono::nanoseconds(kIdleWait).count()
-                                        : timers_.begin()->first;
+    const MonotonicTime deadline =
+        timers_.empty() ? clock_.Now() + kIdleWait : timers_.begin()->first;
     clock_.WaitUntil(mu_, deadline, absl::Condition(&woken));
   }
 }
 
 void SimulatedKubelet::AddTimerLocked(std::chrono::nanoseconds delay, TimerKind kind,
                                       const std::string& key, const PodRecord& record) {
-  timers_.emplace(clock_.Now() + delay.count(), Timer{kind, key, record.uid, record.epoch});
+  timers_.emplace(clock_.Now() + delay, Timer{kind, key, record.uid, record.epoch});
 }
 
 SimulatedKubelet::PodRecord& SimulatedKubelet::RecordLocked(const std::string& key,

@@ -167,7 +167,7 @@ class SimulatedKubelet {
   std::set<std::string> down_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, PodRecord> pods_ ABSL_GUARDED_BY(mu_);  // by ns/name
   std::deque<std::string> keys_ ABSL_GUARDED_BY(mu_);           // pods to look at
-  std::multimap<MonotonicNanos, Timer> timers_ ABSL_GUARDED_BY(mu_);
+  std::multimap<MonotonicTime, Timer> timers_ ABSL_GUARDED_BY(mu_);
   // The last podIP octet per node.
   std::map<std::string, std::int64_t> next_host_ ABSL_GUARDED_BY(mu_);
   std::uint64_t epochs_ ABSL_GUARDED_BY(mu_) = 0;

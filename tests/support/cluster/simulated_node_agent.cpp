@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/resource.h"
 
@@ -73,7 +74,7 @@ absl::StatusOr<std::unique_ptr<SimulatedNodeAgents>> SimulatedNodeAgents::Start(
     for (const std::string& name : agents->order_) {
       Agent& agent = agents->agents_.at(name);
       absl::StatusOr<nlohmann::json> created =
-          client.Create(kube::kGpuNodes, api::ToJson(agents->NewObject(name)));
+          client.Create(api::kGpuNodes, api::ToJson(agents->NewObject(name)));
       if (!created.ok() && !kube::IsAlreadyExists(created.status())) return created.status();
       if (absl::Status s = agents->Publish(agent); !s.ok()) return s;
     }
@@ -97,12 +98,12 @@ void SimulatedNodeAgents::Stop() {
 
 void SimulatedNodeAgents::HeartbeatLoop() {
   absl::MutexLock lock(&mu_);
-  MonotonicNanos next = clock_.Now() + options_.heartbeat_period.count();
+  MonotonicTime next = clock_.Now() + options_.heartbeat_period;
   while (!stopping_) {
     clock_.WaitUntil(mu_, next, absl::Condition(&stopping_));
     if (stopping_) break;
     // A clock that jumped several periods gives one heartbeat, as a late timer would.
-    while (next <= clock_.Now()) next += options_.heartbeat_period.count();
+    while (next <= clock_.Now()) next += options_.heartbeat_period;
     mu_.Unlock();
     // Errors are the API server's; the next period tries again, as an agent would.
     (void)Heartbeat();
@@ -138,7 +139,7 @@ absl::Status SimulatedNodeAgents::Publish(Agent& agent) {
   nlohmann::json json = api::ToJson(object);
   const nlohmann::json patch = {{"status", json.value("status", nlohmann::json::object())}};
   return client_
-      .Patch(kube::kGpuNodes, "", agent.spec.name, kube::PatchType::kMerge, patch, "status")
+      .Patch(api::kGpuNodes, "", agent.spec.name, kube::PatchType::kMerge, patch, "status")
       .status();
 }
 

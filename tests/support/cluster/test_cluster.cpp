@@ -11,6 +11,7 @@
 #include "tests/support/cluster/crds.h"
 #include "tests/support/eventually.h"
 #include "tests/support/files.h"
+#include "wavepool/api/kube_resources.h"
 #include "wavepool/api/object_meta.h"
 #include "wavepool/api/yaml.h"
 #include "wavepool/controller/owned_objects.h"
@@ -302,7 +303,7 @@ absl::StatusOr<api::TrainingJob> TestCluster::CreateJob(nlohmann::json job) {
   if (!job.is_object()) return absl::InvalidArgumentError("CreateJob: not one object");
   nlohmann::json& metadata = job["metadata"];
   if (!metadata.contains("namespace")) metadata["namespace"] = "default";
-  absl::StatusOr<nlohmann::json> created = client_->Create(kube::kTrainingJobs, job);
+  absl::StatusOr<nlohmann::json> created = client_->Create(api::kTrainingJobs, job);
   if (!created.ok()) return created.status();
   return api::TrainingJob::FromJson(*created);
 }
@@ -315,19 +316,19 @@ absl::StatusOr<api::TrainingJob> TestCluster::CreateJobFromExample(std::string_v
 }
 
 absl::StatusOr<api::TrainingJob> TestCluster::GetJob(std::string_view name, std::string_view ns) {
-  absl::StatusOr<nlohmann::json> json = client_->Get(kube::kTrainingJobs, ns, name);
+  absl::StatusOr<nlohmann::json> json = client_->Get(api::kTrainingJobs, ns, name);
   if (!json.ok()) return json.status();
   return api::TrainingJob::FromJson(*json);
 }
 
 absl::Status TestCluster::DeleteJob(std::string_view name, std::string_view ns) {
-  return client_->Delete(kube::kTrainingJobs, ns, name);
+  return client_->Delete(api::kTrainingJobs, ns, name);
 }
 
 absl::Status TestCluster::PatchJobSpec(std::string_view name, const nlohmann::json& spec_patch,
                                        std::string_view ns) {
   return client_
-      ->Patch(kube::kTrainingJobs, ns, name, kube::PatchType::kMerge, {{"spec", spec_patch}})
+      ->Patch(api::kTrainingJobs, ns, name, kube::PatchType::kMerge, {{"spec", spec_patch}})
       .status();
 }
 

@@ -8,7 +8,7 @@ WallTime::WallTime(Clock* clock, std::chrono::system_clock::time_point start)
     : clock_(clock), start_(start), clock_start_(clock->Now()) {}
 
 std::chrono::system_clock::time_point WallTime::Now() const {
-  const std::chrono::nanoseconds elapsed(clock_->Now() - clock_start_);
+  const std::chrono::nanoseconds elapsed = clock_->Now() - clock_start_;
   return start_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(elapsed);
 }
 

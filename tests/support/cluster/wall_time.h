@@ -26,7 +26,7 @@ class WallTime {
  private:
   Clock* clock_;
   std::chrono::system_clock::time_point start_;
-  MonotonicNanos clock_start_;
+  MonotonicTime clock_start_;
 };
 
 }  // namespace wavepool::testing

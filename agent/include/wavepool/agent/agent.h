@@ -25,7 +25,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "wavepool/agent/cheat_detector.h"
-#include "wavepool/agent/clock.h"
 #include "wavepool/agent/command_runner.h"
 #include "wavepool/agent/gate_segment.h"
 #include "wavepool/agent/gpu_device.h"
@@ -36,6 +35,7 @@
 #include "wavepool/agent/peer_identity.h"
 #include "wavepool/agent/slowdown_feedback.h"
 #include "wavepool/agent/socket_server.h"
+#include "wavepool/base/clock.h"
 
 namespace wavepool::agent {
 
@@ -134,10 +134,11 @@ class Agent final : public SessionHandler {
 
   AgentStatus Status() const;
   // The allocator samples (ReportMemory) of the task of process `pid` on `gpu` with time_ns >
-  // `after_ns`, oldest first, of the most recent the agent keeps (65536 per task): a caller that
-  // passes the newest time it read gets every sample once. Empty when no such task is registered.
+  // `after_ns` (CLOCK_MONOTONIC nanoseconds, as the protocol carries them), oldest first, of the
+  // most recent the agent keeps (65536 per task): a caller that passes the newest time it read gets
+  // every sample once. Empty when no such task is registered.
   std::vector<MemorySample> TaskMemorySamples(GpuIndex gpu, std::int32_t pid,
-                                              MonotonicNanos after_ns) const;
+                                              std::int64_t after_ns) const;
   const std::string& socket_path() const { return socket_path_; }
   std::uint16_t metrics_port() const { return metrics_->port(); }
   AgentMetrics& metrics() { return *metrics_; }
@@ -156,10 +157,10 @@ class Agent final : public SessionHandler {
   Agent(AgentOptions options, GpuDevicesPtr devices, Clock* clock, CommandRunner* runner);
   absl::Status Init();
   void Loop();
-  void Sample(MonotonicNanos now, bool full);
+  void Sample(MonotonicTime now, bool full);
   void RecordUtilization(Gpu& gpu, const GpuSample& sample) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void JudgeBackground(Gpu& gpu, const GpuSample& sample) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Control(MonotonicNanos now);
+  void Control(MonotonicTime now);
   void AnalyzeWaves(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdviseBackground(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Re-derives the background tasks' credit limits of a GPU after a foreground came or went.

@@ -29,7 +29,7 @@
 
 #include "absl/status/status.h"
 #include "wavepool/agent/client/protocol.h"
-#include "wavepool/agent/clock.h"
+#include "wavepool/base/clock.h"
 
 namespace wavepool::agent {
 
@@ -48,7 +48,7 @@ absl::Status Validate(const CheatDetectorOptions& options);
 // What the gate said about one process's slot at one moment (the control segment's state and the
 // slot's counters; the counters are the worker's, clamped, and only ever used to clear it).
 struct GateView {
-  MonotonicNanos time_ns = 0;
+  MonotonicTime time;
   // Slot paused, a foreground hold raised or the background stop set.
   bool paused = false;
   std::int32_t credit_limit = 0;
@@ -73,12 +73,12 @@ class CheatDetector {
   // REQUIRES: Validate(options).ok().
   explicit CheatDetector(CheatDetectorOptions options);
 
-  // Records the gate's view of background process `pid` at view.time_ns. Readings of one pid
+  // Records the gate's view of background process `pid` at view.time. Readings of one pid
   // arrive in time order; an older one is ignored.
   void ObserveGate(std::int32_t pid, const GateView& view);
-  // Judges `pid`'s SM share over (its previous sample, time_ns]. The first sample of a pid only
+  // Judges `pid`'s SM share over (its previous sample, time]. The first sample of a pid only
   // starts its interval. A foreground role forgets the pid and is never flagged.
-  CheatTransition ObserveUtilization(MonotonicNanos time_ns, std::int32_t pid, Role role,
+  CheatTransition ObserveUtilization(MonotonicTime time, std::int32_t pid, Role role,
                                      double sm_utilization);
   // The process ended or left its slot: its state goes.
   void Forget(std::int32_t pid);
@@ -90,13 +90,13 @@ class CheatDetector {
  private:
   struct Process {
     std::deque<GateView> gate;  // time ascending
-    std::optional<MonotonicNanos> last_sample_ns;
+    std::optional<MonotonicTime> last_sample;
     int consecutive = 0;
-    std::optional<MonotonicNanos> last_suspicious_ns;
+    std::optional<MonotonicTime> last_suspicious;
     CheatVerdict verdict;
   };
   // Why the interval (from, to] was not allowed to use the SMs, or kNone.
-  CheatKind Judge(const Process& process, MonotonicNanos from, MonotonicNanos to) const;
+  CheatKind Judge(const Process& process, MonotonicTime from, MonotonicTime to) const;
   void Prune(Process& process) const;
 
   const CheatDetectorOptions options_;

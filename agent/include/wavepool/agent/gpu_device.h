@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "wavepool/agent/clock.h"
+#include "wavepool/base/clock.h"
 
 namespace wavepool::agent {
 
@@ -44,7 +44,7 @@ struct ProcessUtilization {
 };
 
 struct GpuSample {
-  MonotonicNanos time_ns = 0;  // when the sample was taken (the device's Clock)
+  MonotonicTime time;  // when the sample was taken (the device's Clock)
   std::uint64_t memory_used_bytes = 0;
   // Share of time during which at least one kernel ran, 0..1, over the device's own sampling
   // period (NVML: between 1/6 s and 1 s). nullopt when the device cannot say.
@@ -70,7 +70,7 @@ class GpuDevices {
   // Reads GPU `index` now. NotFound for an index not in gpus(); Unavailable when the device
   // fails to report its memory (the GPU fell off the bus, the driver went away).
   virtual absl::StatusOr<GpuSample> Sample(GpuIndex index) = 0;
-  // Only time_ns and memory_used_bytes: cheap enough for the memory waves' 100 Hz (one
+  // Only time and memory_used_bytes: cheap enough for the memory waves' 100 Hz (one
   // nvmlDeviceGetMemoryInfo on NVML) while the rest is read at the control rate.
   virtual absl::StatusOr<GpuSample> SampleMemory(GpuIndex index) { return Sample(index); }
 

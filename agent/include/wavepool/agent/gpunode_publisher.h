@@ -42,9 +42,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "wavepool/agent/agent.h"
-#include "wavepool/agent/clock.h"
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/api/gpu_node_conditions.h"
+#include "wavepool/base/clock.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/event_recorder.h"
 
@@ -73,7 +73,7 @@ std::string NoGpuReasonFor(const absl::Status& nvml_error);
 struct GpuNodeStatusInputs {
   std::string agent_version;
   std::string no_gpu_reason = kReasonNoGpus;  // used only when the snapshot has no GPU
-  std::chrono::system_clock::time_point now;  // the heartbeat; condition transitions
+  WallTime now;                               // the heartbeat; condition transitions
   // The conditions last published, so that lastTransitionTime moves only when Ready flips.
   std::vector<api::Condition> previous_conditions;
 };
@@ -99,8 +99,6 @@ struct GpuNodePublisherOptions {
   std::chrono::nanoseconds initial_backoff = std::chrono::seconds(1);
   std::chrono::nanoseconds max_backoff = std::chrono::seconds(60);
   int max_conflict_retries = 5;  // re-reads per publish before giving up until the next one
-  // The wall time for heartbeatTime (RFC 3339). nullptr: std::chrono::system_clock::now.
-  std::function<std::chrono::system_clock::time_point()> wall_clock;
   // Where failures and recoveries are reported. nullptr: standard error.
   std::function<void(std::string_view)> log;
   // A Warning Event on each pod the cheat detector newly flags (needs create on core events).

@@ -31,14 +31,14 @@
 
 #include "absl/status/statusor.h"
 #include "wavepool/agent/client/protocol.h"
-#include "wavepool/agent/clock.h"
 #include "wavepool/agent/gpu_device.h"
+#include "wavepool/base/clock.h"
 #include "wavepool/base/seconds.h"
 
 namespace wavepool::agent {
 
 struct MemoryPoint {
-  MonotonicNanos time_ns = 0;
+  MonotonicTime time;
   std::uint64_t bytes = 0;
 };
 
@@ -73,8 +73,8 @@ struct MemoryWave {
   std::optional<std::int64_t> headroom_bytes;
   double drift_bytes_per_second = 0;  // the removed linear trend
   int periods = 0;                    // whole periods the extremes were measured over
-  MonotonicNanos first_ns = 0;        // the samples analysed
-  MonotonicNanos last_ns = 0;
+  MonotonicTime first;                // the samples analysed
+  MonotonicTime last;
 };
 
 // InvalidArgument when times do not strictly increase or options are out of range;

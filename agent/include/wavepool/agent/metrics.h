@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/protocol.h"
+#include "wavepool/base/clock.h"
 #include "wavepool/base/seconds.h"
 
 namespace wavepool::agent {
@@ -213,7 +214,7 @@ class AgentMetrics {
   // wavepool_agent_cheating_detections_total: a background task was flagged.
   void CountCheatingDetection();
   void CountRegistration(Role role, RegistrationResult result);
-  void SetHeartbeat(std::chrono::system_clock::time_point now);
+  void SetHeartbeat(WallTime now);
 
   // Every series in the Prometheus text format (what a scrape of `/metrics` returns).
   std::string ExpositionText() const;

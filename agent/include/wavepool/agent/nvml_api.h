@@ -10,8 +10,8 @@
 #ifndef WAVEPOOL_AGENT_NVML_API_H_
 #define WAVEPOOL_AGENT_NVML_API_H_
 
+#include <chrono>
 #include <cstddef>
-#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "wavepool/agent/clock.h"
 #include "wavepool/agent/gpu_device.h"
+#include "wavepool/base/clock.h"
 
 namespace wavepool::agent::nvml {
 
@@ -126,7 +126,7 @@ struct nvmlGpmSupport_t {
 
 // NVML's documented interval floor between the two nvmlGpmSampleGet calls of one metric window
 // ("should be greater than 100ms due to the internal sample refresh rate").
-inline constexpr std::int64_t kGpmMinIntervalNanos = 100'000'000;
+inline constexpr std::chrono::milliseconds kGpmMinInterval{100};
 
 // The functions, with NVML's signatures. Required entries must be non-null; an optional one may
 // be null (an older driver), which turns its feature into a GpuInfo limitation.
@@ -175,13 +175,13 @@ const char* MissingRequiredFunction(const NvmlApi& api);
 // Initialises NVML through `api` and enumerates its GPUs, as OpenNvmlDevices does after loading.
 // `clock` (borrowed; nullptr: the real clock) stamps samples and paces GPM. `keep_loaded` is
 // released after nvmlShutdown. InvalidArgument when a required entry of `api` is null.
-// `wall_micros`, when set, reads the CPU clock NVML stamps process samples with (microseconds
-// since the epoch); process utilisation is then never read further back than a second.
-using WallMicros = std::function<std::uint64_t()>;
-inline constexpr std::uint64_t kProcessLookbackMicros = 1'000'000;
+// With `limit_process_lookback`, process utilisation is never read further back than a second
+// before clock->WallNow(), the CPU clock NVML stamps process samples with (tests whose fake NVML
+// stamps its own times leave it off).
+inline constexpr std::chrono::microseconds kProcessLookback = std::chrono::seconds(1);
 absl::StatusOr<GpuDevicesPtr> OpenNvmlDevicesWithApi(const NvmlApi& api, Clock* clock,
                                                      std::shared_ptr<void> keep_loaded = nullptr,
-                                                     WallMicros wall_micros = nullptr);
+                                                     bool limit_process_lookback = false);
 
 // "nvmlErrorString's text (code)", e.g. "Not Supported (3)"; safe when nvmlErrorString is null
 // or returns null.

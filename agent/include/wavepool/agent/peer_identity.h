@@ -29,8 +29,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/protocol.h"
-#include "wavepool/agent/clock.h"
 #include "wavepool/api/object_meta.h"
+#include "wavepool/base/clock.h"
 #include "wavepool/kube/client.h"
 
 namespace wavepool::agent {

@@ -36,8 +36,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/protocol.h"
-#include "wavepool/agent/clock.h"
 #include "wavepool/agent/gpu_device.h"
+#include "wavepool/base/clock.h"
 
 namespace wavepool::agent {
 
@@ -93,12 +93,12 @@ struct OpGroupSpec {
 using SimulatedTaskId = std::uint64_t;
 using OpGroupId = std::uint64_t;
 
-// Times of one group; `start_ns` and `completion_ns` are projections (assuming nothing more is
+// Times of one group; `start` and `completion` are projections (assuming nothing more is
 // submitted) until `started` / `complete`.
 struct GroupTiming {
-  MonotonicNanos submitted_ns = 0;
-  MonotonicNanos start_ns = 0;
-  MonotonicNanos completion_ns = 0;
+  MonotonicTime submitted;
+  MonotonicTime start;
+  MonotonicTime completion;
   bool started = false;
   bool complete = false;
 };
@@ -148,10 +148,10 @@ class SimulatedGpus final : public GpuDevices {
   // memory would exceed memory_bytes.
   absl::Status SetAllocatedBytes(SimulatedTaskId task, std::uint64_t bytes);
   // Memory in use on `gpu` at `time` (<= now, within the history).
-  absl::StatusOr<std::uint64_t> MemoryUsedAt(GpuIndex gpu, MonotonicNanos time);
+  absl::StatusOr<std::uint64_t> MemoryUsedAt(GpuIndex gpu, MonotonicTime time);
   // Activity over [from, to). InvalidArgument unless from < to <= now; FailedPrecondition when
   // `from` is older than the history.
-  absl::StatusOr<WindowStats> Window(GpuIndex gpu, MonotonicNanos from, MonotonicNanos to);
+  absl::StatusOr<WindowStats> Window(GpuIndex gpu, MonotonicTime from, MonotonicTime to);
 
   // GpuDevices.
   const std::vector<GpuInfo>& gpus() const override { return gpus_; }
@@ -161,7 +161,7 @@ class SimulatedGpus final : public GpuDevices {
  private:
   SimulatedGpus(Clock& clock, const SimulatedGpuOptions& options);
   // Brings every GPU up to clock_.Now() and returns that time.
-  MonotonicNanos AdvanceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  MonotonicTime AdvanceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The engine of the GPU an id names (its low 6 bits); NotFound for an impossible GPU.
   absl::StatusOr<SimulatedGpuEngine*> EngineForIdLocked(std::uint64_t id, const char* what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -170,7 +170,7 @@ class SimulatedGpus final : public GpuDevices {
   // Constant after construction.
   Clock& clock_;
   const SimulatedGpuOptions options_;
-  const MonotonicNanos created_ns_;
+  const MonotonicTime created_;
   std::vector<GpuInfo> gpus_;
 
   mutable absl::Mutex mu_;

@@ -9,7 +9,7 @@ namespace wavepool {
 // A time span in seconds as a double-precision std::chrono duration: converts implicitly from
 // every std::chrono duration (`Seconds d = steady_clock::now() - start;`) and back only through
 // std::chrono::duration_cast, so a unit is never lost. For timestamps and waits, which must not
-// round, use the integer durations of <chrono> and MonotonicNanos (clock.h).
+// round, use the integer durations of <chrono> and MonotonicTime (clock.h).
 using Seconds = std::chrono::duration<double>;
 
 }  // namespace wavepool

@@ -23,6 +23,7 @@
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/controller/placement.h"
+#include "wavepool/kube/core_types.h"
 
 namespace wavepool::controller {
 
@@ -51,16 +52,22 @@ class ClusterReader {
     for (const api::TrainingJob& job : ListJobs()) visit(job);
   }
   // The pods labelled as the job's (JobSelector), including terminating ones; sorted by name.
-  virtual std::vector<nlohmann::json> PodsOfJob(std::string_view ns,
-                                                std::string_view job) const = 0;
+  // Typed: the cache's JSON is decoded where it enters the reader (kube::Pod::FromJson; in
+  // KubeCluster once per resourceVersion, as the informer delivers it), so nothing downstream
+  // reads JSON. A pod that does not decode (a field of the wrong type, which an API server never
+  // sends) is left out, and the reader logs its name and the field; its name stays taken, so
+  // creating it again gets AlreadyExists.
+  virtual std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const = 0;
   // The Services labelled as the job's (JobSelector): the rendezvous Services of its gangs,
-  // including those of earlier gangs not deleted yet; sorted by name.
-  virtual std::vector<nlohmann::json> ServicesOfJob(std::string_view ns,
-                                                    std::string_view job) const = 0;
+  // including those of earlier gangs not deleted yet; sorted by name. Decoded as PodsOfJob
+  // decodes pods (an undecodable Service is left out and logged).
+  virtual std::vector<kube::Service> ServicesOfJob(std::string_view ns,
+                                                   std::string_view job) const = 0;
   // A ConfigMap in the job's namespace (the Plan ConfigMap, or a layer table / profile the job
-  // references); nullopt when absent.
-  virtual std::optional<nlohmann::json> GetConfigMap(std::string_view ns,
-                                                     std::string_view name) const = 0;
+  // references); nullopt when absent. A ConfigMap that does not decode (data not a map of
+  // strings, say) is an error naming it and the field: InvalidArgument.
+  virtual absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(
+      std::string_view ns, std::string_view name) const = 0;
   // Every GPUNode, sorted by name.
   virtual std::vector<api::GpuNode> ListGpuNodes() const = 0;
   // The Node's readiness and labels as placement needs them, for every Node, by name. The

@@ -71,10 +71,10 @@ struct Nomination {
   std::string uid;                  // The gang's job, as it was when it nominated.
   std::int64_t generation = 0;      // metadata.generation.
   std::vector<GpuAssignment> pods;  // The gang's pods on the GPUs it waits for.
-  std::chrono::system_clock::time_point expires;
+  WallTime expires;
   // When the gang's decision first strayed from these GPUs (to more nodes) while it stood; the
   // gang keeps waiting for them a short while from then (reconcile_placement.cpp).
-  std::optional<std::chrono::system_clock::time_point> strayed_since;
+  std::optional<WallTime> strayed_since;
 };
 
 // A placement recorded (or being recorded) whose pods are not all created.
@@ -90,7 +90,7 @@ struct Reservation {
 struct PreemptedPod {
   std::string job;  // "ns/job" of the victim.
   std::string by;   // "ns/job" of the preempting gang.
-  std::chrono::system_clock::time_point when;
+  WallTime when;
 };
 
 // A job as the cache shows it, for deciding whether its reservation or nomination stands.
@@ -117,8 +117,10 @@ class GpuClaims {
 
   // --- Pods ---
 
-  // A pod the cache shows (added or updated). Returns AssignmentFromPod's error for a pod it
-  // cannot read; that pod then holds nothing.
+  // The pods come as the cache and the API server hold them, JSON, and are decoded here
+  // (kube::Pod::FromJson), once per event.
+  // A pod the cache shows (added or updated). Returns the decoding error (naming the pod and the
+  // field) or AssignmentFromPod's for a pod it cannot read; that pod then holds nothing.
   absl::Status ObservePod(const nlohmann::json& pod);
   // A pod the cache shows deleted.
   void ObservePodDeleted(const nlohmann::json& pod);
@@ -141,8 +143,7 @@ class GpuClaims {
   // The pods of the reservations and nominations of jobs other than `self` that still stand
   // (invariants 4 and 5) at `now`, leaving out pods named in `seen` and adding the others to it;
   // entries that no longer stand are dropped.
-  std::vector<GpuAssignment> StandingIntents(const std::string& self,
-                                             std::chrono::system_clock::time_point now,
+  std::vector<GpuAssignment> StandingIntents(const std::string& self, WallTime now,
                                              const JobLookup& lookup, std::set<std::string>& seen);
 
   // --- Preempted pods ---
@@ -150,7 +151,7 @@ class GpuClaims {
   // Remembers that `pod` ("ns/pod") of `victim` was preempted by `by` at `now`; forgets entries
   // older than preempted_memory.
   void RememberPreempted(const std::string& pod, const std::string& victim, const std::string& by,
-                         std::chrono::system_clock::time_point now);
+                         WallTime now);
   // Who preempted `pod` ("ns/pod") of `job`; nullopt when not remembered (or another job's).
   std::optional<std::string> PreemptorOf(const std::string& pod, const std::string& job) const;
 
@@ -165,7 +166,7 @@ class GpuClaims {
   struct Assumed {
     std::string uid;
     GpuAssignment assignment;
-    MonotonicNanos expires_at = 0;
+    MonotonicTime expires_at;
   };
   // Uids the cache has shown, newest last, so that an assumption that loses the race with the
   // pod's own events (created, seen, even deleted before CreatePod returned) is ignored.

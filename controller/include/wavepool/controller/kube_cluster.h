@@ -44,6 +44,7 @@
 #include "wavepool/base/clock.h"
 #include "wavepool/controller/cluster.h"
 #include "wavepool/kube/client.h"
+#include "wavepool/kube/core_types.h"
 #include "wavepool/kube/informer.h"
 
 namespace wavepool::controller {
@@ -115,11 +116,11 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
   std::optional<api::TrainingJob> GetJob(std::string_view ns, std::string_view name) const override;
   std::vector<api::TrainingJob> ListJobs() const override;
   void ForEachJob(const std::function<void(const api::TrainingJob&)>& visit) const override;
-  std::vector<nlohmann::json> PodsOfJob(std::string_view ns, std::string_view job) const override;
-  std::vector<nlohmann::json> ServicesOfJob(std::string_view ns,
-                                            std::string_view job) const override;
-  std::optional<nlohmann::json> GetConfigMap(std::string_view ns,
-                                             std::string_view name) const override;
+  std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override;
+  std::vector<kube::Service> ServicesOfJob(std::string_view ns,
+                                           std::string_view job) const override;
+  absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(std::string_view ns,
+                                                              std::string_view name) const override;
   std::vector<api::GpuNode> ListGpuNodes() const override;
   std::map<std::string, NodeState> NodeStates() const override;
   std::vector<GpuAssignment> Assignments() const override;
@@ -149,6 +150,10 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
 };
 
 // The Node's readiness and managed label as placement reads them (heartbeat_fresh left false).
+NodeState NodeStateFromNode(const kube::Node& node);
+// The same for a Node as the API server sends it, decoded first (kube::Node::FromJson). A Node
+// that does not decode reads as not ready and not managed, so that nothing is placed on it;
+// KubeCluster logs why (the Node and the field).
 NodeState NodeStateFromNode(const nlohmann::json& node);
 
 }  // namespace wavepool::controller

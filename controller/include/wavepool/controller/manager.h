@@ -56,6 +56,8 @@ struct ManagerOptions {
   // Re-list and re-watch retries of the informers.
   std::chrono::nanoseconds informer_initial_backoff = std::chrono::milliseconds(800);
   std::chrono::nanoseconds informer_max_backoff = std::chrono::seconds(30);
+  // Every wait, timer and timestamp of the manager: its cluster cache, work queue, leader
+  // election and reconciler (which therefore leaves reconciler.clock unset).
   Clock* clock = &RealClock();
   std::function<void(std::string_view)> log;  // empty: standard error
 };

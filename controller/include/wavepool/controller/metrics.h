@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "wavepool/api/enums.h"
+#include "wavepool/base/seconds.h"
 
 namespace prometheus {
 class Registry;
@@ -43,8 +44,6 @@ std::string_view ToString(ReconcileOutcome outcome);
 
 class ControllerMetrics {
  public:
-  using Seconds = std::chrono::duration<double>;
-
   ControllerMetrics();
   ~ControllerMetrics();
   ControllerMetrics(const ControllerMetrics&) = delete;

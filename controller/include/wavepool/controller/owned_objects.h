@@ -35,6 +35,7 @@
 #include "wavepool/api/plan.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/controller/placement.h"
+#include "wavepool/kube/core_types.h"
 
 namespace wavepool::controller {
 
@@ -147,15 +148,15 @@ std::string HashJson(const nlohmann::json& json);
 // deletes the owned objects with the job and foreground deletion waits for them.
 api::OwnerReference ControllerOwnerReference(const api::TrainingJob& job);
 
-// Whether `object`'s controller ownerReference (the one with controller: true) names the
+// Whether the object's controller ownerReference (the one with controller: true) names the
 // object `uid`. Ownership is by uid, never by name or labels: a job deleted and re-created
 // under the same name is another object, and a pod orphaned from its job
 // (`kubectl delete --cascade=orphan`) or labelled by someone else has no such reference.
-bool IsControlledBy(const nlohmann::json& object, std::string_view uid);
+bool IsControlledBy(const api::ObjectMeta& metadata, std::string_view uid);
 
-// The uid of `object`'s controller ownerReference when that reference is a TrainingJob of
+// The uid of the object's controller ownerReference when that reference is a TrainingJob of
 // wavepool.dev; empty otherwise.
-std::string ControllingJobUid(const nlohmann::json& object);
+std::string ControllingJobUid(const api::ObjectMeta& metadata);
 
 // The ConfigMap `<job>-plan` holding ToJson(plan) under `plan.json`, owned by the job.
 // InvalidArgument naming the field when the job's metadata.name, namespace or uid is empty.
@@ -192,6 +193,9 @@ absl::StatusOr<nlohmann::json> BuildPod(const api::TrainingJob& job, const api::
 // whose controller ownerReference is not a TrainingJob (ControllingJobUid empty): a pod that
 // only carries wavepool's labels and annotations (a tenant's, or one orphaned from its job)
 // holds no GPU in placement, so that nobody can reserve GPUs by writing annotations.
+absl::StatusOr<std::optional<GpuAssignment>> AssignmentFromPod(const kube::Pod& pod);
+// The same for a pod as the API server sends it: decoded first (kube::Pod::FromJson), so that a
+// field of the wrong type is InvalidArgument naming the pod and the field.
 absl::StatusOr<std::optional<GpuAssignment>> AssignmentFromPod(const nlohmann::json& pod);
 
 }  // namespace wavepool::controller

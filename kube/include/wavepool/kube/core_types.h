@@ -1,5 +1,5 @@
-// The built-in kinds wavepool reads and writes, as small structs: Pod, Node, ConfigMap, Event,
-// Lease and Namespace, with only the fields the controller and the agent use.
+// The built-in kinds wavepool reads and writes, as small structs: Pod, Node, ConfigMap, Service,
+// Event, Lease and Namespace, with only the fields the controller and the agent use.
 //
 // Round trips keep what they do not model: every struct that mirrors a JSON object keeps the
 // object it was decoded from in `raw`, and ToJson starts from `raw` and writes the modelled
@@ -165,6 +165,25 @@ struct ConfigMap {
   static absl::StatusOr<ConfigMap> FromJson(const nlohmann::json& json);
 };
 
+// --- Service (core/v1) ---
+
+// The Service fields the controller reads back (the gangs' headless rendezvous Services); ports
+// and the rest stay in `raw`.
+struct ServiceSpec {
+  std::string cluster_ip;                       // clusterIP: "None" for a headless Service
+  std::map<std::string, std::string> selector;  // the pods' labels
+  bool publish_not_ready_addresses = false;
+  nlohmann::json raw = nlohmann::json::object();
+};
+
+struct Service {
+  ObjectMeta metadata;
+  ServiceSpec spec;
+  nlohmann::json raw = nlohmann::json::object();
+
+  static absl::StatusOr<Service> FromJson(const nlohmann::json& json);
+};
+
 // --- Event (core/v1) ---
 
 // core/v1 ObjectReference.
@@ -219,6 +238,7 @@ nlohmann::json ToJson(const Pod& pod);
 nlohmann::json ToJson(const Node& node);
 nlohmann::json ToJson(const Namespace& ns);
 nlohmann::json ToJson(const ConfigMap& config_map);
+nlohmann::json ToJson(const Service& service);
 nlohmann::json ToJson(const Event& event);
 nlohmann::json ToJson(const Lease& lease);
 

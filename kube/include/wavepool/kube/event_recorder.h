@@ -31,6 +31,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "wavepool/base/clock.h"
 #include "wavepool/kube/client.h"
 
 namespace wavepool::kube {
@@ -43,6 +44,7 @@ class EventRecorder {
     std::size_t queue_capacity = 1000;  // events waiting to be written
     std::size_t cache_size = 4096;      // Events remembered for de-duplication (least recent go)
     std::function<void(std::string_view)> log;  // empty: standard error
+    Clock* clock = nullptr;  // stamps the Events' times (WallNow); nullptr: RealClock()
   };
 
   // `component` is source.component and reportingComponent; `host` source.host and
@@ -72,7 +74,7 @@ class EventRecorder {
     std::string type;
     std::string reason;
     std::string message;
-    std::chrono::system_clock::time_point time;
+    WallTime time;
   };
   struct Recorded {
     std::string ns;
@@ -84,7 +86,7 @@ class EventRecorder {
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   void Write(const Pending& pending) ABSL_LOCKS_EXCLUDED(mu_);
   bool Create(const Pending& pending, const std::string& key);
-  std::string NextName(const std::string& object_name, std::chrono::system_clock::time_point time);
+  std::string NextName(const std::string& object_name, WallTime time);
   void Remember(const std::string& key, Recorded recorded);
   void Log(std::string_view message) const;
 
@@ -93,6 +95,7 @@ class EventRecorder {
   const std::string component_;
   const std::string host_;
   const Options options_;
+  Clock& clock_;
 
   // The writer thread's own: de-duplication cache and name uniqueness.
   std::unordered_map<std::string, Recorded> recorded_;

@@ -3,13 +3,13 @@
 //
 //   SharedInformer::Options options;
 //   options.ns = "team-a";
-//   SharedInformer informer(client, kTrainingJobs, options);
+//   SharedInformer informer(client, kPods, options);
 //   ResourceEventHandlers handlers;
-//   handlers.on_add = [&](const nlohmann::json& job) { queue.Add(ObjectKey(job)); };
+//   handlers.on_add = [&](const nlohmann::json& pod) { queue.Add(ObjectKey(pod)); };
 //   informer.AddEventHandler(handlers);
 //   informer.Run();
 //   informer.WaitForSync(std::chrono::seconds(30));
-//   auto jobs = informer.store().ByIndex(kNamespaceIndex, "team-a");
+//   auto pods = informer.store().ByIndex(kNamespaceIndex, "team-a");
 //
 // The reflector lists (every page) and then watches from the list's resourceVersion with
 // bookmarks, keeping the last resourceVersion it saw (bookmarks move it on too). A watch that
@@ -120,6 +120,9 @@ struct ResourceEventHandlers {
   std::function<void(const nlohmann::json& old_object, const nlohmann::json& new_object)> on_update;
   // The object's final state, or its last known one when a re-list found it gone.
   std::function<void(const nlohmann::json& object)> on_delete;
+  // Once, after the first list's adds were handed to every handler; HasSynced() is true by then.
+  // Lets a caller wait on its own condition for the caches rather than poll HasSynced.
+  std::function<void()> on_synced;
 };
 
 // One resource type in one namespace (or all), optionally narrowed by selectors. Safe for

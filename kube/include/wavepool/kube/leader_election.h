@@ -123,7 +123,7 @@ class LeaderElector {
 
   // The elector thread's own view of the Lease.
   nlohmann::json observed_spec_;
-  MonotonicNanos observed_time_ = 0;
+  MonotonicTime observed_time_;
 
   mutable absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

@@ -77,8 +77,8 @@ class BucketRateLimiter final : public RateLimiter {
   const double qps_;
   const double burst_;
   absl::Mutex mu_;
-  double tokens_ ABSL_GUARDED_BY(mu_);        // negative while calls wait for reserved tokens
-  MonotonicNanos last_ ABSL_GUARDED_BY(mu_);  // when tokens_ was last brought up to date
+  double tokens_ ABSL_GUARDED_BY(mu_);       // negative while calls wait for reserved tokens
+  MonotonicTime last_ ABSL_GUARDED_BY(mu_);  // when tokens_ was last brought up to date
 };
 
 // The longest When of its limiters (each is asked, so each counts); NumRequeues is the largest.

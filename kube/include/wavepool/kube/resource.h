@@ -30,7 +30,8 @@ struct ResourceType {
   std::string ObjectPath(std::string_view ns, std::string_view name) const;
 };
 
-// The types wavepool reads and writes.
+// The built-in types wavepool reads and writes. Its own kinds (TrainingJob, GPUNode) are
+// api::kTrainingJobs and api::kGpuNodes (wavepool/api/kube_resources.h): the client knows no CRD.
 inline const ResourceType kNamespaces{"", "v1", "Namespace", "namespaces", false};
 inline const ResourceType kPods{"", "v1", "Pod", "pods", true};
 inline const ResourceType kNodes{"", "v1", "Node", "nodes", false};
@@ -39,9 +40,6 @@ inline const ResourceType kEvents{"", "v1", "Event", "events", true};
 inline const ResourceType kLeases{"coordination.k8s.io", "v1", "Lease", "leases", true};
 inline const ResourceType kCustomResourceDefinitions{
     "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false};
-inline const ResourceType kTrainingJobs{"wavepool.dev", "v1alpha1", "TrainingJob", "trainingjobs",
-                                        true};
-inline const ResourceType kGpuNodes{"wavepool.dev", "v1alpha1", "GPUNode", "gpunodes", false};
 
 }  // namespace wavepool::kube
 

@@ -6,9 +6,11 @@
 //   pod->metadata.labels["wavepool.dev/wave"] = "2";
 //   absl::StatusOr<Pod> updated = pods.Update(*pod);   // kube::IsConflict: read again, retry
 //
-// T is one of Pod, Node, Namespace, ConfigMap, Event, Lease (core_types.h), api::TrainingJob
-// or api::GpuNode; ResourceTraits<T> names its ResourceType. Errors are the Client's; an answer
-// that does not decode as T keeps the decoder's status (naming the object and field).
+// T is one of Pod, Node, Namespace, ConfigMap, Event, Lease (core_types.h), or a type whose
+// ResourceTraits<T> another library specialises (wavepool/api/kube_resources.h does for
+// api::TrainingJob and api::GpuNode); ResourceTraits<T> names its ResourceType. Errors are the
+// Client's; an answer that does not decode as T keeps the decoder's status (naming the object
+// and field).
 //
 // A TypedClient borrows its Client, which must outlive it; it is as thread-safe as the Client.
 #ifndef WAVEPOOL_KUBE_TYPED_CLIENT_H_
@@ -22,8 +24,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "wavepool/api/gpu_node.h"
-#include "wavepool/api/training_job.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/core_types.h"
 #include "wavepool/kube/resource.h"
@@ -31,7 +31,7 @@
 namespace wavepool::kube {
 
 template <typename T>
-struct ResourceTraits;  // static const ResourceType& Type();
+struct ResourceTraits;  // static const ResourceType& Type(); specialised per T
 
 template <>
 struct ResourceTraits<Pod> {
@@ -56,14 +56,6 @@ struct ResourceTraits<Event> {
 template <>
 struct ResourceTraits<Lease> {
   static const ResourceType& Type() { return kLeases; }
-};
-template <>
-struct ResourceTraits<api::TrainingJob> {
-  static const ResourceType& Type() { return kTrainingJobs; }
-};
-template <>
-struct ResourceTraits<api::GpuNode> {
-  static const ResourceType& Type() { return kGpuNodes; }
 };
 
 // One page of a typed list.

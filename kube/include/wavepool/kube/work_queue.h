@@ -81,7 +81,7 @@ class WorkQueue {
 
  private:
   struct Delayed {
-    MonotonicNanos ready_at;
+    MonotonicTime ready_at;
     std::uint64_t sequence;  // ties keep the order of AddAfter calls
     bool operator<(const Delayed& other) const {
       return ready_at != other.ready_at ? ready_at < other.ready_at : sequence < other.sequence;

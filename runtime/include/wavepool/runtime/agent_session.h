@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "wavepool/agent/client/agent_client.h"
+#include "wavepool/base/clock.h"
 #include "wavepool/runtime/launch_pacer.h"
 
 namespace wavepool::runtime {
@@ -29,10 +30,13 @@ class AgentSession final : public LaunchPacer {
  public:
   // The socket is <agent_dir>/agent.sock. Retries while nothing listens there (the node's agent
   // may still be starting) until `connect_timeout`, then returns Unavailable naming the socket;
-  // the agent's own refusal (no free slot, a bad registration) is returned at once.
+  // the agent's own refusal (no free slot, a bad registration) is returned at once. The retries
+  // back off from 50 ms to 1 s on `clock` (a simulated one in tests), which also times
+  // `connect_timeout`.
   static absl::StatusOr<std::unique_ptr<AgentSession>> Connect(
       const std::string& agent_dir, const agent::RegisterRequest& identity,
-      std::chrono::milliseconds connect_timeout, agent::LogSink log = agent::LogToStderr);
+      std::chrono::milliseconds connect_timeout, agent::LogSink log = agent::LogToStderr,
+      Clock& clock = RealClock());
   ~AgentSession() override;
 
   absl::StatusOr<LaunchTicket> Begin(OpGroup group) override;

@@ -12,6 +12,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "absl/status/statusor.h"
+#include "wavepool/base/clock.h"
 
 namespace wavepool::runtime {
 
@@ -44,9 +45,12 @@ StorePtr LocalStore();
 // (a rank that cannot reach rank 0's store at all names rank 0). InvalidArgument for a rank out of
 // [0, world_size).
 // `stopped`, when set, is asked while waiting: true ends the wait with Cancelled (a SIGTERM).
+// The other ranks are other processes, seen only through the store, so the wait reads the store
+// every 20 ms; `clock` paces those reads and times `timeout` (a simulated one in tests).
 absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int world_size,
                                     std::chrono::milliseconds timeout,
-                                    const std::function<bool()>& stopped = {});
+                                    const std::function<bool()>& stopped = {},
+                                    Clock& clock = RealClock());
 
 }  // namespace wavepool::runtime
 

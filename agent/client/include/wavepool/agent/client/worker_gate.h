@@ -56,7 +56,8 @@ class WorkerGate {
   // release is ignored).
   void Release();
   // Tries in slices of at most 1 ms, so that a reconnect during a long wait moves to the new
-  // gate. DeadlineExceeded after `timeout`.
+  // gate; unbound, a background caller waits for the first Bind. DeadlineExceeded after
+  // `timeout`.
   absl::Status Acquire(std::chrono::nanoseconds timeout);
   bool Paused() const;
   bool IsSensitive(std::uint32_t op_group) const;
@@ -115,6 +116,9 @@ class WorkerGate {
   bool PayDebt();
   bool Unused(const Binding& binding) const;
   Binding* FreeBindingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_mu_);
+  // Blocks until a gate is bound or `timeout` passes (real time: Bind comes from the connection's
+  // thread, not from a clock).
+  void WaitForBind(std::chrono::nanoseconds timeout) ABSL_LOCKS_EXCLUDED(writer_mu_);
 
   const Role role_;
   // Pooled, never freed before the handle: a hot-path thread may touch a stale binding's counters.
@@ -124,7 +128,8 @@ class WorkerGate {
   std::atomic<std::int32_t> debt_{0};         // releases owed for abandoned credits
   std::atomic<std::uint64_t> bind_count_{0};
   std::atomic<std::uint64_t> abandoned_total_{0};
-  absl::Mutex writer_mu_;  // serialises the connection's side
+  // Serialises the connection's side; an unbound background Acquire waits on it for Bind.
+  absl::Mutex writer_mu_;
 };
 
 }  // namespace wavepool::agent

@@ -1,0 +1,44 @@
+// Durable whole-file writes and reads: an atomic replace (temporary file, fsync, rename, fsync of
+// the directory) so that a reader or a crash never sees half a file, and whole-file reads with
+// errors that name the path. Checkpoints, codec output and run reports are written this way.
+#ifndef WAVEPOOL_BASE_ATOMIC_FILE_H_
+#define WAVEPOOL_BASE_ATOMIC_FILE_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace wavepool {
+
+// Temporary files are "<final name>.tmp.XXXXXX" in the final file's directory, so that whoever
+// owns the directory can recognise and remove the ones a crash left behind.
+inline constexpr std::string_view kAtomicTemporaryInfix = ".tmp.";
+
+// Replaces `path` with the concatenation of `pieces`, atomically and durably: a crash or error at
+// any point leaves either the old file or the new one at `path`, never a mix, and an error
+// removes the temporary file. The file gets mode 0644. Errors read "<step> <temporary> for
+// <path>: <errno text>" ("rename <temporary> to <path>: ..." for the last step); a full disk,
+// quota or file-size limit is ResourceExhausted (ErrnoError).
+// REQUIRES: the directory exists.
+absl::Status WriteFileAtomically(const std::string& path,
+                                 const std::vector<std::string_view>& pieces);
+inline absl::Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+  return WriteFileAtomically(path, std::vector<std::string_view>{contents});
+}
+
+// The whole regular file. `what` names it in messages ("checkpoint", "LATEST file").
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what);
+
+// fsync of a directory, so that entries created, renamed or removed in it survive a crash.
+// Filesystems that cannot sync a directory (EINVAL, ENOTSUP) count as success.
+absl::Status SyncDirectory(const std::string& path);
+
+// The directory holding `path` ("." for a bare name).
+std::string DirectoryOf(const std::string& path);
+
+}  // namespace wavepool
+
+#endif  // WAVEPOOL_BASE_ATOMIC_FILE_H_

@@ -1,0 +1,142 @@
+#include "wavepool/base/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "wavepool/base/errno_error.h"
+
+namespace wavepool {
+namespace {
+
+// Debian's abseil has its own string_view type.
+absl::string_view Abseil(std::string_view text) { return {text.data(), text.size()}; }
+
+// "<operation> <path>: <errno text>" (ErrnoError's mapping).
+absl::Status IoError(int error_number, std::string_view operation, std::string_view path) {
+  return ErrnoError(error_number, absl::StrCat(Abseil(operation), " ", Abseil(path)));
+}
+
+// write(2) moves at most this much per call on Linux; larger pieces loop.
+constexpr std::size_t kMaxWriteBytes = std::size_t{1} << 30;
+
+// Closes a descriptor on every path out of a function. Owns the descriptor.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+
+  int get() const { return fd_; }
+  // Closes now and returns close's errno (0 on success): NFS reports write errors here.
+  int Close() {
+    const int result = ::close(fd_);
+    fd_ = -1;
+    return result == 0 ? 0 : errno;
+  }
+
+ private:
+  int fd_;
+};
+
+// 0 or the errno of the first failed write.
+int WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t written = ::write(fd, bytes.data(), std::min(bytes.size(), kMaxWriteBytes));
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(written));
+  }
+  return 0;
+}
+
+// Writes, chmods and fsyncs the temporary file, then closes it.
+absl::Status FillTemporary(FileDescriptor& fd, const std::vector<std::string_view>& pieces,
+                           const std::string& path, const std::string& temporary) {
+  const std::string operation = absl::StrCat("write ", temporary, " for");
+  for (std::string_view piece : pieces) {
+    if (const int err = WriteAll(fd.get(), piece); err != 0) return IoError(err, operation, path);
+  }
+  if (::fchmod(fd.get(), 0644) != 0) {
+    return IoError(errno, absl::StrCat("chmod ", temporary, " for"), path);
+  }
+  if (::fsync(fd.get()) != 0) {
+    return IoError(errno, absl::StrCat("fsync ", temporary, " for"), path);
+  }
+  if (const int err = fd.Close(); err != 0) {
+    return IoError(err, absl::StrCat("close ", temporary, " for"), path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string DirectoryOf(const std::string& path) {
+  std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? std::string(".") : parent;
+}
+
+absl::Status WriteFileAtomically(const std::string& path,
+                                 const std::vector<std::string_view>& pieces) {
+  std::string temporary = absl::StrCat(path, Abseil(kAtomicTemporaryInfix), "XXXXXX");
+  FileDescriptor fd(::mkostemp(temporary.data(), O_CLOEXEC));
+  if (fd.get() < 0) return IoError(errno, "create a temporary file for", path);
+  absl::Status status = FillTemporary(fd, pieces, path, temporary);
+  if (status.ok() && ::rename(temporary.c_str(), path.c_str()) != 0) {
+    status = IoError(errno, absl::StrCat("rename ", temporary, " to"), path);
+  }
+  if (!status.ok()) {
+    ::unlink(temporary.c_str());
+    return status;
+  }
+  return SyncDirectory(DirectoryOf(path));
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what) {
+  const std::string operation = absl::StrCat("read ", Abseil(what));
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return IoError(errno, operation, path);
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) return IoError(errno, operation, path);
+  if (!S_ISREG(info.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(operation, " ", path, ": not a regular file"));
+  }
+  // Read straight into the result: checkpoints are up to a few GB.
+  std::string contents(static_cast<std::size_t>(info.st_size), '\0');
+  std::size_t filled = 0;
+  for (;;) {
+    if (filled == contents.size()) contents.resize(filled + (std::size_t{1} << 16));
+    const ssize_t got = ::read(fd.get(), contents.data() + filled, contents.size() - filled);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return IoError(errno, operation, path);
+    }
+    if (got == 0) break;
+    filled += static_cast<std::size_t>(got);
+  }
+  contents.resize(filled);
+  return contents;
+}
+
+absl::Status SyncDirectory(const std::string& path) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return IoError(errno, "open directory", path);
+  if (::fsync(fd.get()) != 0 && errno != EINVAL && errno != ENOTSUP) {
+    return IoError(errno, "fsync directory", path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace wavepool

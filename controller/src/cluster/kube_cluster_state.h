@@ -1,0 +1,181 @@
+// KubeCluster's state, shared by kube_cluster.cpp (informers, caches, reads) and
+// kube_cluster_writer.cpp (writes). Internal to the controller library.
+#ifndef WAVEPOOL_CONTROLLER_SRC_CLUSTER_KUBE_CLUSTER_STATE_H_
+#define WAVEPOOL_CONTROLLER_SRC_CLUSTER_KUBE_CLUSTER_STATE_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
+#include "wavepool/api/gpu_node.h"
+#include "wavepool/api/training_job.h"
+#include "wavepool/base/clock.h"
+#include "wavepool/controller/gpu_claims.h"
+#include "wavepool/controller/kube_cluster.h"
+#include "wavepool/kube/core_types.h"
+#include "wavepool/kube/event_recorder.h"
+#include "wavepool/kube/informer.h"
+#include "wavepool/kube/resource.h"
+
+namespace wavepool::controller::internal {
+
+// Services, which kube/resource.h does not list: only the controller makes them (the gangs'
+// rendezvous Services).
+inline const kube::ResourceType kServices{"", "v1", "Service", "services", true};
+
+// metadata.resourceVersion when it is a string; empty otherwise (the object is then decoded
+// again, and T::FromJson names the field).
+inline std::string ResourceVersionOf(const nlohmann::json& object) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  const auto version = meta->find("resourceVersion");
+  return version != meta->end() && version->is_string() ? version->get<std::string>() : "";
+}
+
+// Objects of one kind decoded once per resourceVersion, so that readers copy typed values
+// instead of decoding JSON on every call (1,000 jobs and 100 GPUNodes are read on every
+// placement decision), optionally indexed (the pods and Services of each job, by the informer's
+// JobIndex keys "<namespace>/<wavepool.dev/job label>"). An object that does not decode is
+// dropped and the error returned (for the log), so that no reader ever sees it. Safe for
+// concurrent use.
+template <typename T>
+class DecodedCache {
+ public:
+  // Decodes `object` unless the entry under its key already has its resourceVersion, and files
+  // it under `index_keys`.
+  absl::Status Upsert(const nlohmann::json& object, std::vector<std::string> index_keys = {}) {
+    const std::string key = kube::ObjectKey(object);
+    const std::string version = ResourceVersionOf(object);
+    {
+      absl::MutexLock lock(&mu_);
+      const auto it = entries_.find(key);
+      if (it != entries_.end() && !version.empty() && it->second.resource_version == version) {
+        return absl::OkStatus();
+      }
+    }
+    absl::StatusOr<T> decoded = T::FromJson(object);
+    absl::MutexLock lock(&mu_);
+    RemoveLocked(key);
+    if (!decoded.ok()) return decoded.status();
+    for (const std::string& index_key : index_keys) by_index_[index_key].insert(key);
+    entries_[key] =
+        Entry{version, std::make_shared<const T>(*std::move(decoded)), std::move(index_keys)};
+    return absl::OkStatus();
+  }
+  void Remove(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    RemoveLocked(key);
+  }
+  std::optional<T> Get(const std::string& key) const {
+    std::shared_ptr<const T> value;
+    {
+      absl::MutexLock lock(&mu_);
+      const auto it = entries_.find(key);
+      if (it == entries_.end()) return std::nullopt;
+      value = it->second.value;
+    }
+    return *value;
+  }
+  // By key.
+  std::vector<T> List() const { return Copies(Values()); }
+  // The objects filed under `index_key`, by key.
+  std::vector<T> Indexed(const std::string& index_key) const {
+    std::vector<std::shared_ptr<const T>> values;
+    {
+      absl::MutexLock lock(&mu_);
+      const auto keys = by_index_.find(index_key);
+      if (keys == by_index_.end()) return {};
+      for (const std::string& key : keys->second) values.push_back(entries_.at(key).value);
+    }
+    return Copies(values);
+  }
+  // Calls `visit` with every value, by key, outside the lock: the values are immutable and
+  // shared, so none is copied.
+  template <typename Visit>
+  void ForEach(const Visit& visit) const {
+    for (const auto& value : Values()) visit(*value);
+  }
+
+ private:
+  struct Entry {
+    std::string resource_version;
+    std::shared_ptr<const T> value;  // immutable: copied outside the lock
+    std::vector<std::string> index_keys;
+  };
+
+  std::vector<std::shared_ptr<const T>> Values() const {
+    absl::MutexLock lock(&mu_);
+    std::vector<std::shared_ptr<const T>> values;
+    values.reserve(entries_.size());
+    for (const auto& [key, entry] : entries_) values.push_back(entry.value);
+    return values;
+  }
+  static std::vector<T> Copies(const std::vector<std::shared_ptr<const T>>& values) {
+    std::vector<T> out;
+    out.reserve(values.size());
+    for (const auto& value : values) out.push_back(*value);
+    return out;
+  }
+  void RemoveLocked(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) return;
+    for (const std::string& index_key : it->second.index_keys) {
+      const auto keys = by_index_.find(index_key);
+      if (keys == by_index_.end()) continue;
+      keys->second.erase(key);
+      if (keys->second.empty()) by_index_.erase(keys);
+    }
+    entries_.erase(it);
+  }
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::set<std::string>> by_index_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace wavepool::controller::internal
+
+namespace wavepool::controller {
+
+struct KubeCluster::State {
+  State(kube::Client& client_in, KubeClusterOptions options_in);
+
+  void Log(std::string_view message) const;
+
+  kube::Client& client;
+  const KubeClusterOptions options;
+  Clock& clock;
+  kube::SharedInformer jobs;
+  kube::SharedInformer pods;
+  kube::SharedInformer config_maps;
+  kube::SharedInformer services;
+  kube::SharedInformer gpu_nodes;
+  kube::SharedInformer nodes;
+  internal::DecodedCache<api::TrainingJob> job_cache;
+  internal::DecodedCache<api::GpuNode> gpu_node_cache;
+  internal::DecodedCache<kube::Pod> job_pods;
+  internal::DecodedCache<kube::Service> job_services;
+  // The pods' GPUs (held and assumed), kept from pod events and CreatePod (gpu_claims.h).
+  GpuClaims claims;
+  std::unique_ptr<kube::EventRecorder> recorder;
+
+  absl::Mutex mu;
+  bool started ABSL_GUARDED_BY(mu) = false;
+  bool stopped ABSL_GUARDED_BY(mu) = false;
+  // NodeStateFromNode of every cached Node, by name, kept from the Node informer's events.
+  std::map<std::string, NodeState> node_states ABSL_GUARDED_BY(mu);
+};
+
+}  // namespace wavepool::controller
+
+#endif  // WAVEPOOL_CONTROLLER_SRC_CLUSTER_KUBE_CLUSTER_STATE_H_

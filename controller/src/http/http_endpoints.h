@@ -1,0 +1,63 @@
+// The controller's small HTTP server for /healthz, /readyz and /metrics: Boost.Beast with
+// asynchronous I/O, one request per connection (probes and Prometheus scrapes open a connection
+// each), answered by a callback. Internal to the controller library.
+//
+// Thread-safe. One thread accepts and serves every connection concurrently, up to
+// HttpLimits::max_connections at once (a connection beyond them is closed unanswered); each has
+// HttpLimits::request_deadline to send its request and receive the answer, so a client that
+// connects and sends nothing, or trickles bytes, holds only its own connection and only that
+// long: probes keep being answered. Stop (and the destructor) joins the thread.
+#ifndef WAVEPOOL_CONTROLLER_SRC_HTTP_HTTP_ENDPOINTS_H_
+#define WAVEPOOL_CONTROLLER_SRC_HTTP_HTTP_ENDPOINTS_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace wavepool::controller::internal {
+
+struct HttpAnswer {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+struct HttpLimits {
+  // From accepting a connection to the end of writing its answer.
+  std::chrono::milliseconds request_deadline{5000};
+  // Connections served at once; kubelet probes and a scrape need a handful.
+  int max_connections = 64;
+};
+
+class HttpEndpoints {
+ public:
+  // Answers GET (and HEAD) of a path; the path comes without the query string. Runs on the
+  // server's thread.
+  using Handler = std::function<HttpAnswer(std::string_view path)>;
+
+  // Listens on `address`:`port` (0: any free port). InvalidArgument for an address that is not
+  // an IP address, a port outside [0, 65535] or limits that are not positive; Unavailable when
+  // the port cannot be bound.
+  static absl::StatusOr<std::unique_ptr<HttpEndpoints>> Start(const std::string& address, int port,
+                                                              Handler handler,
+                                                              HttpLimits limits = HttpLimits());
+  virtual ~HttpEndpoints() = default;
+
+  virtual int port() const = 0;
+  // Stops accepting and joins the thread. Idempotent.
+  virtual void Stop() = 0;
+};
+
+// The process's own metrics in the Prometheus text format, as client libraries' process
+// collectors name them: process_cpu_seconds_total, process_resident_memory_bytes,
+// process_virtual_memory_bytes, process_open_fds, process_start_time_seconds. Read from /proc;
+// empty where /proc is unreadable.
+std::string ProcessMetricsText();
+
+}  // namespace wavepool::controller::internal
+
+#endif  // WAVEPOOL_CONTROLLER_SRC_HTTP_HTTP_ENDPOINTS_H_

@@ -1,0 +1,189 @@
+// Inventory: the GPUs of every GPUNode and the pods holding them (placement.h).
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "wavepool/base/status_macros.h"
+#include "wavepool/controller/placement.h"
+
+namespace wavepool::controller {
+namespace {
+
+absl::Status BadAssignment(const GpuAssignment& a, std::string_view field, std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("assignment of pod \"%s\" (job %s): %s: %s", a.pod, a.job, field, what));
+}
+
+absl::Status ValidateAssignment(const GpuAssignment& a) {
+  if (a.pod.empty()) return BadAssignment(a, "pod", "must not be empty");
+  if (a.memory_per_gpu_bytes < 0) {
+    return BadAssignment(a, "memory_per_gpu_bytes",
+                         absl::StrFormat("must be >= 0, got %d", a.memory_per_gpu_bytes));
+  }
+  if (a.gpu_uuids.empty()) return BadAssignment(a, "gpu_uuids", "must name at least one GPU");
+  if (a.role == api::Role::kBackground && a.gpu_uuids.size() != 1) {
+    return BadAssignment(
+        a, "gpu_uuids",
+        absl::StrFormat("a background pod holds exactly 1 GPU, got %d", a.gpu_uuids.size()));
+  }
+  if (!(a.idle_fraction >= 0 && a.idle_fraction <= 1)) {
+    return BadAssignment(a, "idle_fraction",
+                         absl::StrFormat("must be in [0, 1], got %g", a.idle_fraction));
+  }
+  if (!(a.max_foreground_slowdown >= 1)) {
+    return BadAssignment(a, "max_foreground_slowdown",
+                         absl::StrFormat("must be >= 1, got %g", a.max_foreground_slowdown));
+  }
+  if (!(a.progress_at_risk.count() >= 0)) {
+    return BadAssignment(a, "progress_at_risk", "must be >= 0 seconds");
+  }
+  return absl::OkStatus();
+}
+
+bool Schedulable(const std::map<std::string, NodeState>& states, const std::string& node) {
+  auto it = states.find(node);
+  return it != states.end() && it->second.ready && it->second.managed && it->second.heartbeat_fresh;
+}
+
+}  // namespace
+
+absl::StatusOr<Inventory> Inventory::Build(const std::vector<api::GpuNode>& nodes,
+                                           const std::map<std::string, NodeState>& states,
+                                           const std::vector<GpuAssignment>& assignments,
+                                           const PlacementOptions& options) {
+  if (!(options.memory_margin_fraction >= 0 && options.memory_margin_fraction < 1) ||
+      options.memory_margin_min_bytes < 0 || options.max_background_per_gpu < 0) {
+    return absl::InvalidArgumentError(
+        "options: memory_margin_fraction must be in [0, 1), memory_margin_min_bytes and "
+        "max_background_per_gpu >= 0");
+  }
+  Inventory inventory;
+  inventory.options_ = options;
+  for (const api::GpuNode& node : nodes) {
+    const std::string& name = node.spec.node_name;
+    if (name.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("GPUNode \"%s\": spec.nodeName: must not be empty", node.metadata.name));
+    }
+    for (const api::GpuStatus& status : node.status.gpus) {
+      if (status.memory_bytes < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("GPUNode \"%s\": status.gpus[%d].memoryBytes: must be >= 0, got %d",
+                            name, status.index, status.memory_bytes));
+      }
+      if (status.memory_wave && status.memory_wave->peak_bytes < 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "GPUNode \"%s\": status.gpus[%d].memoryWave.peakBytes: must be >= 0, got %d", name,
+            status.index, status.memory_wave->peak_bytes));
+      }
+      Gpu gpu;
+      gpu.node = name;
+      gpu.index = status.index;
+      gpu.uuid = status.uuid;
+      gpu.memory_bytes = status.memory_bytes;
+      gpu.observed_peak_bytes = status.memory_wave ? status.memory_wave->peak_bytes : 0;
+      gpu.schedulable = Schedulable(states, name);
+      inventory.gpus_.push_back(std::move(gpu));
+    }
+  }
+  std::sort(inventory.gpus_.begin(), inventory.gpus_.end(), [](const Gpu& a, const Gpu& b) {
+    return std::tie(a.node, a.index, a.uuid) < std::tie(b.node, b.index, b.uuid);
+  });
+  for (std::size_t i = 0; i < inventory.gpus_.size(); ++i) {
+    const Gpu& gpu = inventory.gpus_[i];
+    if (gpu.uuid.empty() || !inventory.gpu_by_uuid_.emplace(gpu.uuid, i).second) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "GPUNode \"%s\": status.gpus[%d].uuid: must be non-empty and unique, got \"%s\"",
+          gpu.node, gpu.index, gpu.uuid));
+    }
+  }
+  for (const GpuAssignment& assignment : assignments) {
+    WAVEPOOL_RETURN_IF_ERROR(inventory.Add(assignment));
+  }
+  return inventory;
+}
+
+absl::Status Inventory::Add(const GpuAssignment& assignment) {
+  WAVEPOOL_RETURN_IF_ERROR(ValidateAssignment(assignment));
+  for (const GpuAssignment& existing : assignments_) {
+    if (existing.pod == assignment.pod) {
+      return BadAssignment(assignment, "pod", "already holds GPUs in the inventory");
+    }
+  }
+  assignments_.push_back(assignment);
+  absl::Status status = AddAt(assignments_.size() - 1);
+  if (!status.ok()) {
+    assignments_.pop_back();
+    Reindex();
+  }
+  return status;
+}
+
+absl::Status Inventory::Remove(std::string_view pod) {
+  auto it = std::find_if(assignments_.begin(), assignments_.end(),
+                         [&](const GpuAssignment& a) { return a.pod == pod; });
+  if (it == assignments_.end()) {
+    return absl::NotFoundError(absl::StrFormat("pod \"%s\" holds no GPU in the inventory", pod));
+  }
+  assignments_.erase(it);
+  Reindex();
+  return absl::OkStatus();
+}
+
+// Records assignments_[i] on its GPUs. A fg pod on a GPU that already has one is rejected: one fg
+// job per GPU (deeppool-burst-parallel §3).
+absl::Status Inventory::AddAt(std::size_t i) {
+  const GpuAssignment& a = assignments_[i];
+  bool orphaned = false;
+  for (const std::string& uuid : a.gpu_uuids) {
+    auto found = gpu_by_uuid_.find(uuid);
+    if (found == gpu_by_uuid_.end()) {
+      orphaned = true;
+      continue;
+    }
+    Gpu& gpu = gpus_[found->second];
+    if (a.role == api::Role::kForeground) {
+      for (std::size_t holder : gpu.holders) {
+        if (assignments_[holder].role == api::Role::kForeground) {
+          return BadAssignment(a, "gpu_uuids",
+                               absl::StrFormat("GPU %s already runs foreground pod \"%s\"", uuid,
+                                               assignments_[holder].pod));
+        }
+      }
+    }
+    if (std::find(gpu.holders.begin(), gpu.holders.end(), i) == gpu.holders.end()) {
+      gpu.holders.push_back(i);
+    }
+  }
+  if (orphaned) orphaned_pods_.push_back(a.pod);
+  return absl::OkStatus();
+}
+
+void Inventory::Reindex() {
+  for (Gpu& gpu : gpus_) gpu.holders.clear();
+  orphaned_pods_.clear();
+  for (std::size_t i = 0; i < assignments_.size(); ++i) {
+    // Every assignment was accepted once, so re-adding cannot fail.
+    AddAt(i).IgnoreError();
+  }
+}
+
+Bytes Inventory::CommittedBytes(const Gpu& gpu) const {
+  Bytes declared = 0;
+  for (std::size_t holder : gpu.holders) declared += assignments_[holder].memory_per_gpu_bytes;
+  return std::max(declared, gpu.observed_peak_bytes);
+}
+
+Bytes Inventory::MarginBytes(const Gpu& gpu) const {
+  const auto fraction =
+      static_cast<Bytes>(options_.memory_margin_fraction * static_cast<double>(gpu.memory_bytes));
+  return std::max(fraction, options_.memory_margin_min_bytes);
+}
+
+Bytes Inventory::HeadroomBytes(const Gpu& gpu) const {
+  return gpu.memory_bytes - CommittedBytes(gpu) - MarginBytes(gpu);
+}
+
+}  // namespace wavepool::controller

@@ -1,0 +1,25 @@
+// Heartbeat freshness on the controller's clock (heartbeat_observations.h).
+#include "reconcile/heartbeat_observations.h"
+
+namespace wavepool::controller::internal {
+
+bool HeartbeatObservations::ObserveFresh(const std::string& node, const std::string& heartbeat,
+                                         WallTime now, std::chrono::nanoseconds timeout) {
+  absl::MutexLock lock(&mu_);
+  auto it = seen_.find(node);
+  if (it == seen_.end() || it->second.heartbeat != heartbeat) {
+    // A new value: the agent is alive now, whatever its clock says the time is.
+    it = seen_.insert_or_assign(node, Seen{heartbeat, now}).first;
+  }
+  if (heartbeat.empty()) return false;
+  return now - it->second.changed <= timeout;
+}
+
+void HeartbeatObservations::RetainOnly(const std::set<std::string>& nodes) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = seen_.begin(); it != seen_.end();) {
+    it = nodes.count(it->first) == 0 ? seen_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace wavepool::controller::internal

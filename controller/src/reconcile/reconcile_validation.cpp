@@ -1,0 +1,67 @@
+// Step 2 of a reconcile: validation before planning and placement (reconcile_validation.h).
+#include "reconcile/reconcile_validation.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "wavepool/api/validation.h"
+#include "wavepool/base/status_macros.h"
+#include "wavepool/controller/template_policy.h"
+#include "wavepool/planner/names.h"
+#include "wavepool/planner/zoo.h"
+
+namespace wavepool::controller::internal {
+namespace {
+
+// The planner's NotFound message (known names, a suggestion) for a model it does not know.
+std::optional<std::string> UnknownModel(const std::string& name) {
+  // The common case without building a model graph: a catalog name as typed.
+  for (const std::string& known : planner::BuiltinModelNames()) {
+    if (planner::SameName(known, name)) return std::nullopt;
+  }
+  absl::StatusOr<planner::ModelGraph> model = planner::BuiltinModel(name);  // Aliases.
+  if (model.ok() || model.status().code() != absl::StatusCode::kNotFound) return std::nullopt;
+  return std::string(model.status().message());
+}
+
+}  // namespace
+
+std::optional<SpecProblem> FindSpecProblem(const api::TrainingJob& job,
+                                           const ReconcilerOptions& options) {
+  if (const absl::Status valid = api::Validate(job); !valid.ok()) {
+    return SpecProblem{std::string(kReasonInvalidSpec), std::string(valid.message())};
+  }
+  if (std::optional<TemplateViolation> violation =
+          CheckPodTemplate(job, options.template_policy, options.objects.default_image)) {
+    return SpecProblem{std::string(violation->reason), std::move(violation->message)};
+  }
+  if (job.spec.model.name.has_value()) {
+    if (std::optional<std::string> unknown = UnknownModel(*job.spec.model.name)) {
+      return SpecProblem{std::string(kReasonUnknownModel),
+                         absl::StrCat("spec.model.name: ", *unknown)};
+    }
+  }
+  return std::nullopt;
+}
+
+absl::Status HoldNothing(ReconcileContext& ctx, std::string_view reason) {
+  if (!ctx.job.status.placement.empty()) {
+    // Its pods go now; a fixed spec must not meet them (still terminating) under its names.
+    ctx.job.status.placement.clear();
+    ++ctx.job.status.gang_generation;
+  }
+  for (std::string_view type : {api::kConditionPlaced, api::kConditionRunning}) {
+    if (ConditionIs(ctx, type, api::ConditionStatus::kTrue)) {
+      SetCondition(ctx, type, api::ConditionStatus::kFalse, reason,
+                   "the spec is invalid (see the Invalid condition): the job holds no GPUs");
+    }
+  }
+  WAVEPOOL_RETURN_IF_ERROR(WriteStatus(ctx));
+  const std::vector<kube::Pod> pods = ctx.reader.PodsOfJob(ctx.ns(), ctx.name());
+  WAVEPOOL_RETURN_IF_ERROR(DeletePods(ctx, pods, /*keep_finished=*/true));
+  WAVEPOOL_RETURN_IF_ERROR(DeleteGangServices(ctx, std::nullopt));
+  ForgetJob(ctx.ledger, ctx.key);
+  return absl::OkStatus();
+}
+
+}  // namespace wavepool::controller::internal
