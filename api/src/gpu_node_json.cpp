@@ -1,8 +1,8 @@
 // JSON form of GPUNode.
-#include "json_codec.h"
 #include "object_meta_codec.h"
 #include "progress_codec.h"
 #include "wavepool/api/gpu_node.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/base/status_macros.h"
 
 namespace wavepool::api {

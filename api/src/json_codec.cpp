@@ -1,4 +1,4 @@
-#include "json_codec.h"
+#include "wavepool/api/json_codec.h"
 
 #include <algorithm>
 #include <cmath>

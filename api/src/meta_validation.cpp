@@ -4,8 +4,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "json_codec.h"
 #include "validation_util.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/api/validation.h"
 
 namespace wavepool::api {

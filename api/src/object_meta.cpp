@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "absl/time/time.h"
-#include "json_codec.h"
 #include "object_meta_codec.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/base/status_macros.h"
 
 namespace wavepool::api {

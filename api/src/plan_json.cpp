@@ -1,5 +1,5 @@
 // JSON form of Plan: every field written, strict decoding.
-#include "json_codec.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/api/object_meta.h"
 #include "wavepool/api/plan.h"
 #include "wavepool/base/status_macros.h"

@@ -3,8 +3,8 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "json_codec.h"
 #include "validation_util.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/api/object_key.h"
 #include "wavepool/api/validation.h"
 

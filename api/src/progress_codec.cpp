@@ -1,7 +1,7 @@
 #include "progress_codec.h"
 
-#include "json_codec.h"
 #include "validation_util.h"
+#include "wavepool/api/json_codec.h"
 
 namespace wavepool::api {
 

@@ -1,9 +1,9 @@
 // JSON form of TrainingJob: Kubernetes camelCase names, strict decoding, omit-empty encoding.
 #include <utility>
 
-#include "json_codec.h"
 #include "object_meta_codec.h"
 #include "progress_codec.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/base/status_macros.h"
 

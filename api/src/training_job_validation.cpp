@@ -1,9 +1,9 @@
 // TrainingJob rules (docs/api.md lists them with their messages).
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "json_codec.h"
 #include "progress_codec.h"
 #include "validation_util.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/api/validation.h"
 
 namespace wavepool::api {

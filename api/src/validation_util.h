@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "json_codec.h"
 #include "wavepool/api/field_path.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/api/object_meta.h"
 #include "wavepool/base/status_macros.h"  // WAVEPOOL_RETURN_IF_ERROR, for every validator
 

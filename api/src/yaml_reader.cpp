@@ -10,8 +10,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "json_codec.h"
 #include "wavepool/api/field_path.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/api/yaml.h"
 #include "wavepool/base/status_macros.h"
 #include "yaml-cpp/depthguard.h"

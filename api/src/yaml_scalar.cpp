@@ -7,7 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "json_codec.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/base/status_macros.h"
 
 namespace wavepool::api {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "json_codec.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/api/yaml.h"
 #include "yaml-cpp/yaml.h"
 #include "yaml_scalar.h"

@@ -11,18 +11,24 @@
 namespace wavepool::kube {
 namespace {
 
-using internal::FieldReader;
+using api::FieldPath;
+using api::ObjectReader;
 using internal::Put;
 using nlohmann::json;
 
-absl::Status DecodeNodeCondition(const json& value, const std::string& path, NodeCondition* out) {
-  FieldReader reader(value, path);
-  reader.String("type", &out->type);
-  reader.String("status", &out->status);
-  reader.String("reason", &out->reason);
-  reader.String("message", &out->message);
-  return reader.status();
+}  // namespace
+
+// In namespace kube, where api's list decoder finds it by argument-dependent lookup.
+static absl::Status DecodeValue(const json& value, const FieldPath& path, NodeCondition* out) {
+  ObjectReader reader(value, path);
+  reader.Read("type", &out->type);
+  reader.Read("status", &out->status);
+  reader.Read("reason", &out->reason);
+  reader.Read("message", &out->message);
+  return internal::Lenient(reader);
 }
+
+namespace {
 
 // Decodes the top-level object, then runs `fields` (a reader over it) and keeps the raw JSON.
 template <typename T, typename Fields>
@@ -30,7 +36,7 @@ absl::StatusOr<T> DecodeObject(const json& input, const char* kind, Fields field
   T object;
   std::string name;
   WAVEPOOL_RETURN_IF_ERROR(internal::DecodeTop(input, kind, &object.metadata, &name));
-  FieldReader reader(input, "");
+  ObjectReader reader(input, FieldPath());
   if (absl::Status status = fields(reader, object); !status.ok()) {
     return internal::Named(name, status);
   }
@@ -41,15 +47,18 @@ absl::StatusOr<T> DecodeObject(const json& input, const char* kind, Fields field
 }  // namespace
 
 absl::StatusOr<Node> Node::FromJson(const json& input) {
-  return DecodeObject<Node>(input, "Node", [](FieldReader& reader, Node& node) {
-    FieldReader spec(reader.Object("spec"), "spec");
-    spec.Bool("unschedulable", &node.unschedulable);
-    if (!spec.status().ok()) return spec.status();
-    FieldReader status(reader.Object("status"), "status");
-    status.StringMap("capacity", &node.capacity);
-    status.StringMap("allocatable", &node.allocatable);
-    status.List("conditions", &node.conditions, DecodeNodeCondition);
-    return reader.status().ok() ? status.status() : reader.status();
+  return DecodeObject<Node>(input, "Node", [](ObjectReader& reader, Node& node) {
+    const json spec_json = internal::ReadObject(reader, "spec");
+    ObjectReader spec(spec_json, FieldPath("spec"));
+    spec.Read("unschedulable", &node.unschedulable);
+    WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(spec));
+    const json status_json = internal::ReadObject(reader, "status");
+    ObjectReader status(status_json, FieldPath("status"));
+    internal::ReadStringMap(status, "capacity", &node.capacity);
+    internal::ReadStringMap(status, "allocatable", &node.allocatable);
+    status.Read("conditions", &node.conditions);
+    WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(reader));
+    return internal::Lenient(status);
   });
 }
 
@@ -66,10 +75,12 @@ json ToJson(const Node& node) {
 }
 
 absl::StatusOr<Namespace> Namespace::FromJson(const json& input) {
-  return DecodeObject<Namespace>(input, "Namespace", [](FieldReader& reader, Namespace& ns) {
-    FieldReader status(reader.Object("status"), "status");
-    status.String("phase", &ns.phase);
-    return reader.status().ok() ? status.status() : reader.status();
+  return DecodeObject<Namespace>(input, "Namespace", [](ObjectReader& reader, Namespace& ns) {
+    const json status_json = internal::ReadObject(reader, "status");
+    ObjectReader status(status_json, FieldPath("status"));
+    status.Read("phase", &ns.phase);
+    WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(reader));
+    return internal::Lenient(status);
   });
 }
 
@@ -82,10 +93,10 @@ json ToJson(const Namespace& ns) {
 }
 
 absl::StatusOr<ConfigMap> ConfigMap::FromJson(const json& input) {
-  return DecodeObject<ConfigMap>(input, "ConfigMap", [](FieldReader& reader, ConfigMap& map) {
-    reader.StringMap("data", &map.data);
-    reader.StringMap("binaryData", &map.binary_data);
-    return reader.status();
+  return DecodeObject<ConfigMap>(input, "ConfigMap", [](ObjectReader& reader, ConfigMap& map) {
+    internal::ReadStringMap(reader, "data", &map.data);
+    internal::ReadStringMap(reader, "binaryData", &map.binary_data);
+    return internal::Lenient(reader);
   });
 }
 
@@ -97,14 +108,16 @@ json ToJson(const ConfigMap& config_map) {
 }
 
 absl::StatusOr<Service> Service::FromJson(const json& input) {
-  return DecodeObject<Service>(input, "Service", [](FieldReader& reader, Service& service) {
-    const json& spec_json = reader.Object("spec");
-    FieldReader spec(spec_json, "spec");
-    spec.String("clusterIP", &service.spec.cluster_ip);
-    spec.StringMap("selector", &service.spec.selector);
-    spec.Bool("publishNotReadyAddresses", &service.spec.publish_not_ready_addresses);
-    service.spec.raw = internal::Base(spec_json);
-    return reader.status().ok() ? spec.status() : reader.status();
+  return DecodeObject<Service>(input, "Service", [](ObjectReader& reader, Service& service) {
+    json spec_json = internal::ReadObject(reader, "spec");
+    WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(reader));
+    ObjectReader spec(spec_json, FieldPath("spec"));
+    spec.Read("clusterIP", &service.spec.cluster_ip);
+    internal::ReadStringMap(spec, "selector", &service.spec.selector);
+    spec.Read("publishNotReadyAddresses", &service.spec.publish_not_ready_addresses);
+    WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(spec));
+    service.spec.raw = std::move(spec_json);
+    return absl::OkStatus();
   });
 }
 
@@ -119,29 +132,32 @@ json ToJson(const Service& service) {
 }
 
 absl::StatusOr<Event> Event::FromJson(const json& input) {
-  return DecodeObject<Event>(input, "Event", [](FieldReader& reader, Event& event) {
-    FieldReader involved(reader.Object("involvedObject"), "involvedObject");
+  return DecodeObject<Event>(input, "Event", [](ObjectReader& reader, Event& event) {
+    const json involved_json = internal::ReadObject(reader, "involvedObject");
+    ObjectReader involved(involved_json, FieldPath("involvedObject"));
     ObjectReference& ref = event.involved_object;
-    involved.String("apiVersion", &ref.api_version);
-    involved.String("kind", &ref.kind);
-    involved.String("namespace", &ref.namespace_);
-    involved.String("name", &ref.name);
-    involved.String("uid", &ref.uid);
-    involved.String("resourceVersion", &ref.resource_version);
-    involved.String("fieldPath", &ref.field_path);
-    if (!involved.status().ok()) return involved.status();
-    reader.String("reason", &event.reason);
-    reader.String("message", &event.message);
-    reader.String("type", &event.type);
-    reader.Int("count", &event.count);
-    reader.String("firstTimestamp", &event.first_timestamp);
-    reader.String("lastTimestamp", &event.last_timestamp);
-    reader.String("reportingComponent", &event.reporting_component);
-    reader.String("reportingInstance", &event.reporting_instance);
-    FieldReader source(reader.Object("source"), "source");
-    source.String("component", &event.source_component);
-    source.String("host", &event.source_host);
-    return reader.status().ok() ? source.status() : reader.status();
+    involved.Read("apiVersion", &ref.api_version);
+    involved.Read("kind", &ref.kind);
+    involved.Read("namespace", &ref.namespace_);
+    involved.Read("name", &ref.name);
+    involved.Read("uid", &ref.uid);
+    involved.Read("resourceVersion", &ref.resource_version);
+    involved.Read("fieldPath", &ref.field_path);
+    WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(involved));
+    reader.Read("reason", &event.reason);
+    reader.Read("message", &event.message);
+    reader.Read("type", &event.type);
+    reader.Read("count", &event.count);
+    reader.Read("firstTimestamp", &event.first_timestamp);
+    reader.Read("lastTimestamp", &event.last_timestamp);
+    reader.Read("reportingComponent", &event.reporting_component);
+    reader.Read("reportingInstance", &event.reporting_instance);
+    const json source_json = internal::ReadObject(reader, "source");
+    ObjectReader source(source_json, FieldPath("source"));
+    source.Read("component", &event.source_component);
+    source.Read("host", &event.source_host);
+    WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(reader));
+    return internal::Lenient(source);
   });
 }
 
@@ -173,14 +189,16 @@ json ToJson(const Event& event) {
 }
 
 absl::StatusOr<Lease> Lease::FromJson(const json& input) {
-  return DecodeObject<Lease>(input, "Lease", [](FieldReader& reader, Lease& lease) {
-    FieldReader spec(reader.Object("spec"), "spec");
-    spec.String("holderIdentity", &lease.spec.holder_identity);
-    spec.OptionalInt("leaseDurationSeconds", &lease.spec.lease_duration_seconds);
-    spec.Time("acquireTime", &lease.spec.acquire_time);
-    spec.Time("renewTime", &lease.spec.renew_time);
-    spec.OptionalInt("leaseTransitions", &lease.spec.lease_transitions);
-    return reader.status().ok() ? spec.status() : reader.status();
+  return DecodeObject<Lease>(input, "Lease", [](ObjectReader& reader, Lease& lease) {
+    const json spec_json = internal::ReadObject(reader, "spec");
+    ObjectReader spec(spec_json, FieldPath("spec"));
+    spec.Read("holderIdentity", &lease.spec.holder_identity);
+    spec.Read("leaseDurationSeconds", &lease.spec.lease_duration_seconds);
+    internal::ReadTime(spec, "acquireTime", &lease.spec.acquire_time);
+    internal::ReadTime(spec, "renewTime", &lease.spec.renew_time);
+    spec.Read("leaseTransitions", &lease.spec.lease_transitions);
+    WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(reader));
+    return internal::Lenient(spec);
   });
 }
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "wavepool/api/object_meta.h"
@@ -33,117 +34,51 @@ std::string FormatMicroTime(MicroTime time) {
 
 namespace wavepool::kube::internal {
 
-namespace {
-
-const nlohmann::json& EmptyObject() {
-  static const nlohmann::json* const kEmpty = new nlohmann::json(nlohmann::json::object());
-  return *kEmpty;
-}
-
-}  // namespace
-
-FieldReader::FieldReader(const nlohmann::json& object, std::string path)
-    : object_(&object), path_(std::move(path)) {
-  if (object.is_null()) {
-    object_ = &EmptyObject();
-  } else if (!object.is_object()) {
-    Fail(path_.empty() ? "object" : path_, "must be an object", object);
-    object_ = &EmptyObject();
-  }
-}
-
-std::string FieldReader::Path(const char* key) const {
-  return path_.empty() ? key : absl::StrCat(path_, ".", key);
-}
-
-const nlohmann::json* FieldReader::Find(const char* key) const {
-  if (!status_.ok()) return nullptr;
-  const auto it = object_->find(key);
-  return it == object_->end() || it->is_null() ? nullptr : &*it;
-}
-
-void FieldReader::Fail(const std::string& path, const char* expected, const nlohmann::json& got) {
-  if (!status_.ok()) return;
-  status_ = absl::InvalidArgumentError(
-      absl::StrCat(path, ": ", expected, ", got ",
-                   got.is_string() ? "string " + got.dump() : std::string(got.type_name())));
-}
-
-void FieldReader::String(const char* key, std::string* out) {
-  const nlohmann::json* value = Find(key);
-  if (value == nullptr) return;
-  if (!value->is_string()) return Fail(Path(key), "must be a string", *value);
-  *out = value->get<std::string>();
-}
-
-void FieldReader::Bool(const char* key, bool* out) {
-  const nlohmann::json* value = Find(key);
-  if (value == nullptr) return;
-  if (!value->is_boolean()) return Fail(Path(key), "must be true or false", *value);
-  *out = value->get<bool>();
-}
-
-void FieldReader::Int(const char* key, std::int64_t* out) {
-  const nlohmann::json* value = Find(key);
-  if (value == nullptr) return;
-  if (!value->is_number_integer()) return Fail(Path(key), "must be an integer", *value);
-  *out = value->get<std::int64_t>();
-}
-
-void FieldReader::OptionalInt(const char* key, std::optional<std::int64_t>* out) {
-  std::int64_t value = 0;
-  if (Find(key) == nullptr) return;
-  Int(key, &value);
-  if (status_.ok()) *out = value;
-}
-
-void FieldReader::StringMap(const char* key, std::map<std::string, std::string>* out) {
-  const nlohmann::json* value = Find(key);
-  if (value == nullptr) return;
-  if (!value->is_object()) return Fail(Path(key), "must be an object", *value);
-  out->clear();
-  for (const auto& [name, item] : value->items()) {
-    // Quantities ("cpu": 2) may come as numbers from hand-written manifests.
+void ReadStringMap(api::ObjectReader& reader, std::string_view key,
+                   std::map<std::string, std::string>* out) {
+  nlohmann::json value;
+  reader.ReadRaw(key, &value);
+  if (value.is_null()) return;
+  const api::FieldPath path = reader.path().Child(key);
+  if (!value.is_object())
+    return reader.Record(path.Invalid("must be an object, got " + api::Describe(value)));
+  std::map<std::string, std::string> entries;
+  for (const auto& [name, item] : value.items()) {
     if (item.is_number()) {
-      (*out)[name] = item.dump();
+      entries[name] = item.dump();
     } else if (item.is_string()) {
-      (*out)[name] = item.get<std::string>();
+      entries[name] = item.get<std::string>();
     } else {
-      return Fail(absl::StrCat(Path(key), "[", name, "]"), "must be a string", item);
+      return reader.Record(path.Key(name).Invalid("must be a string, got " + api::Describe(item)));
     }
   }
+  *out = std::move(entries);
 }
 
-void FieldReader::StringList(const char* key, std::vector<std::string>* out) {
-  const nlohmann::json* value = Find(key);
-  if (value == nullptr) return;
-  if (!value->is_array()) return Fail(Path(key), "must be a list", *value);
-  out->clear();
-  for (std::size_t i = 0; i < value->size(); ++i) {
-    if (!(*value)[i].is_string()) {
-      return Fail(absl::StrCat(Path(key), "[", i, "]"), "must be a string", (*value)[i]);
+void ReadTime(api::ObjectReader& reader, std::string_view key, std::optional<MicroTime>* out) {
+  nlohmann::json value;
+  reader.ReadRaw(key, &value);
+  if (value.is_null()) return;
+  if (value.is_string()) {
+    absl::StatusOr<MicroTime> time = api::ParseRfc3339(value.get_ref<const std::string&>());
+    if (time.ok()) {
+      *out = *time;
+      return;
     }
-    out->push_back((*value)[i].get<std::string>());
   }
+  reader.Record(
+      reader.path().Child(key).Invalid("must be an RFC 3339 time, got " + api::Describe(value)));
 }
 
-void FieldReader::Time(const char* key, std::optional<MicroTime>* out) {
-  const nlohmann::json* value = Find(key);
-  if (value == nullptr) return;
-  if (!value->is_string()) return Fail(Path(key), "must be an RFC 3339 time", *value);
-  absl::StatusOr<MicroTime> time = api::ParseRfc3339(value->get<std::string>());
-  if (!time.ok()) return Fail(Path(key), "must be an RFC 3339 time", *value);
-  *out = *time;
+nlohmann::json ReadObject(api::ObjectReader& reader, std::string_view key) {
+  nlohmann::json value = nlohmann::json::object();
+  reader.ReadRawObject(key, &value);  // left empty when absent, null or not an object
+  return value;
 }
 
-const nlohmann::json& FieldReader::Object(const char* key) {
-  const nlohmann::json* value = Find(key);
-  if (value == nullptr) return EmptyObject();
-  if (!value->is_object()) {
-    Fail(Path(key), "must be an object", *value);
-    return EmptyObject();
-  }
-  return *value;
+absl::Status Lenient(api::ObjectReader& reader) {
+  nlohmann::json unknown_fields;  // kept by the caller in its raw JSON
+  return reader.Finish(&unknown_fields);
 }
 
 void Put(nlohmann::json& out, const char* key, const std::string& value) {

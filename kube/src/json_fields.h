@@ -1,5 +1,5 @@
-// Field-by-field JSON decoding with paths in every error, and omit-empty encoding, for the core
-// kinds (core_types.h).
+// What the core kinds (core_types.h) add to api's JSON codec (wavepool/api/json_codec.h): lenient
+// readers for Kubernetes' looser fields, and writers that update an object's raw JSON in place.
 #ifndef WAVEPOOL_KUBE_SRC_JSON_FIELDS_H_
 #define WAVEPOOL_KUBE_SRC_JSON_FIELDS_H_
 
@@ -7,58 +7,31 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/kube/core_types.h"
 
 namespace wavepool::kube::internal {
 
-// Reads the fields of one JSON object (null reads as an empty object). The first error is kept
-// and later reads do nothing, so a decoder reads every field and checks status() once.
-class FieldReader {
- public:
-  FieldReader(const nlohmann::json& object, std::string path);
+// Readers over api::ObjectReader for what Kubernetes writes more loosely than wavepool.dev's
+// types. Each marks `key` as read, leaves `*out` alone when the field is absent or null, and
+// records its error (by field path) in `reader`.
 
-  // Absent or null fields leave `out` as it is.
-  void String(const char* key, std::string* out);
-  void Bool(const char* key, bool* out);
-  void Int(const char* key, std::int64_t* out);
-  void OptionalInt(const char* key, std::optional<std::int64_t>* out);
-  void StringMap(const char* key, std::map<std::string, std::string>* out);
-  void StringList(const char* key, std::vector<std::string>* out);
-  void Time(const char* key, std::optional<MicroTime>* out);
-
-  // The object at `key`: an empty object when absent or null, or after an error.
-  const nlohmann::json& Object(const char* key);
-
-  // Decodes each element of the list at `key` with decode(element, element_path, &item).
-  template <typename T, typename Decode>
-  void List(const char* key, std::vector<T>* out, Decode decode) {
-    const nlohmann::json* list = Find(key);
-    if (list == nullptr) return;
-    if (!list->is_array()) return Fail(Path(key), "must be a list", *list);
-    out->clear();
-    for (std::size_t i = 0; i < list->size() && status_.ok(); ++i) {
-      T item;
-      status_ = decode((*list)[i], absl::StrCat(Path(key), "[", i, "]"), &item);
-      out->push_back(std::move(item));
-    }
-  }
-
-  std::string Path(const char* key) const;
-  const absl::Status& status() const { return status_; }
-
- private:
-  const nlohmann::json* Find(const char* key) const;
-  void Fail(const std::string& path, const char* expected, const nlohmann::json& got);
-
-  const nlohmann::json* object_;
-  std::string path_;
-  absl::Status status_;
-};
+// A map of strings whose values may also be numbers: quantities ("cpu": 2) come as numbers from
+// hand-written manifests, and are kept as their JSON text ("2").
+void ReadStringMap(api::ObjectReader& reader, std::string_view key,
+                   std::map<std::string, std::string>* out);
+// metav1.Time or metav1.MicroTime: an RFC 3339 time.
+void ReadTime(api::ObjectReader& reader, std::string_view key, std::optional<MicroTime>* out);
+// The object at `key`: an empty object when absent or null, or after an error.
+nlohmann::json ReadObject(api::ObjectReader& reader, std::string_view key);
+// The reader's first error. Fields nobody read are not errors: Kubernetes objects carry many
+// fields that kube does not model, and each type keeps them in its `raw` JSON.
+absl::Status Lenient(api::ObjectReader& reader);
 
 // Writers: the field when it has a value, removed when empty (as Kubernetes omits empty fields).
 void Put(nlohmann::json& out, const char* key, const std::string& value);

@@ -10,112 +10,124 @@
 namespace wavepool::kube {
 namespace {
 
-using internal::FieldReader;
+using api::FieldPath;
+using api::ObjectReader;
 using internal::Put;
 using nlohmann::json;
 
-absl::Status DecodeEnv(const json& value, const std::string& path, EnvVar* out) {
-  FieldReader reader(value, path);
-  reader.String("name", &out->name);
-  reader.String("value", &out->value);
-  out->raw = internal::Base(value);
-  return reader.status();
+}  // namespace
+
+// The list elements of a Pod, in namespace kube, where api's list decoder finds them by
+// argument-dependent lookup. Each keeps its element's JSON in `raw` (where the type has one), so
+// fields kube does not model survive a read-modify-write.
+
+static absl::Status DecodeValue(const json& value, const FieldPath& path, EnvVar* out) {
+  ObjectReader reader(value, path);
+  reader.Read("name", &out->name);
+  reader.Read("value", &out->value);
+  out->raw = value;
+  return internal::Lenient(reader);
 }
 
-absl::Status DecodeMount(const json& value, const std::string& path, VolumeMount* out) {
-  FieldReader reader(value, path);
-  reader.String("name", &out->name);
-  reader.String("mountPath", &out->mount_path);
-  reader.Bool("readOnly", &out->read_only);
-  out->raw = internal::Base(value);
-  return reader.status();
+static absl::Status DecodeValue(const json& value, const FieldPath& path, VolumeMount* out) {
+  ObjectReader reader(value, path);
+  reader.Read("name", &out->name);
+  reader.Read("mountPath", &out->mount_path);
+  reader.Read("readOnly", &out->read_only);
+  out->raw = value;
+  return internal::Lenient(reader);
 }
 
-absl::Status DecodeContainer(const json& value, const std::string& path, Container* out) {
-  FieldReader reader(value, path);
-  reader.String("name", &out->name);
-  reader.String("image", &out->image);
-  reader.StringList("command", &out->command);
-  reader.StringList("args", &out->args);
-  reader.List("env", &out->env, DecodeEnv);
-  FieldReader resources(reader.Object("resources"), reader.Path("resources"));
-  resources.StringMap("requests", &out->resources.requests);
-  resources.StringMap("limits", &out->resources.limits);
-  reader.List("volumeMounts", &out->volume_mounts, DecodeMount);
-  out->raw = internal::Base(value);
-  return reader.status().ok() ? resources.status() : reader.status();
+static absl::Status DecodeValue(const json& value, const FieldPath& path, Container* out) {
+  ObjectReader reader(value, path);
+  reader.Read("name", &out->name);
+  reader.Read("image", &out->image);
+  reader.Read("command", &out->command);
+  reader.Read("args", &out->args);
+  reader.Read("env", &out->env);
+  const json resources_json = internal::ReadObject(reader, "resources");
+  ObjectReader resources(resources_json, path.Child("resources"));
+  internal::ReadStringMap(resources, "requests", &out->resources.requests);
+  internal::ReadStringMap(resources, "limits", &out->resources.limits);
+  reader.Read("volumeMounts", &out->volume_mounts);
+  out->raw = value;
+  WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(reader));
+  return internal::Lenient(resources);
 }
 
-absl::Status DecodeVolume(const json& value, const std::string& path, Volume* out) {
-  FieldReader reader(value, path);
-  reader.String("name", &out->name);
-  out->raw = internal::Base(value);
-  return reader.status();
+static absl::Status DecodeValue(const json& value, const FieldPath& path, Volume* out) {
+  ObjectReader reader(value, path);
+  reader.Read("name", &out->name);
+  out->raw = value;
+  return internal::Lenient(reader);
 }
 
-absl::Status DecodeCondition(const json& value, const std::string& path, PodCondition* out) {
-  FieldReader reader(value, path);
-  reader.String("type", &out->type);
-  reader.String("status", &out->status);
-  reader.String("reason", &out->reason);
-  reader.String("message", &out->message);
-  reader.String("lastTransitionTime", &out->last_transition_time);
-  return reader.status();
+static absl::Status DecodeValue(const json& value, const FieldPath& path, PodCondition* out) {
+  ObjectReader reader(value, path);
+  reader.Read("type", &out->type);
+  reader.Read("status", &out->status);
+  reader.Read("reason", &out->reason);
+  reader.Read("message", &out->message);
+  reader.Read("lastTransitionTime", &out->last_transition_time);
+  return internal::Lenient(reader);
 }
 
 // {"waiting": {...}} | {"running": {...}} | {"terminated": {...}} | {}.
-absl::Status DecodeState(const json& value, const std::string& path, ContainerState* out) {
-  FieldReader reader(value, path);
+static absl::Status DecodeState(const json& value, const FieldPath& path, ContainerState* out) {
+  ObjectReader reader(value, path);
   const std::pair<const char*, ContainerState::Phase> phases[] = {
       {"waiting", ContainerState::Phase::kWaiting},
       {"running", ContainerState::Phase::kRunning},
       {"terminated", ContainerState::Phase::kTerminated}};
   for (const auto& [key, phase] : phases) {
     if (!value.is_object() || !value.contains(key) || value[key].is_null()) continue;
-    FieldReader state(reader.Object(key), reader.Path(key));
+    const json state_json = internal::ReadObject(reader, key);
+    ObjectReader state(state_json, path.Child(key));
     out->phase = phase;
-    state.String("reason", &out->reason);
-    state.String("message", &out->message);
-    state.Int("exitCode", &out->exit_code);
-    state.String("startedAt", &out->started_at);
-    state.String("finishedAt", &out->finished_at);
-    if (!state.status().ok()) return state.status();
+    state.Read("reason", &out->reason);
+    state.Read("message", &out->message);
+    state.Read("exitCode", &out->exit_code);
+    state.Read("startedAt", &out->started_at);
+    state.Read("finishedAt", &out->finished_at);
+    WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(state));
   }
-  return reader.status();
+  return internal::Lenient(reader);
 }
 
-absl::Status DecodeContainerStatus(const json& value, const std::string& path,
-                                   ContainerStatus* out) {
-  FieldReader reader(value, path);
-  reader.String("name", &out->name);
-  reader.Bool("ready", &out->ready);
-  reader.Int("restartCount", &out->restart_count);
-  if (!reader.status().ok()) return reader.status();
-  WAVEPOOL_RETURN_IF_ERROR(DecodeState(reader.Object("state"), reader.Path("state"), &out->state));
-  if (!reader.status().ok()) return reader.status();
-  return DecodeState(reader.Object("lastState"), reader.Path("lastState"), &out->last_state);
+static absl::Status DecodeValue(const json& value, const FieldPath& path, ContainerStatus* out) {
+  ObjectReader reader(value, path);
+  reader.Read("name", &out->name);
+  reader.Read("ready", &out->ready);
+  reader.Read("restartCount", &out->restart_count);
+  const json state = internal::ReadObject(reader, "state");
+  const json last_state = internal::ReadObject(reader, "lastState");
+  WAVEPOOL_RETURN_IF_ERROR(internal::Lenient(reader));
+  WAVEPOOL_RETURN_IF_ERROR(DecodeState(state, path.Child("state"), &out->state));
+  return DecodeState(last_state, path.Child("lastState"), &out->last_state);
 }
+
+namespace {
 
 absl::Status DecodeSpec(const json& value, PodSpec* out) {
-  FieldReader reader(value, "spec");
-  reader.List("containers", &out->containers, DecodeContainer);
-  reader.List("volumes", &out->volumes, DecodeVolume);
-  reader.String("nodeName", &out->node_name);
-  reader.String("restartPolicy", &out->restart_policy);
-  reader.OptionalInt("terminationGracePeriodSeconds", &out->termination_grace_period_seconds);
-  out->raw = internal::Base(value);
-  return reader.status();
+  ObjectReader reader(value, FieldPath("spec"));
+  reader.Read("containers", &out->containers);
+  reader.Read("volumes", &out->volumes);
+  reader.Read("nodeName", &out->node_name);
+  reader.Read("restartPolicy", &out->restart_policy);
+  reader.Read("terminationGracePeriodSeconds", &out->termination_grace_period_seconds);
+  out->raw = value;
+  return internal::Lenient(reader);
 }
 
 absl::Status DecodeStatus(const json& value, PodStatus* out) {
-  FieldReader reader(value, "status");
-  reader.String("phase", &out->phase);
-  reader.String("reason", &out->reason);
-  reader.String("message", &out->message);
-  reader.List("conditions", &out->conditions, DecodeCondition);
-  reader.List("containerStatuses", &out->container_statuses, DecodeContainerStatus);
-  out->raw = internal::Base(value);
-  return reader.status();
+  ObjectReader reader(value, FieldPath("status"));
+  reader.Read("phase", &out->phase);
+  reader.Read("reason", &out->reason);
+  reader.Read("message", &out->message);
+  reader.Read("conditions", &out->conditions);
+  reader.Read("containerStatuses", &out->container_statuses);
+  out->raw = value;
+  return internal::Lenient(reader);
 }
 
 json Encode(const EnvVar& env) {
@@ -212,10 +224,10 @@ absl::StatusOr<Pod> Pod::FromJson(const json& input) {
   Pod pod;
   std::string name;
   WAVEPOOL_RETURN_IF_ERROR(internal::DecodeTop(input, "Pod", &pod.metadata, &name));
-  FieldReader reader(input, "");
-  const nlohmann::json& spec = reader.Object("spec");
-  const nlohmann::json& status = reader.Object("status");
-  absl::Status result = reader.status();
+  ObjectReader reader(input, FieldPath());
+  const json spec = internal::ReadObject(reader, "spec");
+  const json status = internal::ReadObject(reader, "status");
+  absl::Status result = internal::Lenient(reader);
   if (result.ok()) result = DecodeSpec(spec, &pod.spec);
   if (result.ok()) result = DecodeStatus(status, &pod.status);
   if (!result.ok()) return internal::Named(name, result);

@@ -231,5 +231,30 @@ TEST(CoreTypes, MistypedConfigMapDataIsReportedByPath) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ConfigMap team-a/layers: data")));
 }
 
+TEST(CoreTypes, QuantitiesMayBeNumbersAndUnmodelledFieldsAreNotErrors) {
+  ASSERT_OK_AND_ASSIGN(Node node, Node::FromJson(json::parse(R"({
+    "apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-1"},
+    "spec": {"podCIDR": "10.0.0.0/24", "unschedulable": true},
+    "status": {"capacity": {"cpu": 8, "nvidia.com/gpu": "4"}, "nodeInfo": {"osImage": "x"},
+               "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "t"}]}})")));
+  EXPECT_TRUE(node.unschedulable);
+  EXPECT_EQ(node.capacity.at("cpu"), "8");
+  EXPECT_EQ(node.capacity.at("nvidia.com/gpu"), "4");
+  ASSERT_EQ(node.conditions.size(), 1u);
+  EXPECT_EQ(node.conditions[0].type, "Ready");
+  EXPECT_EQ(ToJson(node)["status"]["nodeInfo"]["osImage"], "x");
+
+  json bad = ToJson(node);
+  bad["spec"]["unschedulable"] = "yes";
+  EXPECT_THAT(Node::FromJson(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Node gpu-1: spec.unschedulable: must be a boolean, got string")));
+  bad = ToJson(node);
+  bad["status"]["conditions"] = json::object();
+  EXPECT_THAT(Node::FromJson(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Node gpu-1: status.conditions: must be an array, got object")));
+}
+
 }  // namespace
 }  // namespace wavepool::kube

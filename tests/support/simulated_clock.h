@@ -17,13 +17,13 @@
 namespace wavepool::testing {
 
 // The wall time a SimulatedClock starts at unless told otherwise: 2026-05-01T10:00:00Z.
-inline constexpr ::wavepool::WallTime kSimulatedWallStart{std::chrono::seconds(1777629600)};
+inline constexpr WallTime kSimulatedWallStart{std::chrono::seconds(1777629600)};
 
 // Safe for concurrent use.
 class SimulatedClock final : public Clock {
  public:
   explicit SimulatedClock(MonotonicTime start = MonotonicTime(),
-                          ::wavepool::WallTime wall_start = kSimulatedWallStart)
+                          WallTime wall_start = kSimulatedWallStart)
       : start_(start), wall_start_(wall_start), now_(start) {}
 
   MonotonicTime Now() const override ABSL_LOCKS_EXCLUDED(mu_) {
@@ -32,9 +32,9 @@ class SimulatedClock final : public Clock {
   }
 
   // Moves with Now(): wall_start plus the time advanced since construction.
-  ::wavepool::WallTime WallNow() const override ABSL_LOCKS_EXCLUDED(mu_) {
+  WallTime WallNow() const override ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    return wall_start_ + std::chrono::duration_cast<::wavepool::WallTime::duration>(now_ - start_);
+    return wall_start_ + std::chrono::duration_cast<WallTime::duration>(now_ - start_);
   }
 
   void SleepFor(std::chrono::nanoseconds d) override ABSL_LOCKS_EXCLUDED(mu_) {
@@ -85,7 +85,7 @@ class SimulatedClock final : public Clock {
   }
 
   const MonotonicTime start_;
-  const ::wavepool::WallTime wall_start_;
+  const WallTime wall_start_;
   mutable absl::Mutex mu_;
   MonotonicTime now_ ABSL_GUARDED_BY(mu_);
   int sleepers_ ABSL_GUARDED_BY(mu_) = 0;

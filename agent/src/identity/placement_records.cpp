@@ -19,16 +19,29 @@ std::vector<std::string> Sorted(std::vector<std::string> values) {
   return values;
 }
 
+std::string Where(const PodRecord& pod) {
+  return absl::StrCat("pod ", pod.namespace_name, "/", pod.name, ": ");
+}
+
+// OK when the pod's controller ownerReference is a TrainingJob: the owner that Confirm reads and
+// CheckPlacement compares with.
+absl::Status CheckOwnedByTrainingJob(const PodRecord& pod) {
+  const std::optional<api::OwnerReference>& owner = pod.controller_owner;
+  if (!owner.has_value() || owner->kind != "TrainingJob" ||
+      !absl::StartsWith(owner->api_version, "wavepool.dev/")) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(Where(pod), "not controlled by a TrainingJob (controller ownerReference)"));
+  }
+  return absl::OkStatus();
+}
+
 class KubePlacementRecords final : public PlacementRecords {
  public:
   KubePlacementRecords(kube::Client* client, std::string node_name)
       : client_(client), node_name_(std::move(node_name)) {}
 
   absl::Status Confirm(const PodRecord& pod, const WorkerIdentity& identity) override {
-    if (!pod.controller_owner.has_value()) {
-      return absl::PermissionDeniedError(absl::StrCat("pod ", pod.namespace_name, "/", pod.name,
-                                                      ": no controller ownerReference"));
-    }
+    if (absl::Status owned = CheckOwnedByTrainingJob(pod); !owned.ok()) return owned;
     absl::StatusOr<api::TrainingJob> job = kube::TypedClient<api::TrainingJob>(client_).Get(
         pod.namespace_name, pod.controller_owner->name);
     if (absl::IsNotFound(job.status())) {
@@ -53,18 +66,14 @@ class KubePlacementRecords final : public PlacementRecords {
 
 absl::Status CheckPlacement(const api::TrainingJob& job, const PodRecord& pod,
                             const WorkerIdentity& identity, std::string_view node) {
-  const std::string where = absl::StrCat("pod ", pod.namespace_name, "/", pod.name, ": ");
+  if (absl::Status owned = CheckOwnedByTrainingJob(pod); !owned.ok()) return owned;
+  const std::string where = Where(pod);
   const std::string job_key = absl::StrCat(job.metadata.namespace_, "/", job.metadata.name);
-  const std::optional<api::OwnerReference>& owner = pod.controller_owner;
-  if (!owner.has_value() || owner->kind != "TrainingJob" ||
-      !absl::StartsWith(owner->api_version, "wavepool.dev/")) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(where, "not controlled by a TrainingJob (controller ownerReference)"));
-  }
-  if (job.metadata.namespace_ != pod.namespace_name || owner->name != job.metadata.name ||
-      owner->uid != job.metadata.uid) {
-    return absl::PermissionDeniedError(absl::StrCat(where, "its owner is TrainingJob ", owner->name,
-                                                    " of uid ", owner->uid, ", not ", job_key,
+  const api::OwnerReference& owner = *pod.controller_owner;
+  if (job.metadata.namespace_ != pod.namespace_name || owner.name != job.metadata.name ||
+      owner.uid != job.metadata.uid) {
+    return absl::PermissionDeniedError(absl::StrCat(where, "its owner is TrainingJob ", owner.name,
+                                                    " of uid ", owner.uid, ", not ", job_key,
                                                     " of uid ", job.metadata.uid));
   }
   if (identity.job != job.metadata.name) {

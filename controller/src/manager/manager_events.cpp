@@ -134,12 +134,9 @@ std::set<std::string> JobsFlaggedCheating(const nlohmann::json& gpu_node) {
   if (!conditions.is_array()) return {};
   for (const nlohmann::json& c : conditions) {
     if (StringField(c, "type") != api::kGpuNodeBackgroundCheating) continue;
-    api::Condition condition;
-    condition.type = api::kGpuNodeBackgroundCheating;
-    condition.status = StringField(c, "status") == "True" ? api::ConditionStatus::kTrue
-                                                          : api::ConditionStatus::kFalse;
-    condition.message = StringField(c, "message");
-    status.conditions.push_back(std::move(condition));
+    // A condition that does not decode flags nobody; the GPUNode's own decoding reports it.
+    absl::StatusOr<api::Condition> condition = api::Condition::FromJson(c);
+    if (condition.ok()) status.conditions.push_back(*std::move(condition));
   }
   const std::vector<std::string> pods = api::CheatingPods(status);
   if (pods.empty()) return {};

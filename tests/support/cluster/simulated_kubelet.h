@@ -155,7 +155,7 @@ class SimulatedKubelet {
   const std::vector<std::string> nodes_;
   const Options options_;
   Clock& clock_;
-  const WallTime wall_;
+  const ClockWallTime wall_;
   std::unique_ptr<kube::SharedInformer> informer_;
 
   // Held across a pod's check and its status write, so that a timer and FailPod cannot both

@@ -129,7 +129,7 @@ class SimulatedNodeAgents {
   kube::Client& client_;
   const Options options_;
   Clock& clock_;
-  const WallTime wall_;
+  const ClockWallTime wall_;
 
   // Serialises status writes, so that the API server sees them in the order they were made.
   mutable absl::Mutex write_mu_;

@@ -13,19 +13,19 @@
 
 namespace wavepool::testing {
 
-class WallTime {
+class ClockWallTime {
  public:
   // Now() is `start` when `clock` reads what it reads now, and moves with the clock.
   // REQUIRES: `clock` outlives this object.
-  WallTime(Clock* clock, std::chrono::system_clock::time_point start);
+  ClockWallTime(Clock* clock, WallTime start);
 
-  std::chrono::system_clock::time_point Now() const;
+  WallTime Now() const;
   // RFC 3339 to the second, as metav1.Time: "2026-05-01T10:00:00Z".
   std::string Rfc3339() const;
 
  private:
   Clock* clock_;
-  std::chrono::system_clock::time_point start_;
+  WallTime start_;
   MonotonicTime clock_start_;
 };
 

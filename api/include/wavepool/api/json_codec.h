@@ -1,12 +1,14 @@
-// Strict JSON decoding and omit-empty encoding shared by every wavepool.dev type.
+// JSON decoding and omit-empty encoding shared by every wavepool.dev type and the Kubernetes
+// client's core kinds (wavepool::kube).
 //
 // Decoding: DecodeValue(json, path, &out) overloads check one value's JSON type and convert it;
 // an ObjectReader walks one JSON object field by field, keeps the first error, and at Finish()
-// reports any field nobody read (strict decoding) or hands the leftovers back (metadata).
+// reports any field nobody read (strict decoding) or hands the leftovers back (lenient decoding:
+// metadata, and Kubernetes objects that carry fields nobody here models).
 // Struct codecs are DecodeValue/EncodeValue overloads in namespace wavepool::api, declared before
 // use, so the templates below find them by argument-dependent lookup.
-#ifndef WAVEPOOL_API_SRC_JSON_CODEC_H_
-#define WAVEPOOL_API_SRC_JSON_CODEC_H_
+#ifndef WAVEPOOL_API_JSON_CODEC_H_
+#define WAVEPOOL_API_JSON_CODEC_H_
 
 #include <cstdint>
 #include <map>
@@ -176,4 +178,4 @@ class ObjectWriter {
 
 }  // namespace wavepool::api
 
-#endif  // WAVEPOOL_API_SRC_JSON_CODEC_H_
+#endif  // WAVEPOOL_API_JSON_CODEC_H_
