@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "wavepool/base/errno_error.h"
+#include "wavepool/base/scoped_fd.h"
 
 namespace wavepool {
 namespace {
@@ -23,30 +24,13 @@ absl::Status IoError(int error_number, std::string_view operation, std::string_v
   return ErrnoError(error_number, absl::StrCat(Abseil(operation), " ", Abseil(path)));
 }
 
+// "read <what>", or "read" for an unnamed file.
+std::string ReadOperation(std::string_view what) {
+  return what.empty() ? std::string("read") : absl::StrCat("read ", Abseil(what));
+}
+
 // write(2) moves at most this much per call on Linux; larger pieces loop.
 constexpr std::size_t kMaxWriteBytes = std::size_t{1} << 30;
-
-// Closes a descriptor on every path out of a function. Owns the descriptor.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-
-  int get() const { return fd_; }
-  // Closes now and returns close's errno (0 on success): NFS reports write errors here.
-  int Close() {
-    const int result = ::close(fd_);
-    fd_ = -1;
-    return result == 0 ? 0 : errno;
-  }
-
- private:
-  int fd_;
-};
 
 // 0 or the errno of the first failed write.
 int WriteAll(int fd, std::string_view bytes) {
@@ -62,7 +46,7 @@ int WriteAll(int fd, std::string_view bytes) {
 }
 
 // Writes, chmods and fsyncs the temporary file, then closes it.
-absl::Status FillTemporary(FileDescriptor& fd, const std::vector<std::string_view>& pieces,
+absl::Status FillTemporary(ScopedFd& fd, const std::vector<std::string_view>& pieces,
                            const std::string& path, const std::string& temporary) {
   const std::string operation = absl::StrCat("write ", temporary, " for");
   for (std::string_view piece : pieces) {
@@ -90,8 +74,8 @@ std::string DirectoryOf(const std::string& path) {
 absl::Status WriteFileAtomically(const std::string& path,
                                  const std::vector<std::string_view>& pieces) {
   std::string temporary = absl::StrCat(path, Abseil(kAtomicTemporaryInfix), "XXXXXX");
-  FileDescriptor fd(::mkostemp(temporary.data(), O_CLOEXEC));
-  if (fd.get() < 0) return IoError(errno, "create a temporary file for", path);
+  ScopedFd fd(::mkostemp(temporary.data(), O_CLOEXEC));
+  if (!fd.valid()) return IoError(errno, "create a temporary file for", path);
   absl::Status status = FillTemporary(fd, pieces, path, temporary);
   if (status.ok() && ::rename(temporary.c_str(), path.c_str()) != 0) {
     status = IoError(errno, absl::StrCat("rename ", temporary, " to"), path);
@@ -104,9 +88,14 @@ absl::Status WriteFileAtomically(const std::string& path,
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what) {
-  const std::string operation = absl::StrCat("read ", Abseil(what));
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return IoError(errno, operation, path);
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return IoError(errno, ReadOperation(what), path);
+  return ReadWholeFile(fd, path, what);
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const ScopedFd& fd, const std::string& path,
+                                          std::string_view what) {
+  const std::string operation = ReadOperation(what);
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) return IoError(errno, operation, path);
   if (!S_ISREG(info.st_mode)) {
@@ -114,7 +103,8 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_v
         absl::StrCat(operation, " ", path, ": not a regular file"));
   }
   // Read straight into the result: checkpoints are up to a few GB.
-  std::string contents(static_cast<std::size_t>(info.st_size), '\0');
+  const auto size = static_cast<std::size_t>(info.st_size);
+  std::string contents(size, '\0');
   std::size_t filled = 0;
   for (;;) {
     if (filled == contents.size()) contents.resize(filled + (std::size_t{1} << 16));
@@ -126,13 +116,17 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_v
     if (got == 0) break;
     filled += static_cast<std::size_t>(got);
   }
+  if (filled < size) {
+    return absl::DataLossError(absl::StrCat(operation, " ", path, ": the file shrank from ", size,
+                                            " to ", filled, " bytes while read"));
+  }
   contents.resize(filled);
   return contents;
 }
 
 absl::Status SyncDirectory(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return IoError(errno, "open directory", path);
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return IoError(errno, "open directory", path);
   if (::fsync(fd.get()) != 0 && errno != EINVAL && errno != ENOTSUP) {
     return IoError(errno, "fsync directory", path);
   }

@@ -1,21 +1,20 @@
 #include "binary_file.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
 #include "wavepool/base/atomic_file.h"
 #include "wavepool/base/errno_error.h"
+#include "wavepool/base/scoped_fd.h"
 
 namespace wavepool::cli {
 namespace {
 
-// "<what>: <errno text>" with the codes binary_file.h promises: NotFound for a missing path,
-// PermissionDenied for a denied or read-only one, ResourceExhausted for a full disk or quota and
-// DataLoss for any other failed read.
+// "<what>: <errno text>" with the codes binary_file.h promises for a failed open: NotFound for a
+// missing path, PermissionDenied for a denied one, ResourceExhausted for a full disk or quota and
+// DataLoss for any other failure.
 absl::Status FileError(int error, const std::string& what) {
   absl::StatusCode code = absl::StatusCode::kDataLoss;
   switch (error) {
@@ -38,44 +37,21 @@ absl::Status FileError(int error, const std::string& what) {
   return ErrnoError(code, error, what);
 }
 
-// Closes a descriptor on every path out of a function.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
 
 absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return FileError(errno, absl::StrCat("open ", path));
-  struct stat info;
-  if (::fstat(fd.get(), &info) != 0) return FileError(errno, absl::StrCat("stat ", path));
-  if (!S_ISREG(info.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat("read ", path, ": not a regular file"));
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return FileError(errno, absl::StrCat("open ", path));
+  absl::StatusOr<std::string> contents = ReadWholeFile(fd, path, /*what=*/"");
+  if (!contents.ok()) {
+    // ReadWholeFile's message ("read <path>: ..."), with the codes binary_file.h promises: after
+    // a successful open, only a file that is not regular is the user's to fix.
+    return absl::Status(absl::IsFailedPrecondition(contents.status())
+                            ? absl::StatusCode::kInvalidArgument
+                            : absl::StatusCode::kDataLoss,
+                        contents.status().message());
   }
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(info.st_size));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return FileError(errno, absl::StrCat("read ", path));
-    if (n == 0) {
-      return absl::DataLossError(absl::StrCat("read ", path, ": the file shrank from ",
-                                              bytes.size(), " to ", done, " bytes while read"));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return bytes;
+  return std::vector<std::uint8_t>(contents->begin(), contents->end());
 }
 
 absl::Status WriteFileAtomically(const std::string& path, absl::Span<const std::uint8_t> bytes) {

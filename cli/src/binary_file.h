@@ -13,9 +13,10 @@
 
 namespace wavepool::cli {
 
-// The whole content of the regular file `path`. Errors name the path and the failed call:
-// NotFound, PermissionDenied, InvalidArgument (a directory or other non-regular file), or
-// DataLoss (a read error).
+// The whole content of the regular file `path` (wavepool/base/atomic_file.h's ReadWholeFile).
+// Errors name the path and the failed step ("open <path>: ...", "read <path>: ..."): NotFound,
+// PermissionDenied, InvalidArgument (a directory or other non-regular file), or DataLoss (a read
+// error, or a file that shrank while read).
 absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path);
 
 // Writes `bytes` to `path` so that `path` either keeps its old content (or stays absent) or holds

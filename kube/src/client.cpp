@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "url_encoding.h"
+#include "wavepool/api/object_key.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/kube/api_error.h"
 
@@ -84,12 +85,10 @@ std::string StringAt(const json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-// The object's metadata.namespace and metadata.name, checked against the type's scope.
-struct ObjectKey {
-  std::string ns;
-  std::string name;
-};
-absl::StatusOr<ObjectKey> KeyOf(const ResourceType& type, const json& object, bool name_required) {
+// The object's metadata.namespace and metadata.name, checked against the type's scope: the
+// namespace is cleared for a cluster-scoped type.
+absl::StatusOr<api::ObjectKey> KeyOf(const ResourceType& type, const json& object,
+                                     bool name_required) {
   if (!object.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat(type.kind, ": expected a JSON object, got ", object.type_name()));
@@ -98,15 +97,15 @@ absl::StatusOr<ObjectKey> KeyOf(const ResourceType& type, const json& object, bo
   if (!metadata.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(type.kind, ": metadata: must be an object"));
   }
-  ObjectKey key{StringAt(metadata, "namespace"), StringAt(metadata, "name")};
+  api::ObjectKey key{StringAt(metadata, "namespace"), StringAt(metadata, "name")};
   const std::string shown = key.name.empty() ? StringAt(metadata, "generateName") + "*" : key.name;
-  if (type.namespaced && key.ns.empty()) {
+  if (type.namespaced && key.namespace_.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(type.kind, " ", shown,
                                                    ": metadata.namespace: required for the "
                                                    "namespaced kind ",
                                                    type.kind));
   }
-  if (!type.namespaced) key.ns.clear();
+  if (!type.namespaced) key.namespace_.clear();
   if (name_required && key.name.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(type.kind, ": metadata.name: required"));
   }
@@ -245,21 +244,22 @@ absl::StatusOr<ObjectList> Client::ListAll(const ResourceType& type, std::string
 }
 
 absl::StatusOr<json> Client::Create(const ResourceType& type, const json& object) {
-  WAVEPOOL_ASSIGN_OR_RETURN(ObjectKey key, KeyOf(type, object, /*name_required=*/false));
+  WAVEPOOL_ASSIGN_OR_RETURN(api::ObjectKey key, KeyOf(type, object, /*name_required=*/false));
   WAVEPOOL_ASSIGN_OR_RETURN(json body, WithTypeMeta(type, object));
-  return Call(*transport_, JsonRequest("POST", type.CollectionPath(key.ns), body));
+  return Call(*transport_, JsonRequest("POST", type.CollectionPath(key.namespace_), body));
 }
 
 absl::StatusOr<json> Client::Update(const ResourceType& type, const json& object) {
-  WAVEPOOL_ASSIGN_OR_RETURN(ObjectKey key, KeyOf(type, object, /*name_required=*/true));
+  WAVEPOOL_ASSIGN_OR_RETURN(api::ObjectKey key, KeyOf(type, object, /*name_required=*/true));
   WAVEPOOL_ASSIGN_OR_RETURN(json body, WithTypeMeta(type, object));
-  return Call(*transport_, JsonRequest("PUT", type.ObjectPath(key.ns, key.name), body));
+  return Call(*transport_, JsonRequest("PUT", type.ObjectPath(key.namespace_, key.name), body));
 }
 
 absl::StatusOr<json> Client::UpdateStatus(const ResourceType& type, const json& object) {
-  WAVEPOOL_ASSIGN_OR_RETURN(ObjectKey key, KeyOf(type, object, /*name_required=*/true));
+  WAVEPOOL_ASSIGN_OR_RETURN(api::ObjectKey key, KeyOf(type, object, /*name_required=*/true));
   WAVEPOOL_ASSIGN_OR_RETURN(json body, WithTypeMeta(type, object));
-  return Call(*transport_, JsonRequest("PUT", type.ObjectPath(key.ns, key.name) + "/status", body));
+  return Call(*transport_,
+              JsonRequest("PUT", type.ObjectPath(key.namespace_, key.name) + "/status", body));
 }
 
 absl::StatusOr<json> Client::Patch(const ResourceType& type, std::string_view ns,

@@ -3,6 +3,7 @@
 #include <openssl/ssl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -23,7 +24,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "cpprest/containerstream.h"
 #include "cpprest/http_client.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/kube/api_error.h"
@@ -163,27 +163,31 @@ std::string ContentTypeOf(const http::http_response& response) {
   return it == response.headers().end() ? "" : it->second;
 }
 
-// The body of a streamed answer, a line at a time.
+// The body of a streamed answer, a line at a time. Read in blocks of what has arrived, not byte
+// by byte: cpprestsdk's read_line runs one task continuation per byte, which made reading watch
+// events the informers' main cost.
 class HttpLineReader : public LineReader {
  public:
   HttpLineReader(http::http_response response, pplx::cancellation_token_source cancel)
-      : response_(std::move(response)), body_(response_.body()), cancel_(std::move(cancel)) {}
+      : response_(std::move(response)),
+        body_(response_.body().streambuf()),
+        cancel_(std::move(cancel)) {}
 
   ~HttpLineReader() override { Cancel(); }
 
   absl::StatusOr<std::optional<std::string>> NextLine() override {
-    if (cancelled_.load()) return absl::CancelledError("stream cancelled");
-    try {
-      concurrency::streams::container_buffer<std::vector<std::uint8_t>> line;
-      const std::size_t size = body_.read_line(line).get();
+    for (;;) {
       if (cancelled_.load()) return absl::CancelledError("stream cancelled");
-      if (size == 0 && body_.is_eof()) return std::optional<std::string>();
-      const std::vector<std::uint8_t>& bytes = line.collection();
-      std::string text(bytes.begin(), bytes.end());
-      if (!text.empty() && text.back() == '\r') text.pop_back();
-      return std::optional<std::string>(std::move(text));
-    } catch (const std::exception& e) {
-      return FromException(e, cancelled_.load());
+      if (std::optional<std::string> line = TakeLine()) return line;
+      if (eof_) {
+        if (pending_.empty()) return std::optional<std::string>();
+        return std::optional<std::string>(Trimmed(std::exchange(pending_, {})));
+      }
+      try {
+        ReadArrived();
+      } catch (const std::exception& e) {
+        return FromException(e, cancelled_.load());
+      }
     }
   }
 
@@ -193,10 +197,47 @@ class HttpLineReader : public LineReader {
   }
 
  private:
+  static constexpr std::size_t kBlockBytes = 64 * 1024;
+
+  static std::string Trimmed(std::string line) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return line;
+  }
+
+  // The first complete line in pending_, without its end of line.
+  std::optional<std::string> TakeLine() {
+    const std::size_t end = pending_.find('\n', scanned_);
+    if (end == std::string::npos) {
+      scanned_ = pending_.size();
+      return std::nullopt;
+    }
+    std::string line = pending_.substr(0, end);
+    pending_.erase(0, end + 1);
+    scanned_ = 0;
+    return Trimmed(std::move(line));
+  }
+
+  // Waits for one byte, then takes whatever else has arrived with it.
+  void ReadArrived() {
+    std::uint8_t block[kBlockBytes];
+    std::size_t got = body_.getn(block, 1).get();
+    if (got == 0) {
+      eof_ = true;
+      return;
+    }
+    const std::size_t more = std::min<std::size_t>(body_.in_avail(), kBlockBytes - 1);
+    if (more > 0) got += body_.getn(block + 1, more).get();
+    pending_.append(reinterpret_cast<const char*>(block), got);
+  }
+
   http::http_response response_;
-  concurrency::streams::istream body_;
+  concurrency::streams::streambuf<std::uint8_t> body_;
   pplx::cancellation_token_source cancel_;
   std::atomic<bool> cancelled_{false};
+  // Read but not yet returned; only NextLine's caller touches these.
+  std::string pending_;
+  std::size_t scanned_ = 0;  // pending_[0, scanned_) holds no newline.
+  bool eof_ = false;
 };
 
 class HttpTransport : public Transport {

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <regex>
 
 #include "absl/strings/numbers.h"
@@ -23,31 +25,31 @@
 #include "run_report.h"
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/simulated_gpu.h"
+#include "wavepool/base/clock.h"
 #include "wavepool/base/seconds.h"
 #include "wavepool/base/status_macros.h"
 
 namespace wavepool::local {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 std::atomic<bool> g_stop{false};
 void OnStop(int) { g_stop.store(true); }
 
-std::string Rfc3339Now() {
-  const std::time_t now = std::time(nullptr);
+std::string Rfc3339(WallTime time) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
   std::tm utc{};
-  gmtime_r(&now, &utc);
+  gmtime_r(&seconds, &utc);
   char text[32];
   std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
 }
 
-std::string DefaultOutDir(const std::vector<LocalJob>& jobs) {
-  const std::time_t now = std::time(nullptr);
+std::string DefaultOutDir(const std::vector<LocalJob>& jobs, WallTime now) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
   std::tm local{};
-  localtime_r(&now, &local);
+  localtime_r(&seconds, &local);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &local);
   return absl::StrCat("wavepool-run-", jobs.front().job.metadata.name, "-", stamp);
@@ -104,7 +106,12 @@ AgentSnapshot Snapshot(const agent::AgentStatus& status, double time) {
 class LocalRun {
  public:
   LocalRun(const RunOptions& options, std::ostream& out, std::ostream& err)
-      : options_(options), out_(out), err_(err), display_(out, options.tty) {}
+      : options_(options),
+        out_(out),
+        err_(err),
+        // The run's one default: the real clock.
+        clock_(options.clock != nullptr ? *options.clock : RealClock()),
+        display_(out, options.tty, clock_) {}
 
   int Run();
 
@@ -116,7 +123,7 @@ class LocalRun {
   void SampleAgent();
   void RecordMemory(const agent::AgentStatus& status);
   std::vector<JobView> Views() const;
-  double Elapsed() const { return Seconds(SteadyClock::now() - started_).count(); }
+  double Elapsed() const { return Seconds(clock_.Now() - started_).count(); }
   void Note(const std::string& text) {
     report_.notes.push_back({Elapsed(), text});
     display_.Note(text);
@@ -126,10 +133,10 @@ class LocalRun {
   const RunOptions& options_;
   std::ostream& out_;
   std::ostream& err_;
+  Clock& clock_;
   ProgressDisplay display_;
   std::vector<LocalJob> jobs_;
   std::string out_dir_;
-  ClockPtr clock_;
   agent::GpuDevicesPtr machine_gpus_;  // NVML's GPUs until the agent takes them; null: simulated
   agent::CommandRunnerPtr runner_;
   // The workers this run started: the agent's only source of who a worker is.
@@ -138,11 +145,11 @@ class LocalRun {
   std::vector<std::unique_ptr<JobProcesses>> processes_;
   RunReport report_;
   std::vector<JobView> views_;
-  SteadyClock::time_point started_ = SteadyClock::now();
-  SteadyClock::time_point last_sample_{};
-  SteadyClock::time_point last_memory_{};
-  std::map<std::uint32_t, SteadyClock::time_point> held_since_;  // GPUs the foreground pauses
-  std::map<std::string, std::uint32_t> recommended_;  // the last batch the agent advised, by job
+  const MonotonicTime started_ = clock_.Now();
+  std::optional<MonotonicTime> last_sample_;  // nullopt: the agent was not sampled yet
+  std::optional<MonotonicTime> last_memory_;
+  std::map<std::uint32_t, MonotonicTime> held_since_;  // GPUs the foreground pauses
+  std::map<std::string, std::uint32_t> recommended_;   // the last batch the agent advised, by job
   // Per worker (GPU, pid): its series in report_.memory and the newest sample time read (ns).
   std::map<std::pair<std::uint32_t, std::int32_t>, std::pair<std::size_t, std::int64_t>> memory_;
   bool stopping_ = false;
@@ -155,8 +162,7 @@ absl::Status LocalRun::Prepare() {
   WAVEPOOL_ASSIGN_OR_RETURN(std::vector<LocalJob> jobs,
                             LoadJobs(options_.manifests, options_.device));
   jobs_ = std::move(jobs);
-  clock_ = MakeRealClock();
-  WAVEPOOL_ASSIGN_OR_RETURN(MachineGpus machine, OpenMachineGpus(options_.devices, *clock_));
+  WAVEPOOL_ASSIGN_OR_RETURN(MachineGpus machine, OpenMachineGpus(options_.devices, clock_));
   machine_gpus_ = std::move(machine.nvml);
   std::uint32_t gpus = options_.gpus;
   if (machine.simulated > 0) {
@@ -177,7 +183,7 @@ absl::Status LocalRun::Prepare() {
   }
   WAVEPOOL_RETURN_IF_ERROR(AssignGpus(jobs_, &gpus));
   report_.gpus = gpus;
-  out_dir_ = options_.out_dir.empty() ? DefaultOutDir(jobs_) : options_.out_dir;
+  out_dir_ = options_.out_dir.empty() ? DefaultOutDir(jobs_, clock_.WallNow()) : options_.out_dir;
   std::error_code error;
   for (const char* sub : {"", "/logs", "/plans", "/agent"}) {
     fs::create_directories(out_dir_ + sub, error);
@@ -198,7 +204,7 @@ absl::Status LocalRun::Prepare() {
     view.slowdown_limit = job.job.spec.collocation.max_foreground_slowdown.value_or(0);
     views_.push_back(view);
   }
-  report_.started_at = Rfc3339Now();
+  report_.started_at = Rfc3339(clock_.WallNow());
   report_.data = options_.data;
   return StartAgent();
 }
@@ -210,7 +216,7 @@ absl::Status LocalRun::StartAgent() {
     agent::SimulatedGpuOptions gpus;
     gpus.gpus = report_.gpus;
     WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<agent::SimulatedGpus> simulated,
-                              agent::SimulatedGpus::Create(*clock_, gpus));
+                              agent::SimulatedGpus::Create(clock_, gpus));
     devices = std::move(simulated);
   }
   agent::AgentOptions options;
@@ -225,7 +231,7 @@ absl::Status LocalRun::StartAgent() {
   }
   WAVEPOOL_ASSIGN_OR_RETURN(
       std::unique_ptr<agent::Agent> started,
-      agent::Agent::Start(options, std::move(devices), clock_.get(), runner_.get()));
+      agent::Agent::Start(options, std::move(devices), &clock_, runner_.get()));
   agent_ = std::move(started);
   report_.devices = agent_->Status().devices;
   return absl::OkStatus();
@@ -253,13 +259,13 @@ void LocalRun::ReadProgress(std::size_t index) {
 }
 
 void LocalRun::SampleAgent() {
-  const SteadyClock::time_point now = SteadyClock::now();
+  const MonotonicTime now = clock_.Now();
   // The agent drops a worker's memory samples when it exits: read them often.
-  if (now - last_memory_ < std::chrono::milliseconds(50)) return;
+  if (last_memory_.has_value() && now - *last_memory_ < std::chrono::milliseconds(50)) return;
   last_memory_ = now;
   const agent::AgentStatus status = agent_->Status();
   RecordMemory(status);
-  if (now - last_sample_ < std::chrono::milliseconds(250)) return;
+  if (last_sample_.has_value() && now - *last_sample_ < std::chrono::milliseconds(250)) return;
   last_sample_ = now;
   report_.agent.push_back(Snapshot(status, Elapsed()));
   for (const agent::GpuStatus& gpu : status.gpus) {
@@ -296,11 +302,10 @@ void LocalRun::SampleAgent() {
   }
 }
 
-// The workers' allocator samples since the last call. Their times are CLOCK_MONOTONIC, which
-// is what steady_clock reads on Linux.
+// The workers' allocator samples since the last call. Their times are the agent protocol's
+// integers, CLOCK_MONOTONIC nanoseconds: MonotonicTime's clock, on one axis with started_ when
+// the run reads the real clock (the workers, other processes, always do).
 void LocalRun::RecordMemory(const agent::AgentStatus& status) {
-  const std::int64_t started_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(started_.time_since_epoch()).count();
   for (const agent::GpuStatus& gpu : status.gpus) {
     for (const agent::TaskStatus& t : gpu.tasks) {
       auto [cursor, added] =
@@ -316,8 +321,9 @@ void LocalRun::RecordMemory(const agent::AgentStatus& status) {
       auto& [index, last_ns] = cursor->second;
       for (const agent::MemorySample& s :
            agent_->TaskMemorySamples(gpu.info.index, t.pid, last_ns)) {
-        AddReading(report_.memory[index], {static_cast<double>(s.time_ns - started_ns) / 1e9,
-                                           s.allocated_bytes, s.reserved_bytes});
+        AddReading(report_.memory[index],
+                   {Seconds(MonotonicTimeFromNanos(s.time_ns) - started_).count(),
+                    s.allocated_bytes, s.reserved_bytes});
         last_ns = s.time_ns;
       }
     }
@@ -327,7 +333,7 @@ void LocalRun::RecordMemory(const agent::AgentStatus& status) {
 std::vector<JobView> LocalRun::Views() const { return views_; }
 
 void LocalRun::Loop() {
-  SteadyClock::time_point kill_at{};
+  MonotonicTime kill_at{};
   while (true) {
     std::vector<pollfd> fds;
     for (const auto& p : processes_) {
@@ -356,9 +362,9 @@ void LocalRun::Loop() {
       report_.interrupted = true;
       Note("stopping: every worker checkpoints and exits; run the same command to resume");
       for (auto& p : processes_) p->Signal(SIGTERM);
-      kill_at = SteadyClock::now() + options_.stop_grace;
+      kill_at = clock_.Now() + options_.stop_grace;
     }
-    if (stopping_ && SteadyClock::now() > kill_at) {
+    if (stopping_ && clock_.Now() > kill_at) {
       for (auto& p : processes_) p->Signal(SIGKILL);
     }
   }

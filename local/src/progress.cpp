@@ -1,5 +1,6 @@
 #include "progress.h"
 
+#include <chrono>
 #include <ctime>
 #include <regex>
 
@@ -31,10 +32,11 @@ std::optional<StepLine> ParseStepLine(std::string_view line) {
   return s;
 }
 
-ProgressDisplay::ProgressDisplay(std::ostream& out, bool tty) : out_(out), tty_(tty) {}
+ProgressDisplay::ProgressDisplay(std::ostream& out, bool tty, const Clock& clock)
+    : out_(out), tty_(tty), clock_(clock) {}
 
 std::string ProgressDisplay::Timestamp() const {
-  const std::time_t now = std::time(nullptr);
+  const std::time_t now = std::chrono::system_clock::to_time_t(clock_.WallNow());
   std::tm local{};
   localtime_r(&now, &local);
   char text[16];
@@ -79,13 +81,15 @@ void ProgressDisplay::Redraw(const std::vector<JobView>& jobs) {
   for (const JobView& job : jobs) out_ << "\x1b[2K" << Bar(job) << "\n";
   drawn_lines_ = static_cast<int>(jobs.size());
   out_ << std::flush;
-  last_redraw_ = Clock::now();
+  last_redraw_ = clock_.Now();
 }
 
 void ProgressDisplay::Update(const std::vector<JobView>& jobs) {
-  const Clock::time_point now = Clock::now();
+  const MonotonicTime now = clock_.Now();
   if (tty_) {
-    if (now - last_redraw_ >= std::chrono::milliseconds(100)) Redraw(jobs);
+    if (!last_redraw_.has_value() || now - *last_redraw_ >= std::chrono::milliseconds(100)) {
+      Redraw(jobs);
+    }
     return;
   }
   for (const JobView& job : jobs) {
@@ -107,7 +111,7 @@ void ProgressDisplay::Note(const std::string& line) {
     drawn_lines_ = 0;
   }
   out_ << (tty_ ? "" : Timestamp() + " ") << line << "\n" << std::flush;
-  last_redraw_ = Clock::time_point{};
+  last_redraw_.reset();
 }
 
 void ProgressDisplay::Finish(const std::vector<JobView>& jobs) {

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "wavepool/base/clock.h"
+
 namespace wavepool::local {
 
 // One progress line of wavepool-worker (docs/runtime.md, "The worker"):
@@ -44,13 +46,14 @@ struct JobView {
   std::string state = "starting";  // starting, training, done, failed, stopped
 };
 
-// Not synchronised: one thread updates it.
+// Not synchronised: one thread updates it. Borrows `out` and `clock`, which must outlive it.
 class ProgressDisplay {
  public:
-  ProgressDisplay(std::ostream& out, bool tty);
+  // `clock` paces the redraws and gives the lines their wall-clock timestamps.
+  ProgressDisplay(std::ostream& out, bool tty, const Clock& clock);
 
   // Redraws the bars (at most 10 times a second), or prints a line for a job whose state
-  // changed, that passed another tenth of its steps, or was last shown 10 s ago.
+  // changed, that passed another tenth of its steps, or was last shown 10 s ago (by `clock`).
   void Update(const std::vector<JobView>& jobs);
   // A line of its own, above the bars.
   void Note(const std::string& line);
@@ -58,7 +61,6 @@ class ProgressDisplay {
   void Finish(const std::vector<JobView>& jobs);
 
  private:
-  using Clock = std::chrono::steady_clock;
   void Redraw(const std::vector<JobView>& jobs);
   std::string Bar(const JobView& job) const;
   std::string Line(const JobView& job) const;
@@ -66,12 +68,14 @@ class ProgressDisplay {
 
   std::ostream& out_;
   const bool tty_;
+  const Clock& clock_;
   int drawn_lines_ = 0;
-  Clock::time_point last_redraw_{};
+  // nullopt: the bars are not on the screen as last drawn (none yet, or a note moved them).
+  std::optional<MonotonicTime> last_redraw_;
   struct Shown {
     std::string state;
     std::int64_t step = 0;
-    Clock::time_point at{};
+    MonotonicTime at{};
   };
   std::map<std::string, Shown> shown_;
 };

@@ -1,10 +1,15 @@
 // Atomic whole-file writes: the file is the old one or the whole new one, never a mix; a failed
-// write names the path and the step and leaves no temporary file; reads name what they read.
+// write names the path and the step and leaves no temporary file; reads name what they read, go
+// on to the real end of a file and report one that ends before its size as DataLoss.
 #include "wavepool/base/atomic_file.h"
+
+#include <fcntl.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -12,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
+#include "wavepool/base/scoped_fd.h"
 
 namespace wavepool {
 namespace {
@@ -78,6 +84,42 @@ TEST(AtomicFile, ReadingADirectoryOrAMissingFileNamesIt) {
   EXPECT_THAT(ReadWholeFile(dir.File("absent"), "checkpoint"),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("read checkpoint " + dir.File("absent") + ": ")));
+}
+
+TEST(AtomicFile, AFileTheCallerOpenedIsReadWholeAndStaysOpen) {
+  ASSERT_OK_AND_ASSIGN(TempDir dir, TempDir::Create("wavepool-atomic"));
+  const std::string path = dir.File("w.bin");
+  ASSERT_OK(WriteFileAtomically(path, std::string_view("\0\1\2", 3)));
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid());
+  EXPECT_THAT(ReadWholeFile(fd, path, "weights"), IsOkAndHolds(std::string("\0\1\2", 3)));
+  EXPECT_NE(::fcntl(fd.get(), F_GETFD), -1);
+  // Without a name the message is "read <path>: ...".
+  ScopedFd directory(::open(dir.path().c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(directory.valid());
+  EXPECT_THAT(ReadWholeFile(directory, dir.path(), ""),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("read " + dir.path() + ": not a regular file")));
+}
+
+// /proc reports size 0 for files that have content: the read goes on to the end.
+TEST(AtomicFile, AFileLongerThanItsReportedSizeIsReadToTheEnd) {
+  ASSERT_OK_AND_ASSIGN(const std::string status, ReadWholeFile("/proc/self/status", "status"));
+  EXPECT_THAT(status, HasSubstr("Pid:"));
+}
+
+// A file that ends before the size fstat gave is a torn read. sysfs reports 4096 bytes for
+// files of a few bytes, which is what a file truncated in place while read looks like.
+TEST(AtomicFile, AFileShorterThanItsSizeWhenOpenedIsDataLoss) {
+  const std::string path = "/sys/kernel/uevent_seqnum";
+  std::error_code error;
+  const auto reported = std::filesystem::file_size(path, error);
+  if (error || reported != 4096) GTEST_SKIP() << path << " is absent or has its real size";
+  EXPECT_THAT(
+      ReadWholeFile(path, "sequence number"),
+      StatusIs(absl::StatusCode::kDataLoss,
+               AllOf(HasSubstr("read sequence number " + path + ": the file shrank from 4096 to "),
+                     HasSubstr(" bytes while read"))));
 }
 
 TEST(AtomicFile, DirectoryOfABareNameIsTheWorkingDirectory) {

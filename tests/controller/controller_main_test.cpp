@@ -8,13 +8,13 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/apiserver/test_server.h"
-#include "tests/support/cluster/crds.h"
+#include "tests/controller/api_server_scene.h"
 #include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/kube/client.h"
@@ -22,6 +22,8 @@
 
 namespace {
 
+using ::testing::AllOf;
+using ::testing::Field;
 using ::testing::HasSubstr;
 using ::wavepool::testing::Eventually;
 
@@ -29,6 +31,16 @@ struct ProcessResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr
 };
+
+void PrintTo(const ProcessResult& run, std::ostream* os) {
+  *os << "exit code " << run.exit_code << ", output:\n" << run.output;
+}
+
+// A run that exited 2, the usage error, naming `flag`.
+::testing::Matcher<ProcessResult> RejectsFlag(const std::string& flag) {
+  return AllOf(Field("exit_code", &ProcessResult::exit_code, 2),
+               Field("output", &ProcessResult::output, HasSubstr(flag)));
+}
 
 #ifndef WAVEPOOL_CONTROLLER_BINARY
 #define WAVEPOOL_CONTROLLER_BINARY "wavepool-controller"
@@ -47,47 +59,29 @@ ProcessResult RunController(const std::string& arguments) {
 }
 
 TEST(ControllerMain, UnknownFlagExitsTwoNamingIt) {
-  const ProcessResult run = RunController("--no-such-flag");
-  EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.output, HasSubstr("--no-such-flag"));
+  EXPECT_THAT(RunController("--no-such-flag"), RejectsFlag("--no-such-flag"));
 }
 
 TEST(ControllerMain, BadFlagValueExitsTwoNamingTheFlag) {
-  const ProcessResult workers = RunController("--workers 0");
-  EXPECT_EQ(workers.exit_code, 2);
-  EXPECT_THAT(workers.output, HasSubstr("--workers"));
-  const ProcessResult port = RunController("--http-port 70000");
-  EXPECT_EQ(port.exit_code, 2);
-  EXPECT_THAT(port.output, HasSubstr("--http-port"));
+  EXPECT_THAT(RunController("--workers 0"), RejectsFlag("--workers"));
+  EXPECT_THAT(RunController("--http-port 70000"), RejectsFlag("--http-port"));
 }
 
 TEST(ControllerMain, PodStartTimeoutIsAFlagCheckedAtStartUp) {
-  const ProcessResult negative = RunController("--pod-start-timeout -5");
-  EXPECT_EQ(negative.exit_code, 2);
-  EXPECT_THAT(negative.output, HasSubstr("--pod-start-timeout"));
-  const ProcessResult huge = RunController("--pod-start-timeout 99999999");
-  EXPECT_EQ(huge.exit_code, 2);
-  EXPECT_THAT(huge.output, HasSubstr("--pod-start-timeout"));
-  const ProcessResult word = RunController("--pod-start-timeout soon");
-  EXPECT_EQ(word.exit_code, 2);
-  EXPECT_THAT(word.output, HasSubstr("--pod-start-timeout"));
+  EXPECT_THAT(RunController("--pod-start-timeout -5"), RejectsFlag("--pod-start-timeout"));
+  EXPECT_THAT(RunController("--pod-start-timeout 99999999"), RejectsFlag("--pod-start-timeout"));
+  EXPECT_THAT(RunController("--pod-start-timeout soon"), RejectsFlag("--pod-start-timeout"));
   const ProcessResult help = RunController("--help");
   EXPECT_THAT(help.output, HasSubstr("--pod-start-timeout"));
 }
 
 TEST(ControllerMain, BadTemplatePolicyFlagsExitTwoNamingTheFlag) {
-  const ProcessResult field = RunController("--allow-template-field spec.hostPID");
-  EXPECT_EQ(field.exit_code, 2);
-  EXPECT_THAT(field.output, HasSubstr("--allow-template-field"));
-  const ProcessResult host = RunController("--allow-host-path data");
-  EXPECT_EQ(host.exit_code, 2);
-  EXPECT_THAT(host.output, HasSubstr("--allow-host-path"));
-  const ProcessResult account = RunController("--allow-service-account Admin");
-  EXPECT_EQ(account.exit_code, 2);
-  EXPECT_THAT(account.output, HasSubstr("--allow-service-account"));
-  const ProcessResult image = RunController("--default-image Registry/Worker:1");
-  EXPECT_EQ(image.exit_code, 2);
-  EXPECT_THAT(image.output, HasSubstr("--default-image"));
+  EXPECT_THAT(RunController("--allow-template-field spec.hostPID"),
+              RejectsFlag("--allow-template-field"));
+  EXPECT_THAT(RunController("--allow-host-path data"), RejectsFlag("--allow-host-path"));
+  EXPECT_THAT(RunController("--allow-service-account Admin"),
+              RejectsFlag("--allow-service-account"));
+  EXPECT_THAT(RunController("--default-image Registry/Worker:1"), RejectsFlag("--default-image"));
 }
 
 TEST(ControllerMain, HelpExitsZero) {
@@ -121,13 +115,10 @@ current-context: x
 // exits 0.
 TEST(ControllerMain, RunsUntilSigtermThenReleasesTheLeaseAndExitsZero) {
   namespace kube = ::wavepool::kube;
-  ASSERT_OK_AND_ASSIGN(auto server, ::wavepool::testing::apiserver::TestApiServer::Start({}));
-  kube::ClientConfig config;
-  config.server = server->url();
-  ASSERT_OK_AND_ASSIGN(auto client, kube::Client::Connect(config));
-  ASSERT_OK(::wavepool::testing::RegisterWavepoolCrds(*client));
+  ASSERT_OK_AND_ASSIGN(::wavepool::controller::ApiServerScene scene,
+                       ::wavepool::controller::StartApiServerScene());
   const std::string kubeconfig = ::testing::TempDir() + "/controller-main.kubeconfig";
-  std::ofstream(kubeconfig) << server->Kubeconfig();
+  std::ofstream(kubeconfig) << scene.server->Kubeconfig();
 
   std::vector<std::string> args = {
       WAVEPOOL_CONTROLLER_BINARY, "--kubeconfig", kubeconfig,   "--http-port", "-1",
@@ -143,7 +134,7 @@ TEST(ControllerMain, RunsUntilSigtermThenReleasesTheLeaseAndExitsZero) {
   }
   const auto holder = [&]() -> std::string {
     absl::StatusOr<nlohmann::json> lease =
-        client->Get(kube::kLeases, "default", "wavepool-controller");
+        scene.client->Get(kube::kLeases, "default", "wavepool-controller");
     if (!lease.ok()) return "(none)";
     return lease->value("/spec/holderIdentity"_json_pointer, "");
   };

@@ -1,23 +1,25 @@
-// The in-memory cluster of the reconciler tests (fake_cluster.h).
+// FakeCluster's store (fake_cluster.h): setting the scene, acting as the kubelet, inspecting,
+// fault injection and the ClusterReader reads. The writes are in fake_cluster_writes.cpp.
 #include "tests/controller/fake_cluster.h"
 
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "tests/controller/fake_cluster_internal.h"
+#include "wavepool/api/object_key.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/api_error.h"
 
 namespace wavepool::controller {
-namespace {
+namespace fake_cluster_internal {
 
 using nlohmann::json;
 
 std::string Key(std::string_view ns, std::string_view name) {
-  return absl::StrCat(std::string(ns), "/", std::string(name));
+  return api::ObjectKey{std::string(ns), std::string(name)}.ToString();
 }
 
-// An error as kube::Client returns it: the API server's metav1.Status behind an absl code.
 absl::Status ApiError(int code, std::string_view reason, const std::string& message,
                       std::string_view request) {
   const json body = {{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
@@ -47,7 +49,12 @@ json& Meta(json& object) {
   return object["metadata"];
 }
 
-}  // namespace
+}  // namespace fake_cluster_internal
+
+using fake_cluster_internal::Key;
+using fake_cluster_internal::Meta;
+using fake_cluster_internal::NotFound;
+using nlohmann::json;
 
 FakeCluster::FakeCluster(Clock& clock) : clock_(clock) {}
 
@@ -136,6 +143,7 @@ void FakeCluster::PutGpuNode(api::GpuNode node) {
   absl::MutexLock lock(&mu_);
   node.metadata.resource_version = NextResourceVersion();
   gpu_nodes_[node.metadata.name] = std::move(node);
+  gpu_node_list_.reset();
 }
 
 void FakeCluster::SetNodeState(const std::string& node, NodeState state) {
@@ -331,11 +339,16 @@ std::vector<std::string> FakeCluster::DecodeWarnings() const {
   return decode_warnings_;
 }
 
-std::vector<api::GpuNode> FakeCluster::ListGpuNodes() const {
+std::vector<api::GpuNode> FakeCluster::ListGpuNodes() const { return *GpuNodes(); }
+
+std::shared_ptr<const std::vector<api::GpuNode>> FakeCluster::GpuNodes() const {
   absl::MutexLock lock(&mu_);
-  std::vector<api::GpuNode> nodes;
-  for (const auto& [name, node] : gpu_nodes_) nodes.push_back(node);
-  return nodes;
+  if (gpu_node_list_ == nullptr) {
+    auto nodes = std::make_shared<std::vector<api::GpuNode>>();
+    for (const auto& [name, node] : gpu_nodes_) nodes->push_back(node);
+    gpu_node_list_ = std::move(nodes);
+  }
+  return gpu_node_list_;
 }
 
 std::map<std::string, NodeState> FakeCluster::NodeStates() const {
@@ -346,316 +359,5 @@ std::map<std::string, NodeState> FakeCluster::NodeStates() const {
 }
 
 std::vector<GpuAssignment> FakeCluster::Assignments() const { return claims_.PodAssignments(); }
-
-absl::StatusOr<json> FakeCluster::CreatePod(const json& pod) {
-  absl::MutexLock lock(&mu_);
-  json created = pod;
-  json& meta = Meta(created);
-  const std::string name = meta.value("name", "");
-  const std::string key = Key(meta.value("namespace", ""), name);
-  if (pods_.count(key) > 0) {
-    return ApiError(409, "AlreadyExists", absl::StrCat("pods \"", name, "\" already exists"),
-                    "POST pods");
-  }
-  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
-  meta["uid"] = absl::StrCat("pod-uid-", ++uid_counter_);
-  meta["resourceVersion"] = NextResourceVersion();
-  meta["creationTimestamp"] = Now();
-  created["status"] = {{"phase", "Pending"}};
-  pods_[key] = created;
-  claims_.ObservePod(created).IgnoreError();  // An unreadable pod holds nothing.
-  ++writes_;
-  return created;
-}
-
-absl::Status FakeCluster::DeletePod(std::string_view ns, std::string_view name,
-                                    std::string_view uid,
-                                    std::optional<std::int64_t> grace_period_seconds) {
-  absl::MutexLock lock(&mu_);
-  const auto it = pods_.find(Key(ns, name));
-  if (it == pods_.end()) return NotFound("pods", name, "DELETE pods");
-  json& meta = Meta(it->second);
-  if (!uid.empty() && meta.value("uid", "") != uid) {
-    return ApiError(409, "Conflict",
-                    absl::StrCat("Precondition failed: UID in precondition: ", std::string(uid),
-                                 ", UID in object meta: ", meta.value("uid", "")),
-                    "DELETE pods");
-  }
-  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
-  ++writes_;
-  const json spec = it->second.value("spec", json::object());
-  const std::int64_t grace =
-      grace_period_seconds.value_or(spec.value("terminationGracePeriodSeconds", 30));
-  if (grace == 0) {
-    claims_.ObservePodDeleted(it->second);
-    pods_.erase(it);
-    return absl::OkStatus();
-  }
-  if (!meta.contains("deletionTimestamp")) {
-    meta["deletionTimestamp"] = Now();
-    meta["deletionGracePeriodSeconds"] = grace;
-    meta["resourceVersion"] = NextResourceVersion();
-    claims_.ObservePod(it->second).IgnoreError();
-  }
-  return absl::OkStatus();
-}
-
-absl::Status FakeCluster::AnnotatePod(std::string_view ns, std::string_view name,
-                                      const std::map<std::string, std::string>& annotations) {
-  absl::MutexLock lock(&mu_);
-  const auto it = pods_.find(Key(ns, name));
-  if (it == pods_.end()) return NotFound("pods", name, "PATCH pods");
-  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
-  json& meta = Meta(it->second);
-  for (const auto& [k, v] : annotations) meta["annotations"][k] = v;
-  meta["resourceVersion"] = NextResourceVersion();
-  claims_.ObservePod(it->second).IgnoreError();
-  ++writes_;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<json> FakeCluster::CreateService(const json& service) {
-  absl::MutexLock lock(&mu_);
-  json created = service;
-  json& meta = Meta(created);
-  const std::string name = meta.value("name", "");
-  const std::string key = Key(meta.value("namespace", ""), name);
-  if (services_.count(key) > 0) {
-    return ApiError(409, "AlreadyExists", absl::StrCat("services \"", name, "\" already exists"),
-                    "POST services");
-  }
-  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
-  meta["uid"] = absl::StrCat("service-uid-", ++uid_counter_);
-  meta["resourceVersion"] = NextResourceVersion();
-  meta["creationTimestamp"] = Now();
-  services_[key] = created;
-  ++writes_;
-  return created;
-}
-
-absl::Status FakeCluster::DeleteService(std::string_view ns, std::string_view name,
-                                        std::string_view uid) {
-  absl::MutexLock lock(&mu_);
-  const auto it = services_.find(Key(ns, name));
-  if (it == services_.end()) return NotFound("services", name, "DELETE services");
-  if (!uid.empty() && Meta(it->second).value("uid", "") != uid) {
-    return ApiError(409, "Conflict",
-                    absl::StrCat("Precondition failed: UID in precondition: ", std::string(uid),
-                                 ", UID in object meta: ", Meta(it->second).value("uid", "")),
-                    "DELETE services");
-  }
-  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
-  services_.erase(it);
-  ++writes_;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<json> FakeCluster::CreateConfigMap(const json& config_map) {
-  absl::MutexLock lock(&mu_);
-  json created = config_map;
-  json& meta = Meta(created);
-  const std::string name = meta.value("name", "");
-  const std::string key = Key(meta.value("namespace", ""), name);
-  if (config_maps_.count(key) > 0) {
-    return ApiError(409, "AlreadyExists", absl::StrCat("configmaps \"", name, "\" already exists"),
-                    "POST configmaps");
-  }
-  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
-  meta["resourceVersion"] = NextResourceVersion();
-  config_maps_[key] = created;
-  ++writes_;
-  return created;
-}
-
-absl::StatusOr<json> FakeCluster::UpdateConfigMap(const json& config_map) {
-  absl::MutexLock lock(&mu_);
-  json updated = config_map;
-  json& meta = Meta(updated);
-  const std::string name = meta.value("name", "");
-  const auto it = config_maps_.find(Key(meta.value("namespace", ""), name));
-  if (it == config_maps_.end()) return NotFound("configmaps", name, "PUT configmaps");
-  if (meta.value("resourceVersion", "") != Meta(it->second).value("resourceVersion", "")) {
-    return Conflict("configmaps", name, "PUT configmaps");
-  }
-  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
-  meta["resourceVersion"] = NextResourceVersion();
-  it->second = updated;
-  ++writes_;
-  return updated;
-}
-
-absl::StatusOr<api::TrainingJob> FakeCluster::UpdateJobStatus(const api::TrainingJob& job) {
-  absl::MutexLock lock(&mu_);
-  const std::string request =
-      absl::StrCat("PUT /apis/wavepool.dev/v1alpha1/namespaces/", job.metadata.namespace_,
-                   "/trainingjobs/", job.metadata.name, "/status");
-  const auto it = jobs_.find(Key(job.metadata.namespace_, job.metadata.name));
-  if (it == jobs_.end()) {
-    return NotFound("trainingjobs.wavepool.dev", job.metadata.name, request);
-  }
-  if (job.metadata.resource_version != Meta(it->second).value("resourceVersion", "")) {
-    return Conflict("trainingjobs.wavepool.dev", job.metadata.name, request);
-  }
-  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
-  // The status subresource: only status changes, whatever else the object carries.
-  const json status = api::ToJson(job).value("status", json::object());
-  it->second["status"] = status;
-  Meta(it->second)["resourceVersion"] = NextResourceVersion();
-  ++writes_;
-  ++status_writes_;
-  if (!lost_placement_response_.ok() && !job.status.placement.empty()) {
-    return std::exchange(lost_placement_response_, absl::OkStatus());
-  }
-  absl::StatusOr<api::TrainingJob> stored = api::TrainingJob::FromJson(it->second);
-  if (!stored.ok()) return stored.status();
-  return *stored;
-}
-
-void FakeCluster::RecordEvent(const api::TrainingJob& job, bool warning, std::string_view reason,
-                              std::string_view message) {
-  absl::MutexLock lock(&mu_);
-  events_.push_back(
-      {api::NamespacedName(job.metadata), warning, std::string(reason), std::string(message)});
-}
-
-absl::Status FakeCluster::UpdateGpuNodeStatus(const api::GpuNode& node) {
-  absl::MutexLock lock(&mu_);
-  const std::string request =
-      absl::StrCat("PUT /apis/wavepool.dev/v1alpha1/gpunodes/", node.metadata.name, "/status");
-  const auto it = gpu_nodes_.find(node.metadata.name);
-  if (it == gpu_nodes_.end()) return NotFound("gpunodes.wavepool.dev", node.metadata.name, request);
-  if (node.metadata.resource_version != it->second.metadata.resource_version) {
-    return Conflict("gpunodes.wavepool.dev", node.metadata.name, request);
-  }
-  if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
-  it->second.status = node.status;  // The status subresource: only status changes.
-  it->second.metadata.resource_version = NextResourceVersion();
-  ++writes_;
-  return absl::OkStatus();
-}
-
-void FakeCluster::RecordGpuNodeEvent(const api::GpuNode& node, bool warning,
-                                     std::string_view reason, std::string_view message) {
-  absl::MutexLock lock(&mu_);
-  events_.push_back({absl::StrCat("GPUNode/", node.metadata.name), warning, std::string(reason),
-                     std::string(message)});
-}
-
-FakeScene::FakeScene()
-    : clock(MonotonicTime(), *api::ParseRfc3339("2026-05-01T10:00:00Z")), cluster(clock) {}
-
-ReconcilerOptions FakeScene::Options() {
-  ReconcilerOptions options;
-  options.objects.default_image = "registry.example/wavepool-worker:1";
-  options.clock = &clock;
-  return options;
-}
-
-void FakeScene::AddNode(const std::string& name, int gpus) {
-  api::GpuNode node;
-  node.metadata.name = name;
-  node.spec.node_name = name;
-  node.status.heartbeat_time = api::FormatRfc3339(Now());
-  for (int i = 0; i < gpus; ++i) {
-    api::GpuStatus gpu;
-    gpu.index = i;
-    gpu.uuid = absl::StrCat("GPU-", name, "-", i);
-    gpu.model = "NVIDIA H100 80GB HBM3";
-    gpu.memory_bytes = std::int64_t{80} << 30;
-    node.status.gpus.push_back(gpu);
-  }
-  cluster.PutGpuNode(node);
-  cluster.SetNodeState(name, NodeState{true, true, false});
-}
-
-void FakeScene::Heartbeat() {
-  for (api::GpuNode node : cluster.ListGpuNodes()) {
-    node.status.heartbeat_time = api::FormatRfc3339(Now());
-    cluster.PutGpuNode(node);
-  }
-}
-
-namespace {
-
-api::TrainingJob BaseJob(const std::string& name, api::Role role, std::int64_t gpus) {
-  api::TrainingJob job;
-  job.metadata.name = name;
-  job.metadata.namespace_ = std::string(FakeScene::kNamespace);
-  job.spec.role = role;
-  job.spec.model.name = "mlp_tiny";
-  job.spec.global_batch_size = 16;
-  job.spec.gpus = gpus;
-  job.spec.steps = 100;
-  job.spec.checkpoint.path = absl::StrCat("/checkpoints/", name);
-  return job;
-}
-
-}  // namespace
-
-api::TrainingJob FakeScene::AddForeground(const std::string& name, std::int64_t gpus,
-                                          bool allow_background) {
-  api::TrainingJob job = BaseJob(name, api::Role::kForeground, gpus);
-  job.spec.parallelism.strategy = api::Strategy::kDataParallel;
-  job.spec.collocation.allow_background = allow_background;
-  return cluster.AddJob(job);
-}
-
-api::TrainingJob FakeScene::AddBackground(const std::string& name) {
-  return cluster.AddJob(BaseJob(name, api::Role::kBackground, 1));
-}
-
-api::TrainingJob FakeScene::Job(const std::string& name) const {
-  return *cluster.GetJob(kNamespace, name);
-}
-
-std::vector<json> FakeScene::CurrentPods(const std::string& name) const {
-  const std::int64_t generation = Job(name).status.gang_generation;
-  std::vector<json> pods;
-  for (const kube::Pod& pod : cluster.PodsOfJob(kNamespace, name)) {
-    const auto label = pod.metadata.labels.find(std::string(kLabelGangGeneration));
-    if (label != pod.metadata.labels.end() && label->second == absl::StrCat(generation)) {
-      pods.push_back(pod.raw);
-    }
-  }
-  return pods;
-}
-
-void FakeScene::SetGangPhase(const std::string& name, std::string_view phase) {
-  for (const json& pod : CurrentPods(name)) {
-    cluster.SetPodPhase(kNamespace, pod["metadata"]["name"].get<std::string>(), phase)
-        .IgnoreError();
-  }
-}
-
-const api::Condition& ConditionOf(const api::TrainingJob& job, std::string_view type) {
-  static const api::Condition kMissing;
-  const api::Condition* condition = api::FindCondition(job.status.conditions, type);
-  return condition == nullptr ? kMissing : *condition;
-}
-
-std::vector<std::string> PodNames(const std::vector<nlohmann::json>& pods) {
-  std::vector<std::string> names;
-  for (const nlohmann::json& pod : pods)
-    names.push_back(pod["metadata"]["name"].get<std::string>());
-  return names;
-}
-
-api::ObjectMeta MetaOf(const nlohmann::json& object) {
-  if (!object.is_object() || !object.contains("metadata")) return {};
-  absl::StatusOr<api::ObjectMeta> meta = api::ObjectMeta::FromJson(object["metadata"]);
-  return meta.ok() ? *std::move(meta) : api::ObjectMeta();
-}
-
-std::vector<std::string> PodNames(const std::vector<kube::Pod>& pods) {
-  std::vector<std::string> names;
-  for (const kube::Pod& pod : pods) names.push_back(pod.metadata.name);
-  return names;
-}
-
-std::vector<std::string> PodNames(const std::vector<kube::Service>& services) {
-  std::vector<std::string> names;
-  for (const kube::Service& service : services) names.push_back(service.metadata.name);
-  return names;
-}
 
 }  // namespace wavepool::controller

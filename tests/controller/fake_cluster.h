@@ -6,6 +6,10 @@
 // Node states and GPUNodes directly.
 //
 // Thread-safe: every method locks one mutex, so several reconcile workers may share one fake.
+//
+// Defined in fake_cluster.cpp (the store, the kubelet's edits, inspection, faults and the
+// reads), fake_cluster_writes.cpp (ClusterWriter) and fake_scene.cpp (FakeScene and the helpers
+// below it).
 #ifndef WAVEPOOL_TESTS_CONTROLLER_FAKE_CLUSTER_H_
 #define WAVEPOOL_TESTS_CONTROLLER_FAKE_CLUSTER_H_
 
@@ -13,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -111,6 +116,8 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(std::string_view ns,
                                                               std::string_view name) const override;
   std::vector<api::GpuNode> ListGpuNodes() const override;
+  // As KubeCluster: the same list until a GPUNode changes.
+  std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const override;
   std::map<std::string, NodeState> NodeStates() const override;
   std::vector<GpuAssignment> Assignments() const override;
 
@@ -136,6 +143,13 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   // An injected failure for this write, if any.
   absl::Status NextWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NextResourceVersion() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // POST of `resource`: stores `created` in `objects` (one of the maps below) under its
+  // "ns/name" at a new resourceVersion, with a uid `uid_prefix`<n> and a creationTimestamp
+  // unless `uid_prefix` is empty; AlreadyExists when the name is taken, or an injected failure.
+  absl::StatusOr<nlohmann::json> StoreCreated(std::map<std::string, nlohmann::json>& objects,
+                                              std::string_view resource, nlohmann::json created,
+                                              std::string_view uid_prefix)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Now() const;
 
   // Constant after construction.
@@ -156,6 +170,8 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::map<std::string, nlohmann::json> config_maps_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, nlohmann::json> services_ ABSL_GUARDED_BY(mu_);  // "ns/name" -> Service.
   std::map<std::string, api::GpuNode> gpu_nodes_ ABSL_GUARDED_BY(mu_);   // By name.
+  // GpuNodes(); null after a change to gpu_nodes_.
+  mutable std::shared_ptr<const std::vector<api::GpuNode>> gpu_node_list_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, NodeState> node_states_ ABSL_GUARDED_BY(mu_);
   mutable std::vector<std::string> decode_warnings_ ABSL_GUARDED_BY(mu_);
   std::vector<RecordedEvent> events_ ABSL_GUARDED_BY(mu_);
@@ -194,6 +210,9 @@ struct FakeScene {
   api::TrainingJob AddForeground(const std::string& name, std::int64_t gpus,
                                  bool allow_background = true);
   api::TrainingJob AddBackground(const std::string& name);
+  // A Foreground job on 2 GPUs (16 samples a step, 10 steps) whose model is the layer table
+  // `layer_table` names, with no model name or checkpoint path.
+  api::TrainingJob AddLayerTableJob(const std::string& name, api::ConfigMapKeyRef layer_table);
   api::TrainingJob Job(const std::string& name) const;  // REQUIRES: the job exists.
   // Pods of the job's current gang (status.gangGeneration), by name.
   std::vector<nlohmann::json> CurrentPods(const std::string& name) const;

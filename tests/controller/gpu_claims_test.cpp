@@ -2,10 +2,12 @@
 #include "wavepool/controller/gpu_claims.h"
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -89,6 +91,20 @@ class GpuClaimsTest : public ::testing::Test {
     std::set<std::string> seen;
     return PodsOf(claims_.StandingIntents(self, now, lookup_, seen));
   }
+
+  // Reserves `pods` for `job`, whose resourceVersion before the intent write was "10".
+  void Reserve(const std::string& job, std::vector<GpuAssignment> pods) {
+    Reservation r;
+    r.resource_versions = {"10"};
+    r.pods = std::move(pods);
+    claims_.Reserve(job, r);
+  }
+
+  // Nominates `pods` for `job` as it is at `uid` and `generation`, until `expires`.
+  void Nominate(const std::string& job, const std::string& uid, std::int64_t generation,
+                std::vector<GpuAssignment> pods, Time expires) {
+    claims_.Nominate(job, Nomination{uid, generation, std::move(pods), expires, std::nullopt});
+  }
 };
 
 // --- Invariants 1 to 3: pods ---
@@ -164,10 +180,7 @@ TEST_F(GpuClaimsTest, FinishedOrUnreadablePodHoldsNothing) {
 
 TEST_F(GpuClaimsTest, ReservationStandsUntilCacheShowsVersionAfterIntentWrite) {
   jobs_["ns/a"] = ClaimantJob{"uid-a", 1, "10", false, false};
-  Reservation r;
-  r.resource_versions = {"10"};
-  r.pods = {Claim("ns/a-0", "GPU-0")};
-  claims_.Reserve("ns/a", r);
+  Reserve("ns/a", {Claim("ns/a-0", "GPU-0")});
   EXPECT_THAT(Intents("ns/b", kT0), ElementsAre("ns/a-0"));
   jobs_["ns/a"].resource_version = "11";  // The intent write's outcome is visible.
   EXPECT_THAT(Intents("ns/b", kT0), IsEmpty());
@@ -176,20 +189,14 @@ TEST_F(GpuClaimsTest, ReservationStandsUntilCacheShowsVersionAfterIntentWrite) {
 
 TEST_F(GpuClaimsTest, ReservationOfDeletedOrDeletingJobDoesNotStand) {
   jobs_["ns/a"] = ClaimantJob{"uid-a", 1, "10", true, false};
-  Reservation r;
-  r.resource_versions = {"10"};
-  r.pods = {Claim("ns/a-0", "GPU-0")};
-  claims_.Reserve("ns/a", r);
-  claims_.Reserve("ns/gone", r);
+  Reserve("ns/a", {Claim("ns/a-0", "GPU-0")});
+  Reserve("ns/gone", {Claim("ns/a-0", "GPU-0")});
   EXPECT_THAT(Intents("ns/b", kT0), IsEmpty());
 }
 
 TEST_F(GpuClaimsTest, ReleaseEndsReservation) {
   jobs_["ns/a"] = ClaimantJob{"uid-a", 1, "10", false, false};
-  Reservation r;
-  r.resource_versions = {"10"};
-  r.pods = {Claim("ns/a-0", "GPU-0")};
-  claims_.Reserve("ns/a", r);
+  Reserve("ns/a", {Claim("ns/a-0", "GPU-0")});
   claims_.Release("ns/a");
   EXPECT_THAT(Intents("ns/b", kT0), IsEmpty());
 }
@@ -198,10 +205,7 @@ TEST_F(GpuClaimsTest, ReleaseEndsReservation) {
 
 TEST_F(GpuClaimsTest, NominationExpires) {
   jobs_["ns/fg"] = ClaimantJob{"uid-fg", 3, "10", false, false};
-  claims_.Nominate(
-      "ns/fg",
-      Nomination{
-          "uid-fg", 3, {Claim("ns/fg-0", "GPU-0")}, kT0 + std::chrono::seconds(90), std::nullopt});
+  Nominate("ns/fg", "uid-fg", 3, {Claim("ns/fg-0", "GPU-0")}, kT0 + std::chrono::seconds(90));
   EXPECT_THAT(Intents("ns/bg", kT0 + std::chrono::seconds(90)), ElementsAre("ns/fg-0"));
   EXPECT_THAT(Intents("ns/bg", kT0 + std::chrono::seconds(91)), IsEmpty());
   EXPECT_EQ(claims_.NominationOf("ns/fg"), std::nullopt);
@@ -227,14 +231,8 @@ TEST_F(GpuClaimsTest, NominationEndsWhenJobChangesIsSuspendedOrGoes) {
 
 TEST_F(GpuClaimsTest, DropNominationEndsItAndReserveKeepsItUntilDropped) {
   jobs_["ns/fg"] = ClaimantJob{"uid-fg", 3, "10", false, false};
-  claims_.Nominate(
-      "ns/fg",
-      Nomination{
-          "uid-fg", 3, {Claim("ns/fg-0", "GPU-0")}, kT0 + std::chrono::hours(1), std::nullopt});
-  Reservation r;
-  r.resource_versions = {"10"};
-  r.pods = {Claim("ns/fg-0", "GPU-1")};
-  claims_.Reserve("ns/fg", r);
+  Nominate("ns/fg", "uid-fg", 3, {Claim("ns/fg-0", "GPU-0")}, kT0 + std::chrono::hours(1));
+  Reserve("ns/fg", {Claim("ns/fg-0", "GPU-1")});
   // Both stand while the intent write is in flight; the pod is counted once.
   EXPECT_THAT(Intents("ns/bg", kT0), ElementsAre("ns/fg-0"));
   claims_.DropNomination("ns/fg");
@@ -244,11 +242,8 @@ TEST_F(GpuClaimsTest, DropNominationEndsItAndReserveKeepsItUntilDropped) {
 
 TEST_F(GpuClaimsTest, PodsAlreadyCountedAreLeftOutOfIntents) {
   jobs_["ns/fg"] = ClaimantJob{"uid-fg", 3, "10", false, false};
-  claims_.Nominate("ns/fg", Nomination{"uid-fg",
-                                       3,
-                                       {Claim("ns/fg-0", "GPU-0"), Claim("ns/fg-1", "GPU-1")},
-                                       kT0 + std::chrono::hours(1),
-                                       std::nullopt});
+  Nominate("ns/fg", "uid-fg", 3, {Claim("ns/fg-0", "GPU-0"), Claim("ns/fg-1", "GPU-1")},
+           kT0 + std::chrono::hours(1));
   std::set<std::string> seen = {"ns/fg-0"};
   EXPECT_THAT(PodsOf(claims_.StandingIntents("ns/bg", kT0, lookup_, seen)), ElementsAre("ns/fg-1"));
   EXPECT_EQ(seen.count("ns/fg-1"), 1u);
@@ -258,14 +253,8 @@ TEST_F(GpuClaimsTest, PodsAlreadyCountedAreLeftOutOfIntents) {
 
 TEST_F(GpuClaimsTest, OwnReservationAndNominationAreNotIntents) {
   jobs_["ns/fg"] = ClaimantJob{"uid-fg", 3, "10", false, false};
-  claims_.Nominate(
-      "ns/fg",
-      Nomination{
-          "uid-fg", 3, {Claim("ns/fg-0", "GPU-0")}, kT0 + std::chrono::hours(1), std::nullopt});
-  Reservation r;
-  r.resource_versions = {"10"};
-  r.pods = {Claim("ns/fg-1", "GPU-1")};
-  claims_.Reserve("ns/fg", r);
+  Nominate("ns/fg", "uid-fg", 3, {Claim("ns/fg-0", "GPU-0")}, kT0 + std::chrono::hours(1));
+  Reserve("ns/fg", {Claim("ns/fg-1", "GPU-1")});
   EXPECT_THAT(Intents("ns/fg", kT0), IsEmpty());
   EXPECT_THAT(Intents("ns/other", kT0), ElementsAre("ns/fg-1", "ns/fg-0"));
 }
@@ -291,18 +280,9 @@ TEST_F(GpuClaimsTest, PreemptedPodAnswersOnlyForItsJobAndIsForgottenAfterMemory)
 TEST_F(GpuClaimsTest, ForgetJobDropsEverythingOfTheJobOnly) {
   jobs_["ns/a"] = ClaimantJob{"uid-a", 1, "10", false, false};
   jobs_["ns/b"] = ClaimantJob{"uid-b", 1, "10", false, false};
-  Reservation r;
-  r.resource_versions = {"10"};
-  r.pods = {Claim("ns/a-0", "GPU-0")};
-  claims_.Reserve("ns/a", r);
-  claims_.Nominate(
-      "ns/a",
-      Nomination{
-          "uid-a", 1, {Claim("ns/a-1", "GPU-1")}, kT0 + std::chrono::hours(1), std::nullopt});
-  claims_.Nominate(
-      "ns/b",
-      Nomination{
-          "uid-b", 1, {Claim("ns/b-0", "GPU-2")}, kT0 + std::chrono::hours(1), std::nullopt});
+  Reserve("ns/a", {Claim("ns/a-0", "GPU-0")});
+  Nominate("ns/a", "uid-a", 1, {Claim("ns/a-1", "GPU-1")}, kT0 + std::chrono::hours(1));
+  Nominate("ns/b", "uid-b", 1, {Claim("ns/b-0", "GPU-2")}, kT0 + std::chrono::hours(1));
   claims_.RememberPreempted("ns/a-old", "ns/a", "ns/b", kT0);
   claims_.ForgetJob("ns/a");
   EXPECT_EQ(claims_.ReservationOf("ns/a"), std::nullopt);

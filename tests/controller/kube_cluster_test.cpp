@@ -11,9 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/apiserver/test_server.h"
-#include "tests/support/cluster/crds.h"
-#include "tests/support/cluster/simulated_kubelet.h"
+#include "tests/controller/api_server_scene.h"
 #include "tests/support/cluster/simulated_node_agent.h"
 #include "tests/support/eventually.h"
 #include "tests/support/simulated_clock.h"
@@ -41,16 +39,6 @@ using ::wavepool::testing::StatusIs;
 // A safety net: informer caches catch up asynchronously.
 constexpr std::chrono::seconds kCatchUp(20);
 
-json JobManifest(const std::string& name) {
-  json manifest = json::parse(R"({
-    "apiVersion": "wavepool.dev/v1alpha1", "kind": "TrainingJob",
-    "metadata": {"namespace": "default"},
-    "spec": {"role": "Foreground", "model": {"name": "mlp_tiny"}, "globalBatchSize": 8,
-             "gpus": 2, "steps": 20, "optimizer": "SGD", "learningRate": 0.05}})");
-  manifest["metadata"]["name"] = name;
-  return manifest;
-}
-
 api::Plan TwoGpuPlan(const std::string& job) {
   api::Plan plan;
   plan.job = job;
@@ -76,11 +64,8 @@ OwnedObjectOptions ImageOptions() {
 class KubeClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(server_, ::wavepool::testing::apiserver::TestApiServer::Start({}));
-    kube::ClientConfig config;
-    config.server = server_->url();
-    ASSERT_OK_AND_ASSIGN(client_, kube::Client::Connect(config));
-    ASSERT_OK(::wavepool::testing::RegisterWavepoolCrds(*client_));
+    ASSERT_OK_AND_ASSIGN(scene_, StartApiServerScene());
+    client_ = scene_.client.get();
   }
 
   // A job created on the server, read back as the typed object (uid and all).
@@ -111,8 +96,8 @@ class KubeClusterTest : public ::testing::Test {
     return cluster.ok() ? *std::move(cluster) : nullptr;
   }
 
-  std::unique_ptr<::wavepool::testing::apiserver::TestApiServer> server_;
-  std::unique_ptr<kube::Client> client_;
+  ApiServerScene scene_;
+  kube::Client* client_ = nullptr;  // scene_'s
 };
 
 // metadata.name of each pod or Service, in order.
@@ -130,14 +115,8 @@ std::vector<std::string> AssignedPods(const std::vector<GpuAssignment>& assignme
 }
 
 TEST_F(KubeClusterTest, ReadsJobsPodsConfigMapsGpuNodesAndNodesFromTheServer) {
-  ::wavepool::testing::SimulatedKubelet::Options kubelet_options;
-  ASSERT_OK_AND_ASSIGN(auto kubelet, ::wavepool::testing::SimulatedKubelet::Start(
-                                         *client_, {"node-a", "node-b"}, kubelet_options));
-  ASSERT_OK_AND_ASSIGN(
-      auto agents,
-      ::wavepool::testing::SimulatedNodeAgents::Start(
-          *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a", "node-b"}, 2),
-          {}));
+  ASSERT_OK_AND_ASSIGN(SimulatedNodes nodes,
+                       StartSimulatedNodes(*client_, {"node-a", "node-b"}, 2));
   // A node without the managed label: ready, but not wavepool's.
   ASSERT_OK(client_
                 ->Create(kube::kNodes, json::parse(R"({"apiVersion": "v1", "kind": "Node",
@@ -201,7 +180,7 @@ TEST_F(KubeClusterTest, ReadsJobsPodsConfigMapsGpuNodesAndNodesFromTheServer) {
   EXPECT_THAT(assignments[1].gpu_uuids, ElementsAre("GPU-node-a-1"));
 
   // A node that goes down is seen as not ready.
-  ASSERT_OK(kubelet->NodeDown("node-b"));
+  ASSERT_OK(nodes.kubelet->NodeDown("node-b"));
   EXPECT_TRUE(Eventually([&] { return !cluster->NodeStates().at("node-b").ready; }, kCatchUp));
 }
 
@@ -368,6 +347,55 @@ TEST_F(KubeClusterTest, WritesAnnotationsConfigMapsStatusAndEvents) {
   EXPECT_EQ(events.items[0]["reason"], "NotPlaceable");
   EXPECT_EQ(events.items[0]["involvedObject"]["kind"], "TrainingJob");
   EXPECT_EQ(events.items[0]["involvedObject"]["uid"], job.metadata.uid);
+}
+
+// The two reads a placement decision makes of the whole cluster: jobs by phase (a job moves
+// between phases as its status changes) and the GPUNodes as one list, the same until one
+// changes.
+TEST_F(KubeClusterTest, JobsAreVisitedByPhaseAndGpuNodesSharedUntilOneChanges) {
+  ASSERT_OK_AND_ASSIGN(SimulatedNodes nodes, StartSimulatedNodes(*client_, {"node-a"}, 2));
+  const api::TrainingJob first = CreateJob("first");
+  const api::TrainingJob second = CreateJob("second");
+  CreateJob("third");
+  std::unique_ptr<KubeCluster> cluster = MakeCluster();
+  ASSERT_NE(cluster, nullptr);
+  cluster->Start();
+  ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
+
+  const auto in_phase = [&](api::JobPhase phase) {
+    std::vector<std::string> names;
+    cluster->ForEachJobInPhase(
+        phase, [&](const api::TrainingJob& job) { names.push_back(job.metadata.name); });
+    return names;
+  };
+  for (const auto& [job, phase] :
+       {std::pair{first, api::JobPhase::kPlaced}, std::pair{second, api::JobPhase::kPlaced}}) {
+    api::TrainingJob update = job;
+    update.status.phase = phase;
+    ASSERT_OK(cluster->UpdateJobStatus(update).status());
+  }
+  EXPECT_TRUE(Eventually([&] { return in_phase(api::JobPhase::kPlaced).size() == 2; }, kCatchUp));
+  EXPECT_THAT(in_phase(api::JobPhase::kPlaced), ElementsAre("first", "second"));
+  EXPECT_THAT(in_phase(api::JobPhase::kRunning), IsEmpty());
+  std::optional<api::TrainingJob> running = cluster->GetJob("default", "second");
+  ASSERT_TRUE(running.has_value());
+  running->status.phase = api::JobPhase::kRunning;
+  ASSERT_OK(cluster->UpdateJobStatus(*running).status());
+  EXPECT_TRUE(Eventually([&] { return in_phase(api::JobPhase::kRunning).size() == 1; }, kCatchUp));
+  EXPECT_THAT(in_phase(api::JobPhase::kPlaced), ElementsAre("first")) << "left its old phase";
+  EXPECT_THAT(in_phase(api::JobPhase::kRunning), ElementsAre("second"));
+
+  const std::shared_ptr<const std::vector<api::GpuNode>> listed = cluster->GpuNodes();
+  ASSERT_THAT(*listed, SizeIs(1));
+  EXPECT_EQ(cluster->GpuNodes(), listed) << "one shared list while nothing changes";
+  api::GpuNode changed = listed->at(0);
+  changed.status.gpus.at(0).memory_bytes = 12345;
+  ASSERT_OK(cluster->UpdateGpuNodeStatus(changed));
+  EXPECT_TRUE(
+      Eventually([&] { return cluster->GpuNodes()->at(0).status.gpus.at(0).memory_bytes == 12345; },
+                 kCatchUp));
+  EXPECT_NE(cluster->GpuNodes(), listed);
+  EXPECT_NE(listed->at(0).status.gpus.at(0).memory_bytes, 12345) << "a list handed out stays";
 }
 
 TEST_F(KubeClusterTest, MistypedPodAndConfigMapAreNamedWithTheFieldAndNeverCrashAReader) {

@@ -16,9 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/apiserver/test_server.h"
-#include "tests/support/cluster/crds.h"
-#include "tests/support/cluster/simulated_kubelet.h"
+#include "tests/controller/api_server_scene.h"
 #include "tests/support/cluster/simulated_node_agent.h"
 #include "tests/support/eventually.h"
 #include "tests/support/http_get.h"
@@ -55,16 +53,6 @@ double ReconcileCount(ControllerMetrics& metrics) {
   return total;
 }
 
-json JobManifest(const std::string& name) {
-  json manifest = json::parse(R"({
-    "apiVersion": "wavepool.dev/v1alpha1", "kind": "TrainingJob",
-    "metadata": {"namespace": "default"},
-    "spec": {"role": "Foreground", "model": {"name": "mlp_tiny"}, "globalBatchSize": 8,
-             "gpus": 2, "steps": 20, "optimizer": "SGD", "learningRate": 0.05}})");
-  manifest["metadata"]["name"] = name;
-  return manifest;
-}
-
 // A pod with the controller's managed-by label (so the pod informer sees it), owned by the
 // TrainingJob `owner` (a controller reference) or naming `annotated_job` in the job-name
 // annotation; neither when both are empty.
@@ -94,13 +82,10 @@ class ManagerTest : public ::testing::Test {
   void SetUp() override {
     ::wavepool::testing::apiserver::TestApiServer::Options server_options;
     server_options.store.finish_pod_deletion_after_grace = false;  // the kubelet confirms
-    ASSERT_OK_AND_ASSIGN(server_,
-                         ::wavepool::testing::apiserver::TestApiServer::Start(server_options));
     kube::ClientConfig config;
-    config.server = server_->url();
     config.timeout = std::chrono::seconds(5);
-    ASSERT_OK_AND_ASSIGN(client_, kube::Client::Connect(config));
-    ASSERT_OK(::wavepool::testing::RegisterWavepoolCrds(*client_));
+    ASSERT_OK_AND_ASSIGN(scene_, StartApiServerScene(server_options, config));
+    client_ = scene_.client.get();
   }
 
   static ManagerOptions Options() {
@@ -115,6 +100,15 @@ class ManagerTest : public ::testing::Test {
     return options;
   }
 
+  // Options() with the periodic retry of a waiting job an hour away and no resync: within a
+  // test, only an event requeues a waiting job.
+  static ManagerOptions WaitingOptions() {
+    ManagerOptions options = Options();
+    options.reconciler.waiting_requeue = std::chrono::hours(1);
+    options.resync_period = std::chrono::nanoseconds(0);
+    return options;
+  }
+
   std::unique_ptr<ControllerManager> StartManager(ManagerOptions options) {
     absl::StatusOr<std::unique_ptr<ControllerManager>> manager =
         ControllerManager::Create(*client_, std::move(options));
@@ -125,8 +119,29 @@ class ManagerTest : public ::testing::Test {
     return *std::move(manager);
   }
 
-  std::unique_ptr<::wavepool::testing::apiserver::TestApiServer> server_;
-  std::unique_ptr<kube::Client> client_;
+  // Creates JobManifest(name) on the server.
+  absl::Status CreateJob(const std::string& name) {
+    return client_->Create(api::kTrainingJobs, JobManifest(name)).status();
+  }
+
+  // The job's status.phase; "(gone)" when it cannot be read.
+  std::string JobPhase(const std::string& name) const {
+    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
+    return job.ok() ? job->value("/status/phase"_json_pointer, "") : std::string("(gone)");
+  }
+
+  // `field` ("reason", "status") of the job's Placed condition; "" when it has none.
+  std::string PlacedCondition(const std::string& name, const std::string& field) const {
+    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
+    if (!job.ok()) return std::string();
+    for (const json& c : job->value("/status/conditions"_json_pointer, json::array())) {
+      if (c.value("type", "") == "Placed") return c.value(field, "");
+    }
+    return std::string();
+  }
+
+  ApiServerScene scene_;
+  kube::Client* client_ = nullptr;  // scene_'s
 };
 
 TEST_F(ManagerTest, BadOptionsAreInvalidArgumentNamingTheOption) {
@@ -274,16 +289,10 @@ TEST_F(ManagerTest, PodEventEnqueuesItsOwningJob) {
 }
 
 TEST_F(ManagerTest, ReconcilesACreatedJobToPods) {
-  ::wavepool::testing::SimulatedKubelet::Options kubelet_options;
-  ASSERT_OK_AND_ASSIGN(auto kubelet, ::wavepool::testing::SimulatedKubelet::Start(
-                                         *client_, {"node-a"}, kubelet_options));
-  ASSERT_OK_AND_ASSIGN(
-      auto agents,
-      ::wavepool::testing::SimulatedNodeAgents::Start(
-          *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a"}, 4), {}));
+  ASSERT_OK_AND_ASSIGN(SimulatedNodes nodes, StartSimulatedNodes(*client_, {"node-a"}, 4));
   std::unique_ptr<ControllerManager> manager = StartManager(Options());
   ASSERT_NE(manager, nullptr);
-  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("tiny")).status());
+  ASSERT_OK(CreateJob("tiny"));
   // The planner decides how many GPUs the tiny model uses; every placed rank gets a pod, and
   // the simulated kubelet runs it.
   json status;
@@ -307,76 +316,46 @@ TEST_F(ManagerTest, ReconcilesACreatedJobToPods) {
 // A job that waits for GPUs is placed as soon as a deleted job's pods are gone, long before its
 // own periodic retry (an hour here) and with no resync: the pod deletion requeues it.
 TEST_F(ManagerTest, WaitingJobIsRequeuedWhenGpusAreFreed) {
-  ::wavepool::testing::SimulatedKubelet::Options kubelet_options;
-  ASSERT_OK_AND_ASSIGN(auto kubelet, ::wavepool::testing::SimulatedKubelet::Start(
-                                         *client_, {"node-a"}, kubelet_options));
-  ASSERT_OK_AND_ASSIGN(
-      auto agents,
-      ::wavepool::testing::SimulatedNodeAgents::Start(
-          *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a"}, 1), {}));
-  ManagerOptions options = Options();
-  options.reconciler.waiting_requeue = std::chrono::hours(1);
-  options.resync_period = std::chrono::nanoseconds(0);
+  ASSERT_OK_AND_ASSIGN(SimulatedNodes nodes, StartSimulatedNodes(*client_, {"node-a"}, 1));
+  ManagerOptions options = WaitingOptions();
   std::unique_ptr<ControllerManager> manager = StartManager(options);
   ASSERT_NE(manager, nullptr);
-  const auto phase = [&](const std::string& name) {
-    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
-    return job.ok() ? job->value("/status/phase"_json_pointer, "") : std::string("(gone)");
-  };
-  const auto placed_reason = [&](const std::string& name) {
-    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
-    if (!job.ok()) return std::string();
-    for (const json& c : job->value("/status/conditions"_json_pointer, json::array())) {
-      if (c.value("type", "") == "Placed") return c.value("reason", "");
-    }
-    return std::string();
-  };
   // The node's one GPU goes to the first job; the second waits for it.
-  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("first")).status());
-  ASSERT_TRUE(Eventually([&] { return phase("first") == "Running"; })) << phase("first");
-  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("second")).status());
-  ASSERT_TRUE(Eventually([&] { return placed_reason("second") == kNotPlaceableReason; }))
-      << placed_reason("second");
+  ASSERT_OK(CreateJob("first"));
+  ASSERT_TRUE(Eventually([&] { return JobPhase("first") == "Running"; })) << JobPhase("first");
+  ASSERT_OK(CreateJob("second"));
+  ASSERT_TRUE(Eventually([&] {
+    return PlacedCondition("second", "reason") == kNotPlaceableReason;
+  })) << PlacedCondition("second", "reason");
   ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
 
   ASSERT_OK(client_->Delete(api::kTrainingJobs, "default", "first"));
-  EXPECT_TRUE(Eventually([&] { return phase("second") == "Running"; })) << phase("second");
+  EXPECT_TRUE(Eventually([&] { return JobPhase("second") == "Running"; })) << JobPhase("second");
 }
 
 // Deleting a job re-checks the jobs waiting for GPUs once the deleted job's own reconcile has
 // dropped what it reserved or nominated, even when it had no pods whose deletion would say so:
 // here a suspended job, whose deletion brings one reconcile of its own and one of the waiter.
 TEST_F(ManagerTest, DeletedJobRequeuesTheWaitingJobs) {
-  ASSERT_OK_AND_ASSIGN(auto kubelet,
-                       ::wavepool::testing::SimulatedKubelet::Start(*client_, {"node-a"}, {}));
-  ASSERT_OK_AND_ASSIGN(
-      auto agents,
-      ::wavepool::testing::SimulatedNodeAgents::Start(
-          *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a"}, 1), {}));
-  ManagerOptions options = Options();
-  options.reconciler.waiting_requeue = std::chrono::hours(1);
-  options.resync_period = std::chrono::nanoseconds(0);
+  ASSERT_OK_AND_ASSIGN(SimulatedNodes nodes, StartSimulatedNodes(*client_, {"node-a"}, 1));
+  ManagerOptions options = WaitingOptions();
   std::unique_ptr<ControllerManager> manager = StartManager(options);
   ASSERT_NE(manager, nullptr);
-  const auto phase = [&](const std::string& name) {
-    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
-    return job.ok() ? job->value("/status/phase"_json_pointer, "") : std::string("(gone)");
-  };
-  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("first")).status());
-  ASSERT_TRUE(Eventually([&] { return phase("first") == "Running"; })) << phase("first");
+  ASSERT_OK(CreateJob("first"));
+  ASSERT_TRUE(Eventually([&] { return JobPhase("first") == "Running"; })) << JobPhase("first");
   json suspended = JobManifest("suspended");
   suspended["spec"]["suspend"] = true;
   ASSERT_OK(client_->Create(api::kTrainingJobs, suspended).status());
-  ASSERT_TRUE(Eventually([&] { return phase("suspended") == "Suspended"; }));
-  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("second")).status());
-  ASSERT_TRUE(Eventually([&] { return phase("second") == "Planned"; })) << phase("second");
+  ASSERT_TRUE(Eventually([&] { return JobPhase("suspended") == "Suspended"; }));
+  ASSERT_OK(CreateJob("second"));
+  ASSERT_TRUE(Eventually([&] { return JobPhase("second") == "Planned"; })) << JobPhase("second");
   ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
   const double before = ReconcileCount(manager->metrics());
 
   ASSERT_OK(client_->Delete(api::kTrainingJobs, "default", "suspended"));
   EXPECT_TRUE(Eventually([&] { return ReconcileCount(manager->metrics()) >= before + 2; }))
       << ReconcileCount(manager->metrics()) - before << " reconciles after the deletion";
-  EXPECT_EQ(phase("second"), "Planned");  // still waiting: the suspended job held no GPUs
+  EXPECT_EQ(JobPhase("second"), "Planned");  // still waiting: the suspended job held no GPUs
 }
 
 // A clock whose wall time moves only when the test steps it, and whose monotonic time and waits are
@@ -416,21 +395,14 @@ TEST_F(ManagerTest, WaitingJobIsRequeuedWhenAHeartbeatIsFreshAgain) {
   const WallTime wall_start(std::chrono::hours(24 * 20000));
   SteppedWallClock controller_clock(wall_start);
   ::wavepool::testing::SimulatedClock agent_clock;
-  ASSERT_OK_AND_ASSIGN(auto kubelet, ::wavepool::testing::SimulatedKubelet::Start(
-                                         *client_, {"node-a", "node-b"}, {}));
   ::wavepool::testing::SimulatedNodeAgents::Options agent_options;
   agent_options.clock = &agent_clock;
   agent_options.wall_start = wall_start;
-  ASSERT_OK_AND_ASSIGN(
-      auto agents,
-      ::wavepool::testing::SimulatedNodeAgents::Start(
-          *client_, ::wavepool::testing::SimulatedNodeAgents::Uniform({"node-a", "node-b"}, 1),
-          agent_options));
-  ManagerOptions options = Options();
-  options.reconciler.waiting_requeue = std::chrono::hours(1);
+  ASSERT_OK_AND_ASSIGN(SimulatedNodes nodes,
+                       StartSimulatedNodes(*client_, {"node-a", "node-b"}, 1, agent_options));
+  ManagerOptions options = WaitingOptions();
   options.reconciler.heartbeat_timeout = std::chrono::seconds(60);
   options.clock = &controller_clock;
-  options.resync_period = std::chrono::nanoseconds(0);
   std::unique_ptr<ControllerManager> manager = StartManager(options);
   ASSERT_NE(manager, nullptr);
   const auto placed_node = [&](const std::string& name) {
@@ -438,23 +410,12 @@ TEST_F(ManagerTest, WaitingJobIsRequeuedWhenAHeartbeatIsFreshAgain) {
     if (!job.ok()) return std::string();
     return job->value("/status/placement/0/node"_json_pointer, std::string());
   };
-  const auto placed_status = [&](const std::string& name) {
-    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", name);
-    if (!job.ok()) return std::string();
-    for (const json& c : job->value("/status/conditions"_json_pointer, json::array())) {
-      if (c.value("type", "") == "Placed") return c.value("status", "");
-    }
-    return std::string();
-  };
   // Both nodes fresh: the first job (planned on one GPU) takes one of them.
-  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("first")).status());
+  ASSERT_OK(CreateJob("first"));
   ASSERT_TRUE(Eventually([&] { return !placed_node("first").empty(); }));
   // Its pod runs before the clocks move: the kubelet's late update would otherwise have the job
   // looked at after the step but before the busy node's next heartbeat arrives.
-  ASSERT_TRUE(Eventually([&] {
-    absl::StatusOr<json> job = client_->Get(api::kTrainingJobs, "default", "first");
-    return job.ok() && job->value("/status/phase"_json_pointer, std::string()) == "Running";
-  }));
+  ASSERT_TRUE(Eventually([&] { return JobPhase("first") == "Running"; }));
   const std::string busy = placed_node("first");
   const std::string idle = busy == "node-a" ? "node-b" : "node-a";
   ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
@@ -463,9 +424,9 @@ TEST_F(ManagerTest, WaitingJobIsRequeuedWhenAHeartbeatIsFreshAgain) {
   // second job waits.
   controller_clock.StepWall(std::chrono::seconds(120));
   agent_clock.Advance(std::chrono::seconds(120));
-  ASSERT_OK(agents->Heartbeat(busy));
-  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("second")).status());
-  ASSERT_TRUE(Eventually([&] { return placed_status("second") == "False"; }))
+  ASSERT_OK(nodes.agents->Heartbeat(busy));
+  ASSERT_OK(CreateJob("second"));
+  ASSERT_TRUE(Eventually([&] { return PlacedCondition("second", "status") == "False"; }))
       << client_->Get(api::kTrainingJobs, "default", "second")->dump(1) << "\n"
       << client_->Get(api::kTrainingJobs, "default", "first")->dump(1);
   ASSERT_TRUE(manager->WaitForIdle(std::chrono::seconds(10)));
@@ -474,7 +435,7 @@ TEST_F(ManagerTest, WaitingJobIsRequeuedWhenAHeartbeatIsFreshAgain) {
   // The idle node's agent beats again: the waiting job goes there at once.
   controller_clock.StepWall(std::chrono::seconds(10));
   agent_clock.Advance(std::chrono::seconds(10));
-  ASSERT_OK(agents->Heartbeat(idle));
+  ASSERT_OK(nodes.agents->Heartbeat(idle));
   EXPECT_TRUE(Eventually([&] { return placed_node("second") == idle; })) << placed_node("second");
 }
 
@@ -504,7 +465,7 @@ TEST_F(ManagerTest, OnlyTheLeaseHolderReconcilesAndAStandbyTakesOver) {
   first->Stop();  // releases the Lease
   EXPECT_FALSE(first->IsLeader());
   ASSERT_TRUE(Eventually([&] { return second->IsLeader(); }));
-  ASSERT_OK(client_->Create(api::kTrainingJobs, JobManifest("after")).status());
+  ASSERT_OK(CreateJob("after"));
   EXPECT_TRUE(Eventually([&] { return ReconcileCount(second->metrics()) >= 1; }));
   EXPECT_THAT(second->metrics().Serialize(), HasSubstr("wavepool_controller_leader 1"));
   EXPECT_THAT(first->metrics().Serialize(), HasSubstr("wavepool_controller_leader 0"));

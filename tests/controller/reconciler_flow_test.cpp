@@ -91,15 +91,8 @@ TEST(ReconcilerPlan, IsStoredInTheConfigMapAndReplacedWhenTheSpecChanges) {
 TEST(ReconcilerPlan, MissingLayerTableWaitsWithPlannedFalseNamingTheField) {
   FakeScene scene;
   scene.AddNode("node-a", 4);
-  api::TrainingJob job;
-  job.metadata.name = "custom";
-  job.metadata.namespace_ = std::string(kNs);
-  job.spec.role = api::Role::kForeground;
-  job.spec.model.layer_table = api::ConfigMapKeyRef{"layers", "table.csv"};
-  job.spec.global_batch_size = 16;
-  job.spec.gpus = 2;
-  job.spec.steps = 10;
-  scene.cluster.AddJob(job);
+  api::TrainingJob job =
+      scene.AddLayerTableJob("custom", api::ConfigMapKeyRef{"layers", "table.csv"});
   ReconcilerOptions options = scene.Options();
   Reconciler reconciler(scene.cluster, scene.cluster, options);
   ASSERT_OK_AND_ASSIGN(ReconcileResult result, reconciler.Reconcile(kNs, "custom"));

@@ -58,14 +58,19 @@ void PublishUuids(FakeCluster& cluster, const std::string& name,
   cluster.PutGpuNode(node);
 }
 
-TEST(InvalidGpuNodes, DuplicateUuidsWithholdBothNodesGpusWhileTheGoodNodePlacesJobs) {
-  FakeScene scene;
+// Three nodes of two GPUs; node-b and node-c report the same UUIDs, as two agents that derive
+// them from the same seed would.
+void AddNodesWithDuplicateUuids(FakeScene& scene) {
   scene.AddNode("node-a", 2);
   scene.AddNode("node-b", 2);
   scene.AddNode("node-c", 2);
-  // Two agents that derive their UUIDs from the same seed.
   PublishUuids(scene.cluster, "node-b", {"GPU-sim-0", "GPU-sim-1"});
   PublishUuids(scene.cluster, "node-c", {"GPU-sim-0", "GPU-sim-1"});
+}
+
+TEST(InvalidGpuNodes, DuplicateUuidsWithholdBothNodesGpusWhileTheGoodNodePlacesJobs) {
+  FakeScene scene;
+  AddNodesWithDuplicateUuids(scene);
   scene.AddForeground("first", 2);
   scene.AddForeground("second", 2);
   Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
@@ -105,6 +110,33 @@ TEST(InvalidGpuNodes, DuplicateUuidsWithholdBothNodesGpusWhileTheGoodNodePlacesJ
     ASSERT_NE(invalid, nullptr) << node;
     EXPECT_EQ(invalid->status, api::ConditionStatus::kFalse) << node;
   }
+}
+
+// The screening is kept while the GPUNodes stay as they are, but only once its reports are
+// written: a failed write is retried by the next reconcile, not held back until a node changes.
+TEST(InvalidGpuNodes, AFailedConditionWriteIsRetriedThoughNoGpuNodeChanged) {
+  FakeScene scene;
+  AddNodesWithDuplicateUuids(scene);
+  scene.AddForeground("first", 2);
+  Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
+  // The first two writes are the two GPUNodes' conditions.
+  scene.cluster.FailNthWrite(1, absl::UnavailableError("connection reset"));
+  scene.cluster.FailNthWrite(2, absl::UnavailableError("connection reset"));
+
+  ASSERT_OK(reconciler.Reconcile(kNs, "first").status());
+  EXPECT_EQ(InvalidCondition(scene.cluster, "node-b"), nullptr);
+  EXPECT_EQ(InvalidCondition(scene.cluster, "node-c"), nullptr);
+  EXPECT_EQ(scene.Job("first").status.placement.at(0).node, "node-a") << "withheld all the same";
+
+  ASSERT_OK(reconciler.Reconcile(kNs, "first").status());
+  for (const std::string node : {"node-b", "node-c"}) {
+    const api::Condition* invalid = InvalidCondition(scene.cluster, node);
+    ASSERT_NE(invalid, nullptr) << node;
+    EXPECT_EQ(invalid->reason, "DuplicateGpuUuid") << node;
+    EXPECT_THAT(EventsOn(scene.cluster, absl::StrCat("GPUNode/", node)), SizeIs(1)) << node;
+  }
+  ASSERT_OK(reconciler.Reconcile(kNs, "first").status());
+  EXPECT_THAT(EventsOn(scene.cluster, "GPUNode/node-b"), SizeIs(1)) << "reported once";
 }
 
 TEST(InvalidGpuNodes, AGpuNodeWithoutNodeNameOrWithNegativeMemoryIsSkippedNotFatal) {

@@ -58,15 +58,8 @@ TEST(ReconcilerTypedReads, MistypedPodIsLeftOutWithAWarningNamingTheFieldAndNoth
 TEST(ReconcilerTypedReads, MistypedLayerTableConfigMapWaitsWithTheFieldNamed) {
   FakeScene scene;
   scene.AddNode("node-a", 4);
-  api::TrainingJob job;
-  job.metadata.name = "custom";
-  job.metadata.namespace_ = std::string(kNs);
-  job.spec.role = api::Role::kForeground;
-  job.spec.model.layer_table = api::ConfigMapKeyRef{"layers", "table.csv"};
-  job.spec.global_batch_size = 16;
-  job.spec.gpus = 2;
-  job.spec.steps = 10;
-  scene.cluster.AddJob(job);
+  api::TrainingJob job =
+      scene.AddLayerTableJob("custom", api::ConfigMapKeyRef{"layers", "table.csv"});
   scene.cluster.PutConfigMap(json::parse(R"({"apiVersion": "v1", "kind": "ConfigMap",
       "metadata": {"name": "layers", "namespace": "team"},
       "data": {"table.csv": ["not", "text"]}})"));

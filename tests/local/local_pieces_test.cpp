@@ -1,9 +1,17 @@
-// The pieces of local mode that need no process: reading the workers' progress lines and giving
-// the jobs GPUs.
+// The pieces of local mode that need no process: reading the workers' progress lines, showing
+// them on the run's clock and giving the jobs GPUs.
+#include <chrono>
+#include <ctime>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "local_jobs.h"
 #include "progress.h"
+#include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
 
 namespace wavepool::local {
@@ -11,6 +19,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using ::wavepool::testing::StatusIs;
 
 TEST(StepLine, ReadsTheWorkersProgressLine) {
@@ -32,6 +41,69 @@ TEST(StepLine, ReadsTheWorkersProgressLine) {
       ParseStepLine("step 99999999999999999999/1 loss 1 samples/s 1 iteration 1 s (compute 1, "
                     "transfer 1, all-reduce 1, data 1)")
           .has_value());
+}
+
+// "%H:%M:%S" of `time` in local time, as the display's lines begin.
+std::string LocalClockTime(WallTime time) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  char text[16];
+  std::strftime(text, sizeof(text), "%H:%M:%S", &local);
+  return text;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+TEST(ProgressDisplay, LinesCarryTheClocksWallTimeAndRepeatAJobAfterATenthOrTenSeconds) {
+  testing::SimulatedClock clock;
+  std::ostringstream out;
+  ProgressDisplay display(out, /*tty=*/false, clock);
+  JobView job;
+  job.name = "default/fg";
+  job.steps = 100;
+  display.Update({job});
+  job.state = "training";
+  job.step = 1;
+  display.Update({job});  // a new state
+  job.step = 2;
+  display.Update({job});  // neither a tenth further nor 10 s later: not shown
+  clock.Advance(std::chrono::seconds(10));
+  display.Update({job});
+  job.step = 12;
+  display.Update({job});  // a tenth of the steps further
+  const std::string start = LocalClockTime(testing::kSimulatedWallStart);
+  const std::string later = LocalClockTime(testing::kSimulatedWallStart + std::chrono::seconds(10));
+  EXPECT_THAT(Lines(out.str()),
+              ElementsAre(StartsWith(start + " default/fg (foreground) starting step 0/100"),
+                          StartsWith(start + " default/fg (foreground) training step 1/100"),
+                          StartsWith(later + " default/fg (foreground) training step 2/100"),
+                          StartsWith(later + " default/fg (foreground) training step 12/100")));
+}
+
+TEST(ProgressDisplay, BarsAreRedrawnAtMostTenTimesASecondOfTheClock) {
+  testing::SimulatedClock clock;
+  std::ostringstream out;
+  ProgressDisplay display(out, /*tty=*/true, clock);
+  JobView job;
+  job.name = "default/fg";
+  job.steps = 10;
+  display.Update({job});
+  EXPECT_THAT(out.str(), HasSubstr("default/fg"));
+  out.str("");
+  clock.Advance(std::chrono::milliseconds(99));
+  display.Update({job});
+  EXPECT_EQ(out.str(), "");
+  clock.Advance(std::chrono::milliseconds(1));
+  display.Update({job});
+  EXPECT_THAT(out.str(), HasSubstr("default/fg"));
+  // A note moves the bars: the next update draws them again at once.
+  display.Note("agent: a note");
+  out.str("");
+  display.Update({job});
+  EXPECT_THAT(out.str(), HasSubstr("default/fg"));
 }
 
 LocalJob Job(api::Role role, std::int64_t gpus) {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/kube_cluster_state.h"
 #include "wavepool/api/kube_resources.h"
+#include "wavepool/api/object_key.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/resource.h"
@@ -77,7 +79,17 @@ kube::ResourceEventHandlers DecodedCacheHandlers(internal::DecodedCache<T>& cach
 }
 
 std::string Key(std::string_view ns, std::string_view name) {
-  return absl::StrCat(std::string(ns), "/", std::string(name));
+  return api::ObjectKey{std::string(ns), std::string(name)}.ToString();
+}
+
+// The job cache's index of phases (ForEachJobInPhase).
+std::string PhaseIndexKey(api::JobPhase phase) {
+  return absl::StrCat("status.phase=", std::string(api::ToString(phase)));
+}
+
+std::vector<std::string> JobPhaseIndex(const api::TrainingJob& job) {
+  if (!job.status.phase.has_value()) return {};
+  return {PhaseIndexKey(*job.status.phase)};
 }
 
 // The decoded objects labelled as the job's, less those whose job-name annotation names another
@@ -132,6 +144,7 @@ KubeCluster::State::State(kube::Client& client_in, KubeClusterOptions options_in
       services(client, internal::kServices, ManagedInformerOptions(options)),
       gpu_nodes(client, api::kGpuNodes, InformerOptions(options, false)),
       nodes(client, kube::kNodes, InformerOptions(options, false)),
+      job_cache(JobPhaseIndex),
       claims(clock, options.assume_timeout) {
   kube::EventRecorder::Options recorder_options;
   recorder_options.log = options.log;
@@ -290,6 +303,12 @@ void KubeCluster::ForEachJob(const std::function<void(const api::TrainingJob&)>&
   state_->job_cache.ForEach(visit);
 }
 
+void KubeCluster::ForEachJobInPhase(
+    api::JobPhase phase, const std::function<void(const api::TrainingJob&)>& visit) const {
+  const std::string index_key = PhaseIndexKey(phase);
+  state_->job_cache.ForEach(visit, &index_key);
+}
+
 std::vector<kube::Pod> KubeCluster::PodsOfJob(std::string_view ns, std::string_view job) const {
   return ObjectsOfJob(state_->job_pods, ns, job);
 }
@@ -307,8 +326,10 @@ absl::StatusOr<std::optional<kube::ConfigMap>> KubeCluster::GetConfigMap(
   return std::optional<kube::ConfigMap>(std::move(decoded));
 }
 
-std::vector<api::GpuNode> KubeCluster::ListGpuNodes() const {
-  return state_->gpu_node_cache.List();
+std::vector<api::GpuNode> KubeCluster::ListGpuNodes() const { return *GpuNodes(); }
+
+std::shared_ptr<const std::vector<api::GpuNode>> KubeCluster::GpuNodes() const {
+  return state_->gpu_node_cache.Snapshot();
 }
 
 std::map<std::string, NodeState> KubeCluster::NodeStates() const {
@@ -318,6 +339,10 @@ std::map<std::string, NodeState> KubeCluster::NodeStates() const {
 
 std::vector<GpuAssignment> KubeCluster::Assignments() const {
   return state_->claims.PodAssignments();
+}
+
+std::vector<std::shared_ptr<const GpuAssignment>> KubeCluster::SharedAssignments() const {
+  return state_->claims.SharedPodAssignments();
 }
 
 }  // namespace wavepool::controller

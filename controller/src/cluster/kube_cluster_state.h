@@ -51,8 +51,14 @@ inline std::string ResourceVersionOf(const nlohmann::json& object) {
 template <typename T>
 class DecodedCache {
  public:
+  // The index keys of a decoded value, besides those Upsert is given (a TrainingJob's phase).
+  using ValueIndex = std::function<std::vector<std::string>(const T&)>;
+
+  DecodedCache() = default;
+  explicit DecodedCache(ValueIndex value_index) : value_index_(std::move(value_index)) {}
+
   // Decodes `object` unless the entry under its key already has its resourceVersion, and files
-  // it under `index_keys`.
+  // it under `index_keys` and its value's own.
   absl::Status Upsert(const nlohmann::json& object, std::vector<std::string> index_keys = {}) {
     const std::string key = kube::ObjectKey(object);
     const std::string version = ResourceVersionOf(object);
@@ -66,15 +72,22 @@ class DecodedCache {
     absl::StatusOr<T> decoded = T::FromJson(object);
     absl::MutexLock lock(&mu_);
     RemoveLocked(key);
+    snapshot_.reset();
     if (!decoded.ok()) return decoded.status();
-    for (const std::string& index_key : index_keys) by_index_[index_key].insert(key);
-    entries_[key] =
-        Entry{version, std::make_shared<const T>(*std::move(decoded)), std::move(index_keys)};
+    if (value_index_) {
+      for (std::string& index_key : value_index_(*decoded)) {
+        index_keys.push_back(std::move(index_key));
+      }
+    }
+    auto value = std::make_shared<const T>(*std::move(decoded));
+    for (const std::string& index_key : index_keys) by_index_[index_key][key] = value;
+    entries_[key] = Entry{version, std::move(value), std::move(index_keys)};
     return absl::OkStatus();
   }
   void Remove(const std::string& key) {
     absl::MutexLock lock(&mu_);
     RemoveLocked(key);
+    snapshot_.reset();
   }
   std::optional<T> Get(const std::string& key) const {
     std::shared_ptr<const T> value;
@@ -88,22 +101,26 @@ class DecodedCache {
   }
   // By key.
   std::vector<T> List() const { return Copies(Values()); }
-  // The objects filed under `index_key`, by key.
-  std::vector<T> Indexed(const std::string& index_key) const {
-    std::vector<std::shared_ptr<const T>> values;
-    {
-      absl::MutexLock lock(&mu_);
-      const auto keys = by_index_.find(index_key);
-      if (keys == by_index_.end()) return {};
-      for (const std::string& key : keys->second) values.push_back(entries_.at(key).value);
+  // List() as one immutable value shared by every caller, copied once after each change: the
+  // same pointer until an object is upserted at a new resourceVersion or removed, so a caller may
+  // keep what it derives from the list under it.
+  std::shared_ptr<const std::vector<T>> Snapshot() const {
+    absl::MutexLock lock(&mu_);
+    if (snapshot_ == nullptr) {
+      auto list = std::make_shared<std::vector<T>>();
+      list->reserve(entries_.size());
+      for (const auto& [key, entry] : entries_) list->push_back(*entry.value);
+      snapshot_ = std::move(list);
     }
-    return Copies(values);
+    return snapshot_;
   }
-  // Calls `visit` with every value, by key, outside the lock: the values are immutable and
-  // shared, so none is copied.
+  // The objects filed under `index_key`, by key.
+  std::vector<T> Indexed(const std::string& index_key) const { return Copies(Values(&index_key)); }
+  // Calls `visit` with every value (or those filed under `*index_key`), by key, outside the
+  // lock: the values are immutable and shared, so none is copied.
   template <typename Visit>
-  void ForEach(const Visit& visit) const {
-    for (const auto& value : Values()) visit(*value);
+  void ForEach(const Visit& visit, const std::string* index_key = nullptr) const {
+    for (const auto& value : Values(index_key)) visit(*value);
   }
 
  private:
@@ -113,11 +130,19 @@ class DecodedCache {
     std::vector<std::string> index_keys;
   };
 
-  std::vector<std::shared_ptr<const T>> Values() const {
+  // Every value, or those filed under `*index_key`.
+  std::vector<std::shared_ptr<const T>> Values(const std::string* index_key = nullptr) const {
     absl::MutexLock lock(&mu_);
     std::vector<std::shared_ptr<const T>> values;
-    values.reserve(entries_.size());
-    for (const auto& [key, entry] : entries_) values.push_back(entry.value);
+    if (index_key == nullptr) {
+      values.reserve(entries_.size());
+      for (const auto& [key, entry] : entries_) values.push_back(entry.value);
+      return values;
+    }
+    const auto keys = by_index_.find(*index_key);
+    if (keys == by_index_.end()) return values;
+    values.reserve(keys->second.size());
+    for (const auto& [key, value] : keys->second) values.push_back(value);
     return values;
   }
   static std::vector<T> Copies(const std::vector<std::shared_ptr<const T>>& values) {
@@ -138,9 +163,13 @@ class DecodedCache {
     entries_.erase(it);
   }
 
+  const ValueIndex value_index_;
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::set<std::string>> by_index_ ABSL_GUARDED_BY(mu_);
+  // Index key -> object key -> the entry's value.
+  std::map<std::string, std::map<std::string, std::shared_ptr<const T>>> by_index_
+      ABSL_GUARDED_BY(mu_);
+  mutable std::shared_ptr<const std::vector<T>> snapshot_ ABSL_GUARDED_BY(mu_);  // Null: stale.
 };
 
 }  // namespace wavepool::controller::internal

@@ -23,6 +23,7 @@
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/core/tcp_stream.hpp"
 #include "boost/beast/http.hpp"
+#include "wavepool/net/tcp_listen.h"
 
 namespace wavepool::controller::internal {
 namespace {
@@ -126,22 +127,9 @@ class BeastEndpoints final : public HttpEndpoints {
   ~BeastEndpoints() override { Stop(); }
 
   absl::Status Listen(const std::string& address, int port) {
-    boost::system::error_code error;
-    const auto ip = asio::ip::make_address(address, error);
-    if (error) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("http address: must be an IP address, got \"", address, "\""));
-    }
-    const tcp::endpoint endpoint{ip, static_cast<unsigned short>(port)};
-    acceptor_.open(endpoint.protocol(), error);
-    if (!error) acceptor_.set_option(asio::socket_base::reuse_address(true), error);
-    if (!error) acceptor_.bind(endpoint, error);
-    if (!error) acceptor_.listen(asio::socket_base::max_listen_connections, error);
-    if (error) {
-      return absl::UnavailableError(
-          absl::StrCat("http: cannot listen on ", address, ":", port, ": ", error.message()));
-    }
-    port_ = acceptor_.local_endpoint().port();
+    absl::StatusOr<int> bound = net::ListenTcp(acceptor_, "http", address, port);
+    if (!bound.ok()) return bound.status();
+    port_ = *bound;
     Accept();
     thread_ = std::thread([this] { io_.run(); });
     return absl::OkStatus();
@@ -255,9 +243,6 @@ std::string ProcessMetricsText() {
 absl::StatusOr<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(const std::string& address,
                                                                     int port, Handler handler,
                                                                     HttpLimits limits) {
-  if (port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("http port: must be in [0, 65535], got ", port));
-  }
   if (limits.request_deadline.count() <= 0 || limits.max_connections < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("http limits: request_deadline must be > 0 ms and max_connections >= 1, got ",

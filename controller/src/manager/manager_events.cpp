@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "wavepool/api/gpu_node_conditions.h"
+#include "wavepool/api/object_key.h"
 #include "wavepool/controller/owned_objects.h"
 
 namespace wavepool::controller::internal {
@@ -69,13 +70,13 @@ std::optional<std::string> OwningJobKey(const nlohmann::json& object) {
           StringField(owner, "kind") == "TrainingJob" &&
           StringField(owner, "apiVersion").rfind("wavepool.dev/", 0) == 0) {
         const std::string name = StringField(owner, "name");
-        if (!name.empty()) return absl::StrCat(ns, "/", name);
+        if (!name.empty()) return api::ObjectKey{ns, name}.ToString();
       }
     }
   }
   const std::string job = StringField(Field(meta, "annotations"), kAnnotationJobName);
   if (job.empty()) return std::nullopt;
-  return absl::StrCat(ns, "/", job);
+  return api::ObjectKey{ns, job}.ToString();
 }
 
 bool PodFreedGpus(const nlohmann::json& old_pod, const nlohmann::json& new_pod) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "owned_objects/owned_objects_internal.h"
 #include "wavepool/api/enums.h"
+#include "wavepool/api/object_key.h"
 #include "wavepool/base/status_macros.h"
 
 namespace wavepool::controller {
@@ -301,7 +302,7 @@ absl::Status ReadForegroundAnnotations(const kube::Pod& pod, const std::string& 
 absl::StatusOr<std::optional<GpuAssignment>> AssignmentFromPod(const kube::Pod& pod) {
   const std::string& ns = pod.metadata.namespace_;
   const std::string& name = pod.metadata.name;
-  const std::string id = absl::StrCat(ns, "/", name);
+  const std::string id = api::NamespacedName(pod.metadata);
   if (name.empty()) return BadPod(id, "metadata.name", "required");
   const std::string& phase = pod.status.phase;
   if (phase == "Succeeded" || phase == "Failed") return std::optional<GpuAssignment>();
@@ -321,7 +322,7 @@ absl::StatusOr<std::optional<GpuAssignment>> AssignmentFromPod(const kube::Pod& 
                   "orphaned from its job): its GPUs are not counted");
   }
   WAVEPOOL_ASSIGN_OR_RETURN(std::string job, RequiredAnnotation(pod, id, kAnnotationJobName));
-  a.job = absl::StrCat(ns, "/", job);
+  a.job = api::ObjectKey{ns, job}.ToString();
   a.node = pod.spec.node_name;
   if (a.node.empty()) return BadPod(id, "spec.nodeName", "required (wavepool binds its pods)");
   WAVEPOOL_ASSIGN_OR_RETURN(std::string uuids, RequiredAnnotation(pod, id, kAnnotationGpuUuids));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
 #include <utility>
 
 #include "wavepool/controller/owned_objects.h"
@@ -78,7 +79,7 @@ absl::Status GpuClaims::ObservePod(const nlohmann::json& pod) {
     held_.erase(key);
     return assignment.status();
   }
-  held_[key] = Held{uid, **std::move(assignment)};
+  held_[key] = Held{uid, std::make_shared<const GpuAssignment>(**std::move(assignment))};
   return absl::OkStatus();
 }
 
@@ -100,7 +101,8 @@ void GpuClaims::AssumeCreated(const nlohmann::json& pod) {
   absl::MutexLock lock(&mu_);
   if (observed_uids_.count(uid) != 0) return;  // the cache was faster
   const MonotonicTime expires_at = clock_.Now() + assume_timeout_;
-  assumed_[kube::ObjectKey(pod)] = Assumed{uid, **std::move(assignment), expires_at};
+  assumed_[kube::ObjectKey(pod)] =
+      Assumed{uid, std::make_shared<const GpuAssignment>(**std::move(assignment)), expires_at};
 }
 
 void GpuClaims::RememberUidLocked(const std::string& uid) {
@@ -120,9 +122,15 @@ void GpuClaims::ExpireAssumedLocked() const {
 }
 
 std::vector<GpuAssignment> GpuClaims::PodAssignments() const {
+  std::vector<GpuAssignment> out;
+  for (const auto& shared : SharedPodAssignments()) out.push_back(*shared);
+  return out;
+}
+
+std::vector<std::shared_ptr<const GpuAssignment>> GpuClaims::SharedPodAssignments() const {
   absl::MutexLock lock(&mu_);
   ExpireAssumedLocked();
-  std::vector<GpuAssignment> out;
+  std::vector<std::shared_ptr<const GpuAssignment>> out;
   out.reserve(held_.size() + assumed_.size());
   for (const auto& [key, held] : held_) out.push_back(held.assignment);
   for (const auto& [key, assumed] : assumed_) {

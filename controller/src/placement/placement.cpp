@@ -29,7 +29,7 @@ enum class Unusable { kNodeNotSchedulable, kForegroundHolder, kMemory };
 // A GPU that can take a fg rank and the bg pods that must leave it first.
 struct FgCandidate {
   std::size_t gpu = 0;
-  std::vector<std::size_t> preempt;  // Indexes into Inventory::assignments().
+  std::vector<std::size_t> preempt;  // Indexes for Inventory::assignment().
   double loss_seconds = 0;           // Progress the preempted pods lose.
   std::size_t cotenants = 0;         // Bg pods that stay and share the GPU.
 };
@@ -49,17 +49,17 @@ std::optional<std::vector<std::size_t>> ChooseVictims(const Inventory& inv, cons
   // By pod name, so that equal-cost choices do not depend on the order pods were recorded in.
   std::vector<std::size_t> bg = gpu.holders;
   std::sort(bg.begin(), bg.end(), [&](std::size_t x, std::size_t y) {
-    return inv.assignments()[x].pod < inv.assignments()[y].pod;
+    return inv.assignment(x).pod < inv.assignment(y).pod;
   });
   Bytes declared = 0;
-  for (std::size_t h : bg) declared += inv.assignments()[h].memory_per_gpu_bytes;
+  for (std::size_t h : bg) declared += inv.assignment(h).memory_per_gpu_bytes;
   // Usage the agent saw beyond what the pods declared stays after any preemption.
   const Bytes undeclared = std::max<Bytes>(0, gpu.observed_peak_bytes - declared);
   const Bytes available = gpu.memory_bytes - inv.MarginBytes(gpu) - undeclared;
   if (need > available) return std::nullopt;
   if (exclusive) return bg;
-  auto mem = [&](std::size_t h) { return inv.assignments()[h].memory_per_gpu_bytes; };
-  auto loss = [&](std::size_t h) { return inv.assignments()[h].progress_at_risk.count(); };
+  auto mem = [&](std::size_t h) { return inv.assignment(h).memory_per_gpu_bytes; };
+  auto loss = [&](std::size_t h) { return inv.assignment(h).progress_at_risk.count(); };
   if (bg.size() > 12) {  // Largest first frees the memory with the fewest pods.
     std::sort(bg.begin(), bg.end(), [&](std::size_t a, std::size_t b) {
       return std::make_tuple(-mem(a), loss(a), a) < std::make_tuple(-mem(b), loss(b), b);
@@ -121,7 +121,7 @@ Survey SurveyForeground(const ForegroundRequest& request, const Inventory& inv) 
     const Gpu& gpu = gpus[i];
     bool has_fg = false;
     for (std::size_t h : gpu.holders) {
-      has_fg = has_fg || inv.assignments()[h].role == api::Role::kForeground;
+      has_fg = has_fg || inv.assignment(h).role == api::Role::kForeground;
     }
     std::optional<std::vector<std::size_t>> victims;
     if (!gpu.schedulable) {
@@ -134,7 +134,7 @@ Survey SurveyForeground(const ForegroundRequest& request, const Inventory& inv) 
     } else {
       FgCandidate candidate{i, *victims, 0, gpu.holders.size() - victims->size()};
       for (std::size_t v : *victims) {
-        candidate.loss_seconds += inv.assignments()[v].progress_at_risk.count();
+        candidate.loss_seconds += inv.assignment(v).progress_at_risk.count();
       }
       if (survey.nodes.empty() || survey.nodes.back().node != gpu.node) {
         survey.nodes.push_back({gpu.node, {}});
@@ -260,7 +260,7 @@ absl::StatusOr<ForegroundPlacement> PlaceForeground(const ForegroundRequest& req
       placement.ranks.push_back(
           {static_cast<std::int64_t>(placement.ranks.size()), gpu.node, gpu.index, gpu.uuid});
       for (std::size_t v : candidate.preempt) {
-        const GpuAssignment& victim = inventory.assignments()[v];
+        const GpuAssignment& victim = inventory.assignment(v);
         preemptions.emplace(
             victim.pod,
             Preemption{

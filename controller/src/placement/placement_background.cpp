@@ -24,7 +24,7 @@ struct Tally {
 // The fg pod on `gpu`, if any (at most one: Inventory rejects two).
 const GpuAssignment* ForegroundOn(const Inventory& inv, const Gpu& gpu) {
   for (std::size_t h : gpu.holders) {
-    if (inv.assignments()[h].role == api::Role::kForeground) return &inv.assignments()[h];
+    if (inv.assignment(h).role == api::Role::kForeground) return &inv.assignment(h);
   }
   return nullptr;
 }

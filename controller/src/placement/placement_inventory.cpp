@@ -1,5 +1,7 @@
 // Inventory: the GPUs of every GPUNode and the pods holding them (placement.h).
 #include <algorithm>
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -106,73 +108,78 @@ absl::StatusOr<Inventory> Inventory::Build(const std::vector<api::GpuNode>& node
 }
 
 absl::Status Inventory::Add(const GpuAssignment& assignment) {
-  WAVEPOOL_RETURN_IF_ERROR(ValidateAssignment(assignment));
-  for (const GpuAssignment& existing : assignments_) {
-    if (existing.pod == assignment.pod) {
-      return BadAssignment(assignment, "pod", "already holds GPUs in the inventory");
-    }
+  return Add(std::make_shared<const GpuAssignment>(assignment));
+}
+
+absl::Status Inventory::Add(std::shared_ptr<const GpuAssignment> assignment) {
+  WAVEPOOL_RETURN_IF_ERROR(ValidateAssignment(*assignment));
+  if (assignment_by_pod_.count(assignment->pod) > 0) {
+    return BadAssignment(*assignment, "pod", "already holds GPUs in the inventory");
   }
-  assignments_.push_back(assignment);
-  absl::Status status = AddAt(assignments_.size() - 1);
-  if (!status.ok()) {
-    assignments_.pop_back();
-    Reindex();
-  }
-  return status;
+  WAVEPOOL_RETURN_IF_ERROR(CheckForegroundClash(*assignment));
+  const std::size_t i = assignments_.size();
+  assignment_by_pod_.emplace(assignment->pod, i);
+  assignments_.push_back(std::move(assignment));
+  Record(i);
+  return absl::OkStatus();
 }
 
 absl::Status Inventory::Remove(std::string_view pod) {
-  auto it = std::find_if(assignments_.begin(), assignments_.end(),
-                         [&](const GpuAssignment& a) { return a.pod == pod; });
-  if (it == assignments_.end()) {
+  const auto found = assignment_by_pod_.find(std::string(pod));
+  if (found == assignment_by_pod_.end()) {
     return absl::NotFoundError(absl::StrFormat("pod \"%s\" holds no GPU in the inventory", pod));
   }
-  assignments_.erase(it);
+  assignments_.erase(assignments_.begin() + static_cast<std::ptrdiff_t>(found->second));
   Reindex();
   return absl::OkStatus();
 }
 
-// Records assignments_[i] on its GPUs. A fg pod on a GPU that already has one is rejected: one fg
-// job per GPU (deeppool-burst-parallel §3).
-absl::Status Inventory::AddAt(std::size_t i) {
-  const GpuAssignment& a = assignments_[i];
+// A fg pod on a GPU that already has one is rejected: one fg job per GPU
+// (deeppool-burst-parallel §3).
+absl::Status Inventory::CheckForegroundClash(const GpuAssignment& a) const {
+  if (a.role != api::Role::kForeground) return absl::OkStatus();
+  for (const std::string& uuid : a.gpu_uuids) {
+    const auto found = gpu_by_uuid_.find(uuid);
+    if (found == gpu_by_uuid_.end()) continue;
+    for (std::size_t holder : gpus_[found->second].holders) {
+      if (assignments_[holder]->role == api::Role::kForeground) {
+        return BadAssignment(a, "gpu_uuids",
+                             absl::StrFormat("GPU %s already runs foreground pod \"%s\"", uuid,
+                                             assignments_[holder]->pod));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Inventory::Record(std::size_t i) {
+  const GpuAssignment& a = *assignments_[i];
   bool orphaned = false;
   for (const std::string& uuid : a.gpu_uuids) {
-    auto found = gpu_by_uuid_.find(uuid);
+    const auto found = gpu_by_uuid_.find(uuid);
     if (found == gpu_by_uuid_.end()) {
       orphaned = true;
       continue;
     }
-    Gpu& gpu = gpus_[found->second];
-    if (a.role == api::Role::kForeground) {
-      for (std::size_t holder : gpu.holders) {
-        if (assignments_[holder].role == api::Role::kForeground) {
-          return BadAssignment(a, "gpu_uuids",
-                               absl::StrFormat("GPU %s already runs foreground pod \"%s\"", uuid,
-                                               assignments_[holder].pod));
-        }
-      }
-    }
-    if (std::find(gpu.holders.begin(), gpu.holders.end(), i) == gpu.holders.end()) {
-      gpu.holders.push_back(i);
-    }
+    std::vector<std::size_t>& holders = gpus_[found->second].holders;
+    if (std::find(holders.begin(), holders.end(), i) == holders.end()) holders.push_back(i);
   }
   if (orphaned) orphaned_pods_.push_back(a.pod);
-  return absl::OkStatus();
 }
 
 void Inventory::Reindex() {
   for (Gpu& gpu : gpus_) gpu.holders.clear();
   orphaned_pods_.clear();
+  assignment_by_pod_.clear();
   for (std::size_t i = 0; i < assignments_.size(); ++i) {
-    // Every assignment was accepted once, so re-adding cannot fail.
-    AddAt(i).IgnoreError();
+    assignment_by_pod_.emplace(assignments_[i]->pod, i);
+    Record(i);
   }
 }
 
 Bytes Inventory::CommittedBytes(const Gpu& gpu) const {
   Bytes declared = 0;
-  for (std::size_t holder : gpu.holders) declared += assignments_[holder].memory_per_gpu_bytes;
+  for (std::size_t holder : gpu.holders) declared += assignments_[holder]->memory_per_gpu_bytes;
   return std::max(declared, gpu.observed_peak_bytes);
 }
 

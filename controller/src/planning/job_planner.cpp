@@ -120,7 +120,7 @@ absl::StatusOr<planner::PlanRequest> MakeRequest(const api::TrainingJob& job) {
         "spec: role, globalBatchSize and (for a Foreground job) gpus must be set");
   }
   planner::PlanRequest r;
-  r.job = absl::StrCat(job.metadata.namespace_, "/", job.metadata.name);
+  r.job = api::NamespacedName(job.metadata);
   // A bg job runs on one GPU beside the fg jobs (docs/controller.md).
   const std::int64_t gpus = *spec.role == api::Role::kForeground ? *spec.gpus : 1;
   if (gpus < 1 || gpus > (std::int64_t{1} << 16)) {
@@ -245,12 +245,16 @@ absl::StatusOr<std::string> DeviceForGpuModel(std::string_view gpu_model) {
 }
 
 std::string PlanningDevice(const std::vector<api::GpuNode>& nodes, std::string_view fallback) {
-  std::map<std::string, int> count;  // Sorted by name, so the first maximum wins a tie.
+  // Models counted first: a cluster has thousands of GPUs of a few models, and every reconcile
+  // that plans asks.
+  std::map<std::string_view, int> per_model;
   for (const api::GpuNode& node : nodes) {
-    for (const api::GpuStatus& gpu : node.status.gpus) {
-      absl::StatusOr<std::string> device = DeviceForGpuModel(gpu.model);
-      if (device.ok()) ++count[*device];
-    }
+    for (const api::GpuStatus& gpu : node.status.gpus) ++per_model[gpu.model];
+  }
+  std::map<std::string, int> count;  // Sorted by name, so the first maximum wins a tie.
+  for (const auto& [model, n] : per_model) {
+    absl::StatusOr<std::string> device = DeviceForGpuModel(model);
+    if (device.ok()) count[*device] += n;
   }
   std::string best(fallback);
   int best_count = 0;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -101,6 +102,11 @@ struct PlacementLedger {
   // lock, taken after mu: every fg gang's reconcile reads it, not only a decision.
   absl::Mutex clash_mu ABSL_ACQUIRED_AFTER(mu);
   std::set<std::string> gpu_clash_jobs ABSL_GUARDED_BY(clash_mu);
+  // The last GPUNode list screened for placement (ScreenedGpuNodes) and the result, reused while
+  // the reader hands out the same list. Its own lock, not mu.
+  absl::Mutex screened_mu;
+  std::shared_ptr<const std::vector<api::GpuNode>> screened_from ABSL_GUARDED_BY(screened_mu);
+  std::shared_ptr<const std::vector<api::GpuNode>> screened ABSL_GUARDED_BY(screened_mu);
 };
 
 struct ReconcileContext {
@@ -208,14 +214,16 @@ ReconcileResult ReportNameClash(ReconcileContext& ctx, std::string_view conditio
 
 // --- GPUNodes (reconcile_gpu_nodes.cpp) ---
 
-// The GPUNodes with what placement must not use withheld: a GPUNode without spec.nodeName is
-// left out whole; a GPU with an empty or duplicated UUID (within the node or across nodes: both
-// copies) or a negative memory figure is removed from its node. Every GPUNode with a problem
-// gets (once, on a change) a controller-owned condition `Invalid` naming the GPUs and the
-// other nodes involved, and a Warning Event; a GPUNode that is valid again gets Invalid=False.
-// Best effort: a failed write is retried by the next reconcile. Never fails the reconcile.
-std::vector<api::GpuNode> UsableGpuNodes(ReconcileContext& ctx,
-                                         const std::vector<api::GpuNode>& nodes);
+// The reader's GPUNodes with what placement must not use withheld: a GPUNode without
+// spec.nodeName is left out whole; a GPU with an empty or duplicated UUID (within the node or
+// across nodes: both copies) or a negative memory figure is removed from its node. Every GPUNode
+// with a problem gets (once, on a change) a controller-owned condition `Invalid` naming the GPUs
+// and the other nodes involved, and a Warning Event; a GPUNode that is valid again gets
+// Invalid=False. Best effort: a failed write is retried by the next reconcile. Never fails the
+// reconcile. Screened once per GPUNode list (ClusterReader::GpuNodes) whose writes all
+// succeeded: the reconciles in between share the result.
+std::shared_ptr<const std::vector<api::GpuNode>> ScreenedGpuNodes(ReconcileContext& ctx)
+    ABSL_LOCKS_EXCLUDED(ctx.ledger.screened_mu);
 
 // --- The gang's rendezvous Service (reconcile_service.cpp) ---
 

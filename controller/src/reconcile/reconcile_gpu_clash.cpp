@@ -22,7 +22,7 @@ namespace {
 // both gangs' reconciles agree on who yields.
 std::tuple<std::string, std::string> Age(const kube::Pod& pod) {
   return {pod.metadata.creation_timestamp,
-          absl::StrCat(pod.metadata.namespace_, "/", PodNameOf(pod))};
+          api::ObjectKey{pod.metadata.namespace_, PodNameOf(pod)}.ToString()};
 }
 
 // The other job's pod (other.pod, "ns/name") as the cache shows it; nullopt when not there yet.
@@ -45,7 +45,7 @@ std::set<std::string> ForegroundJobsOnGpusOf(const Inventory& inventory, const G
   for (const Inventory::Gpu& gpu : inventory.gpus()) {
     if (uuids.count(gpu.uuid) == 0) continue;
     for (const std::size_t h : gpu.holders) {
-      const GpuAssignment& holder = inventory.assignments()[h];
+      const GpuAssignment& holder = inventory.assignment(h);
       if (holder.role == api::Role::kForeground) jobs.insert(holder.job);
     }
   }

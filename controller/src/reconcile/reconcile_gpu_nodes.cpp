@@ -2,8 +2,10 @@
 // reported on its GPUNode, never allowed to fail the reconciles of the whole cluster
 // (reconcile_context.h; docs/controller.md "Invalid GPUNodes").
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -22,32 +24,44 @@ struct Problems {
   bool duplicate = false;  // A UUID reported twice: the reason names it.
 };
 
-// "GPUNode <name>.status.gpus[<i>]" of every place a UUID is reported.
-std::map<std::string, std::vector<std::string>> UuidOwners(const std::vector<api::GpuNode>& nodes) {
-  std::map<std::string, std::vector<std::string>> owners;
+// How many times each UUID is reported, over every GPUNode with a node name (one without is
+// left out whole). Counted, not listed: only a duplicate needs its places named.
+using UuidCounts = std::unordered_map<std::string, int>;
+
+UuidCounts CountUuids(const std::vector<api::GpuNode>& nodes) {
+  UuidCounts counts;
   for (const api::GpuNode& node : nodes) {
-    if (node.spec.node_name.empty()) continue;  // Left out whole.
+    if (node.spec.node_name.empty()) continue;
+    for (const api::GpuStatus& gpu : node.status.gpus) {
+      if (!gpu.uuid.empty()) ++counts[gpu.uuid];
+    }
+  }
+  return counts;
+}
+
+// "GPUNode <name> status.gpus[<i>]" of every place `uuid` is reported.
+std::vector<std::string> PlacesOf(const std::vector<api::GpuNode>& nodes, const std::string& uuid) {
+  std::vector<std::string> places;
+  for (const api::GpuNode& node : nodes) {
+    if (node.spec.node_name.empty()) continue;
     for (std::size_t i = 0; i < node.status.gpus.size(); ++i) {
-      const std::string& uuid = node.status.gpus[i].uuid;
-      if (!uuid.empty()) {
-        owners[uuid].push_back(
-            absl::StrCat("GPUNode ", node.metadata.name, " status.gpus[", i, "]"));
+      if (node.status.gpus[i].uuid == uuid) {
+        places.push_back(absl::StrCat("GPUNode ", node.metadata.name, " status.gpus[", i, "]"));
       }
     }
   }
-  return owners;
+  return places;
 }
 
 // Why the GPU at `i` of `node` must not be offered; empty when it may.
-std::string GpuProblem(const api::GpuNode& node, std::size_t i,
-                       const std::map<std::string, std::vector<std::string>>& owners,
-                       Problems& problems) {
+std::string GpuProblem(const std::vector<api::GpuNode>& nodes, const api::GpuNode& node,
+                       std::size_t i, const UuidCounts& counts, Problems& problems) {
   const api::GpuStatus& gpu = node.status.gpus[i];
   const std::string field = absl::StrCat("status.gpus[", i, "]");
   if (gpu.uuid.empty()) return absl::StrCat(field, ".uuid: must not be empty");
-  const std::vector<std::string>& where = owners.at(gpu.uuid);
-  if (where.size() > 1) {
+  if (counts.at(gpu.uuid) > 1) {
     problems.duplicate = true;
+    const std::vector<std::string> where = PlacesOf(nodes, gpu.uuid);
     return absl::StrCat(field, ".uuid: ", gpu.uuid, " is reported ", where.size(), " times (",
                         absl::StrJoin(where, ", "), ")");
   }
@@ -84,49 +98,85 @@ std::optional<api::Condition> DesiredCondition(const api::GpuNode& node, const P
 }
 
 // Writes the condition and records the Event when they differ from what the GPUNode shows.
-void Report(ReconcileContext& ctx, api::GpuNode node, const Problems& problems) {
-  std::optional<api::Condition> desired = DesiredCondition(node, problems);
-  if (!desired.has_value()) return;
-  const api::Condition* before = api::FindCondition(node.status.conditions, desired->type);
+// False when the write failed (the next screening tries again).
+bool Report(ReconcileContext& ctx, const api::GpuNode& seen, const Problems& problems) {
+  std::optional<api::Condition> desired = DesiredCondition(seen, problems);
+  if (!desired.has_value()) return true;
+  const api::Condition* before = api::FindCondition(seen.status.conditions, desired->type);
   if (before != nullptr && before->status == desired->status && before->reason == desired->reason &&
       before->message == desired->message) {
-    return;
+    return true;
   }
   const bool invalid = desired->status == ConditionStatus::kTrue;
   const std::string reason = desired->reason;
   const std::string message = desired->message;
+  api::GpuNode node = seen;  // Copied only to write.
   api::SetCondition(&node.status.conditions, *std::move(desired), ctx.now);
   // Conflict (the agent published meanwhile) and the like: the next reconcile tries again.
-  if (!ctx.writer.UpdateGpuNodeStatus(node).ok()) return;
+  if (!ctx.writer.UpdateGpuNodeStatus(node).ok()) return false;
   ctx.writer.RecordGpuNodeEvent(node, invalid, reason, message);
+  return true;
+}
+
+// The GPUNodes with what placement must not use withheld (ScreenedGpuNodes); `reported` is
+// false when a condition could not be written.
+std::vector<api::GpuNode> UsableGpuNodes(ReconcileContext& ctx, std::vector<api::GpuNode> nodes,
+                                         bool& reported) {
+  reported = true;
+  const UuidCounts counts = CountUuids(nodes);
+  // Screened before any is moved: a duplicate's message names its places in `nodes`.
+  std::vector<std::vector<bool>> withheld(nodes.size());
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const api::GpuNode& node = nodes[n];
+    Problems problems;
+    if (node.spec.node_name.empty()) {
+      problems.messages.push_back("spec.nodeName: must not be empty");
+      reported &= Report(ctx, node, problems);
+      continue;
+    }
+    withheld[n].assign(node.status.gpus.size(), false);
+    for (std::size_t i = 0; i < node.status.gpus.size(); ++i) {
+      std::string problem = GpuProblem(nodes, node, i, counts, problems);
+      if (!problem.empty()) {
+        withheld[n][i] = true;
+        problems.messages.push_back(std::move(problem));
+      }
+    }
+    reported &= Report(ctx, node, problems);
+  }
+  std::vector<api::GpuNode> usable;
+  usable.reserve(nodes.size());
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    if (nodes[n].spec.node_name.empty()) continue;
+    std::vector<api::GpuStatus>& gpus = nodes[n].status.gpus;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      if (withheld[n][i]) continue;
+      if (kept != i) gpus[kept] = std::move(gpus[i]);
+      ++kept;
+    }
+    gpus.resize(kept);
+    usable.push_back(std::move(nodes[n]));
+  }
+  return usable;
 }
 
 }  // namespace
 
-std::vector<api::GpuNode> UsableGpuNodes(ReconcileContext& ctx,
-                                         const std::vector<api::GpuNode>& nodes) {
-  const std::map<std::string, std::vector<std::string>> owners = UuidOwners(nodes);
-  std::vector<api::GpuNode> usable;
-  usable.reserve(nodes.size());
-  for (const api::GpuNode& node : nodes) {
-    Problems problems;
-    if (node.spec.node_name.empty()) {
-      problems.messages.push_back("spec.nodeName: must not be empty");
-      Report(ctx, node, problems);
-      continue;
-    }
-    api::GpuNode kept = node;
-    kept.status.gpus.clear();
-    for (std::size_t i = 0; i < node.status.gpus.size(); ++i) {
-      std::string problem = GpuProblem(node, i, owners, problems);
-      if (problem.empty()) {
-        kept.status.gpus.push_back(node.status.gpus[i]);
-      } else {
-        problems.messages.push_back(std::move(problem));
-      }
-    }
-    Report(ctx, node, problems);
-    usable.push_back(std::move(kept));
+std::shared_ptr<const std::vector<api::GpuNode>> ScreenedGpuNodes(ReconcileContext& ctx) {
+  const std::shared_ptr<const std::vector<api::GpuNode>> listed = ctx.reader.GpuNodes();
+  {
+    absl::MutexLock lock(&ctx.ledger.screened_mu);
+    // The ledger holds the list it screened, so no later list can have its address.
+    if (ctx.ledger.screened_from == listed) return ctx.ledger.screened;
+  }
+  bool reported = false;
+  auto usable =
+      std::make_shared<const std::vector<api::GpuNode>>(UsableGpuNodes(ctx, *listed, reported));
+  if (reported) {
+    absl::MutexLock lock(&ctx.ledger.screened_mu);
+    ctx.ledger.screened_from = listed;
+    ctx.ledger.screened = usable;
   }
   return usable;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,7 +31,7 @@ GpuAssignment AssignmentOf(const api::TrainingJob& job, const api::PodPlacement&
                            double idle_fraction) {
   GpuAssignment a;
   a.job = api::NamespacedName(job.metadata);
-  a.pod = absl::StrCat(job.metadata.namespace_, "/", p.pod);
+  a.pod = api::ObjectKey{job.metadata.namespace_, p.pod}.ToString();
   a.role = job.spec.role.value_or(api::Role::kForeground);
   a.node = p.node;
   a.gpu_uuids = p.gpu_uuids;
@@ -62,28 +63,31 @@ bool KnownBefore(const Reservation& r, const std::string& resource_version) {
 
 // Pods other jobs recorded in status.placement (or this controller reserved or nominated) that
 // hold no pod yet: a controller stopped between its status write and its pod creations left
-// them; they count as taken so that the job re-creating them later finds its GPUs free.
-// REQUIRES: ctx.ledger.mu held.
-std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const std::set<std::string>& held)
+// them; they count as taken so that the job re-creating them later finds its GPUs free. Pods
+// `counted` holds, and those in `seen`, are left out. REQUIRES: ctx.ledger.mu held.
+std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const Inventory& counted,
+                                   std::set<std::string> seen)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
-  std::set<std::string> seen = held;
+  std::vector<GpuAssignment> intents;
   // A reservation whose write's outcome the cache shows is counted by the loop over the jobs.
-  std::vector<GpuAssignment> intents = ctx.ledger.claims.StandingIntents(
-      ctx.key, ctx.now, [&ctx](const std::string& key) { return LookUpClaimant(ctx, key); }, seen);
-  // Visited, not listed: only the few gangs being created are read, not a copy of every job.
-  ctx.reader.ForEachJob([&](const api::TrainingJob& job) {
-    // Only a gang being created (phase Placed) holds GPUs without pods; a Running gang's
-    // missing pod was lost, a Preempted one's is gone, and both are placed afresh.
-    if (job.status.placement.empty() || job.status.phase != api::JobPhase::kPlaced ||
-        api::NamespacedName(job.metadata) == ctx.key) {
-      return;
-    }
-    // The pods holding GPUs are in `seen` already. Not PodsOfJob: behind an informer, a new pod
+  for (GpuAssignment& a : ctx.ledger.claims.StandingIntents(
+           ctx.key, ctx.now, [&ctx](const std::string& key) { return LookUpClaimant(ctx, key); },
+           seen)) {
+    if (!counted.Holds(a.pod)) intents.push_back(std::move(a));
+  }
+  // Only a gang being created (phase Placed) holds GPUs without pods; a Running gang's missing
+  // pod was lost, a Preempted one's is gone, and both are placed afresh. Visited by phase: only
+  // the few gangs being created are read, not every job.
+  ctx.reader.ForEachJobInPhase(api::JobPhase::kPlaced, [&](const api::TrainingJob& job) {
+    if (job.status.placement.empty() || api::NamespacedName(job.metadata) == ctx.key) return;
+    // The pods holding GPUs are counted already. Not PodsOfJob: behind an informer, a new pod
     // shows there a moment before Assignments() counts its GPUs.
     const Bytes memory = job.status.plan ? job.status.plan->memory_per_gpu_bytes : 0;
     for (const api::PodPlacement& p : job.status.placement) {
-      GpuAssignment a = AssignmentOf(job, p, memory, 0);
-      if (seen.insert(a.pod).second) intents.push_back(std::move(a));
+      std::string pod = api::ObjectKey{job.metadata.namespace_, p.pod}.ToString();
+      if (!counted.Holds(pod) && seen.insert(std::move(pod)).second) {
+        intents.push_back(AssignmentOf(job, p, memory, 0));
+      }
     }
   });
   return intents;
@@ -98,25 +102,26 @@ absl::StatusOr<Inventory> BuildInventory(const ReconcileContext& ctx,
       ctx.job.spec.gpus.value_or(1), static_cast<std::int64_t>(ctx.job.status.placement.size()));
   for (std::int64_t r = 0; r < ranks; ++r) {
     own_current.insert(
-        absl::StrCat(ctx.ns(), "/", PodName(ctx.name(), ctx.job.status.gang_generation, r)));
+        api::ObjectKey{ctx.ns(), PodName(ctx.name(), ctx.job.status.gang_generation, r)}
+            .ToString());
   }
   WAVEPOOL_ASSIGN_OR_RETURN(
       Inventory inventory,
       Inventory::Build(nodes, NodeStatesWithHeartbeats(ctx, nodes), {}, ctx.options.placement));
-  std::set<std::string> held;
-  for (const GpuAssignment& a : ctx.reader.Assignments()) {
-    if (own_current.count(a.pod) > 0) continue;
-    held.insert(a.pod);
+  std::set<std::string> clashing;  // Counted GPU by GPU, under other names (AddClashingPod).
+  for (const std::shared_ptr<const GpuAssignment>& a : ctx.reader.SharedAssignments()) {
+    if (own_current.count(a->pod) > 0) continue;
     if (absl::Status s = inventory.Add(a); !s.ok()) {
-      if (!ClashesWithForeground(inventory, a)) return s;
-      const std::set<std::string> jobs = AddClashingPod(inventory, a);
+      if (!ClashesWithForeground(inventory, *a)) return s;
+      clashing.insert(a->pod);
+      const std::set<std::string> jobs = AddClashingPod(inventory, *a);
       absl::MutexLock clash_lock(&ctx.ledger.clash_mu);
       ctx.ledger.gpu_clash_jobs.insert(jobs.begin(), jobs.end());
     }
   }
-  for (const GpuAssignment& intent : Intents(ctx, held)) {
+  for (GpuAssignment& intent : Intents(ctx, inventory, std::move(clashing))) {
     // An intent that clashes with a real pod lost its GPU: its job re-places when it looks.
-    inventory.Add(intent).IgnoreError();
+    inventory.Add(std::make_shared<const GpuAssignment>(std::move(intent))).IgnoreError();
   }
   return inventory;
 }
@@ -155,9 +160,9 @@ struct Decision {
   std::vector<Preemption> preemptions;
 };
 
+// Takes the inventory: a background job's decision places the jobs queued ahead of it in it.
 absl::StatusOr<Decision> Decide(const ReconcileContext& ctx, const JobPlan& plan,
-                                const Inventory& inventory)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
+                                Inventory inventory) ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   if (ctx.foreground()) {
     ForegroundRequest request;
     request.job = ctx.key;
@@ -168,12 +173,11 @@ absl::StatusOr<Decision> Decide(const ReconcileContext& ctx, const JobPlan& plan
     WAVEPOOL_ASSIGN_OR_RETURN(ForegroundPlacement placed, PlaceForeground(request, inventory));
     return Decision{placed.ranks, placed.preemptions};
   }
-  Inventory queued = inventory;
-  const int ahead = PlaceQueuedEarlier(ctx, queued);
+  const int ahead = PlaceQueuedEarlier(ctx, inventory);
   absl::StatusOr<BackgroundPlacement> placed =
       PlaceBackground({ctx.key, plan.memory_per_gpu_bytes,
                        ctx.ledger.quarantine.NodesFor(ctx.key, ctx.job.metadata.uid, ctx.now)},
-                      queued);
+                      inventory);
   if (!placed.ok() && ahead > 0 && IsNotPlaceable(placed.status())) {
     return absl::ResourceExhaustedError(
         absl::StrCat(placed.status().message(), "; ", ahead,
@@ -257,7 +261,7 @@ absl::StatusOr<PlaceOutcome> DecideReservation(ReconcileContext& ctx, const JobP
   const api::Role role = ctx.job.spec.role.value_or(api::Role::kForeground);
   WAVEPOOL_ASSIGN_OR_RETURN(Inventory inventory, BuildInventory(ctx, nodes));
   const auto start = ctx.options.clock->Now();
-  absl::StatusOr<Decision> decision = Decide(ctx, plan, inventory);
+  absl::StatusOr<Decision> decision = Decide(ctx, plan, std::move(inventory));
   if (ctx.metrics != nullptr) {
     ctx.metrics->ObservePlacementDecision(
         role, std::chrono::nanoseconds(ctx.options.clock->Now() - start));
@@ -324,7 +328,7 @@ std::optional<std::string> TakenBy(const ReconcileContext& ctx, const Inventory&
                                                  api::kDefaultAllowBackground);
   int background = 0;
   for (const std::size_t h : gpu.holders) {
-    const GpuAssignment& holder = inventory.assignments()[h];
+    const GpuAssignment& holder = inventory.assignment(h);
     const bool holder_fg = holder.role == api::Role::kForeground;
     background += holder_fg ? 0 : 1;
     const bool clash =

@@ -53,13 +53,16 @@ int PlaceQueuedEarlier(const ReconcileContext& ctx, Inventory& inventory) {
   };
   std::vector<std::pair<std::pair<std::chrono::system_clock::time_point, std::string>, Queued>>
       earlier;
-  ctx.reader.ForEachJob([&](const api::TrainingJob& job) {
+  const auto visit = [&](const api::TrainingJob& job) {
     if (!WaitsForBackgroundGpu(job) || api::NamespacedName(job.metadata) == ctx.key) return;
     if (QueuedAt(job) < mine) {
       earlier.emplace_back(QueuedAt(job),
                            Queued{job.metadata.uid, job.status.plan->memory_per_gpu_bytes});
     }
-  });
+  };
+  // A job waiting for a GPU is Planned, or Preempted until placed again (Waiting).
+  ctx.reader.ForEachJobInPhase(api::JobPhase::kPlanned, visit);
+  ctx.reader.ForEachJobInPhase(api::JobPhase::kPreempted, visit);
   std::sort(earlier.begin(), earlier.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   int placed_ahead = 0;

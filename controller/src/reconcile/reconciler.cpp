@@ -3,6 +3,7 @@
 #include "wavepool/controller/reconciler.h"
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "reconcile/reconcile_context.h"
 #include "reconcile/reconcile_validation.h"
 #include "wavepool/api/defaults.h"
+#include "wavepool/api/object_key.h"
 #include "wavepool/base/plural.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/controller/job_progress.h"
@@ -285,10 +287,11 @@ Reconciler::~Reconciler() = default;
 absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::string_view name) {
   State& s = *state_;
   std::optional<api::TrainingJob> read = s.reader.GetJob(ns, name);
-  ReconcileContext ctx{s.reader,  s.writer, s.options,
-                       s.metrics, s.ledger, absl::StrCat(std::string(ns), "/", std::string(name)),
-                       {},        {},       {},
-                       {},        false,    {}};
+  ReconcileContext ctx{
+      s.reader,  s.writer, s.options,
+      s.metrics, s.ledger, api::ObjectKey{std::string(ns), std::string(name)}.ToString(),
+      {},        {},       {},
+      {},        false,    {}};
   // Step 1: gone or going; garbage collection removes what it owned.
   if (!read.has_value() || !read->metadata.deletion_timestamp.empty()) {
     internal::ForgetJob(s.ledger, ctx.key);
@@ -318,7 +321,8 @@ absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::
     ++ctx.job.status.gang_generation;
   }
   if (!ctx.job.status.phase.has_value()) ctx.job.status.phase = api::JobPhase::kPending;
-  const std::vector<api::GpuNode> nodes = internal::UsableGpuNodes(ctx, s.reader.ListGpuNodes());
+  const std::shared_ptr<const std::vector<api::GpuNode>> screened = internal::ScreenedGpuNodes(ctx);
+  const std::vector<api::GpuNode>& nodes = *screened;
   WAVEPOOL_ASSIGN_OR_RETURN(internal::PlanOutcome planned,
                             internal::PlanAndStore(ctx, s.plans, nodes));
   if (planned.wait.has_value()) {

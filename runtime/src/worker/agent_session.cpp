@@ -1,6 +1,5 @@
 #include "wavepool/runtime/agent_session.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,11 +12,8 @@
 namespace wavepool::runtime {
 namespace {
 
-std::int64_t MonotonicNanos() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
+// At most one memory sample per 5 ms: the agent's memory waves are sampled at 100 Hz.
+constexpr std::chrono::milliseconds kMemoryReportInterval{5};
 
 // The process's resident set (/proc/self/statm): what a CPU task reserves. 0 when unreadable.
 std::uint64_t ResidentBytes() {
@@ -31,8 +27,8 @@ std::uint64_t ResidentBytes() {
 
 }  // namespace
 
-AgentSession::AgentSession(std::unique_ptr<agent::AgentClient> client)
-    : client_(std::move(client)), role_(client_->gate()->role()) {}
+AgentSession::AgentSession(std::unique_ptr<agent::AgentClient> client, Clock& clock)
+    : client_(std::move(client)), clock_(clock), role_(client_->gate()->role()) {}
 
 AgentSession::~AgentSession() { client_->Close(); }
 
@@ -48,7 +44,9 @@ absl::StatusOr<std::unique_ptr<AgentSession>> AgentSession::Connect(
   while (true) {
     absl::StatusOr<std::unique_ptr<agent::AgentClient>> client =
         agent::AgentClient::Connect(options);
-    if (client.ok()) return std::unique_ptr<AgentSession>(new AgentSession(*std::move(client)));
+    if (client.ok()) {
+      return std::unique_ptr<AgentSession>(new AgentSession(*std::move(client), clock));
+    }
     if (!absl::IsUnavailable(client.status()) || clock.Now() + backoff > deadline) {
       return absl::Status(
           client.status().code(),
@@ -109,15 +107,14 @@ void AgentSession::ReportIteration(std::int64_t iteration, double seconds, std::
 }
 
 void AgentSession::ReportMemory(std::uint64_t allocated_bytes) {
-  // At most one sample per 5 ms: the agent's memory waves are sampled at 100 Hz.
-  const std::int64_t now = MonotonicNanos();
-  std::int64_t last = last_memory_report_ns_.load(std::memory_order_relaxed);
-  if (now - last < 5'000'000 ||
-      !last_memory_report_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+  const MonotonicTime now = clock_.Now();
+  MonotonicTime next = next_memory_report_.load(std::memory_order_relaxed);
+  if (now < next || !next_memory_report_.compare_exchange_strong(next, now + kMemoryReportInterval,
+                                                                 std::memory_order_relaxed)) {
     return;
   }
   const std::uint64_t reserved = std::max(allocated_bytes, ResidentBytes());
-  (void)client_->ReportMemory({now, allocated_bytes, reserved});
+  (void)client_->ReportMemory({ToMonotonicNanos(now), allocated_bytes, reserved});
 }
 
 }  // namespace wavepool::runtime

@@ -19,6 +19,7 @@
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/core/string.hpp"
 #include "boost/beast/http.hpp"
+#include "wavepool/net/tcp_listen.h"
 
 namespace wavepool::testing::apiserver {
 namespace {
@@ -182,20 +183,9 @@ class BeastHttpServer final : public HttpServer {
   ~BeastHttpServer() override { Stop(); }
 
   absl::Status Listen(const std::string& address, int port) {
-    boost::system::error_code error;
-    const auto ip = asio::ip::make_address(address, error);
-    if (error)
-      return absl::InvalidArgumentError(absl::StrCat("address ", address, ": not an IP address"));
-    const tcp::endpoint endpoint{ip, static_cast<unsigned short>(port)};
-    acceptor_.open(endpoint.protocol(), error);
-    if (!error) acceptor_.set_option(asio::socket_base::reuse_address(true), error);
-    if (!error) acceptor_.bind(endpoint, error);
-    if (!error) acceptor_.listen(asio::socket_base::max_listen_connections, error);
-    if (error) {
-      return absl::UnavailableError(
-          absl::StrCat("listen on ", address, ":", port, ": ", error.message()));
-    }
-    port_ = acceptor_.local_endpoint().port();
+    absl::StatusOr<int> bound = net::ListenTcp(acceptor_, "test API server", address, port);
+    if (!bound.ok()) return bound.status();
+    port_ = *bound;
     accept_thread_ = std::thread([this] { AcceptLoop(); });
     return absl::OkStatus();
   }
@@ -297,9 +287,6 @@ std::string HttpRequest::Query(const std::string& name) const {
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& address, int port,
                                                               HttpHandler handler) {
-  if (port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("port: must be in [0, 65535], got ", port));
-  }
   auto server = std::make_unique<BeastHttpServer>(std::move(handler));
   if (absl::Status status = server->Listen(address, port); !status.ok()) return status;
   return server;

@@ -69,6 +69,8 @@ class HttpServer {
  public:
   // Listens on `address`:`port` (0: any free port) and serves every request with `handler`.
   // The port is bound with SO_REUSEADDR, so a restarted server can take it back at once.
+  // InvalidArgument for an address that is not an IP address or a port outside [0, 65535];
+  // Unavailable when the port cannot be bound (wavepool/net/tcp_listen.h).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const std::string& address, int port,
                                                            HttpHandler handler);
 

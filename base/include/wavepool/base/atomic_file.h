@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "wavepool/base/scoped_fd.h"
 
 namespace wavepool {
 
@@ -29,8 +30,19 @@ inline absl::Status WriteFileAtomically(const std::string& path, std::string_vie
   return WriteFileAtomically(path, std::vector<std::string_view>{contents});
 }
 
-// The whole regular file. `what` names it in messages ("checkpoint", "LATEST file").
+// The whole regular file `path`. Errors read "read <what> <path>: <problem>", where `what` names
+// the file's role ("checkpoint", "LATEST file"; empty: "read <path>: ..."): ErrnoError's codes
+// for a failed open, fstat or read; FailedPrecondition for a directory or another file that is
+// not regular; DataLoss when the file ends before the size it had when opened (it shrank while
+// read: truncated in place, which WriteFileAtomically never does). A file that grows while read
+// is read to its end. Not for pseudo-files whose size is a placeholder (sysfs reports 4096).
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what);
+
+// The same for a file the caller opened itself (to report a failed open in its own words), with
+// the checks and messages above; `path` only names the file in messages. The caller keeps `fd`.
+// REQUIRES: fd.valid(), open for reading and at offset 0 (as open(2) leaves it).
+absl::StatusOr<std::string> ReadWholeFile(const ScopedFd& fd, const std::string& path,
+                                          std::string_view what);
 
 // fsync of a directory, so that entries created, renamed or removed in it survive a crash.
 // Filesystems that cannot sync a directory (EINVAL, ENOTSUP) count as success.

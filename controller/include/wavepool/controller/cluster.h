@@ -12,9 +12,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -34,7 +36,8 @@ namespace wavepool::controller {
 inline constexpr std::string_view kGpuNodeConditionInvalid = "Invalid";
 
 // Read access to the objects the controller watches. Implementations are thread-safe; every
-// result is a copy the caller owns (ForEachJob lends each job for the length of one call).
+// result is a copy the caller owns or an immutable value shared with the reader (GpuNodes,
+// SharedAssignments), and ForEachJob and ForEachJobInPhase lend each job for one call.
 class ClusterReader {
  public:
   virtual ~ClusterReader() = default;
@@ -50,6 +53,15 @@ class ClusterReader {
   // call; `visit` may call the reader again. The default visits ListJobs().
   virtual void ForEachJob(const std::function<void(const api::TrainingJob&)>& visit) const {
     for (const api::TrainingJob& job : ListJobs()) visit(job);
+  }
+  // ForEachJob for the jobs whose status.phase is `phase` alone. KubeCluster keeps its jobs
+  // indexed by phase, so a placement decision that looks for the few gangs being created or
+  // jobs waiting does not visit every job in the cluster. The default filters ForEachJob.
+  virtual void ForEachJobInPhase(api::JobPhase phase,
+                                 const std::function<void(const api::TrainingJob&)>& visit) const {
+    ForEachJob([&](const api::TrainingJob& job) {
+      if (job.status.phase == phase) visit(job);
+    });
   }
   // The pods labelled as the job's (JobSelector), including terminating ones; sorted by name.
   // Typed: the cache's JSON is decoded where it enters the reader (kube::Pod::FromJson; in
@@ -70,6 +82,13 @@ class ClusterReader {
       std::string_view ns, std::string_view name) const = 0;
   // Every GPUNode, sorted by name.
   virtual std::vector<api::GpuNode> ListGpuNodes() const = 0;
+  // ListGpuNodes() as an immutable value. KubeCluster hands out the same pointer until a GPUNode
+  // changes, so that what a caller derives from it (the GPUNodes screened for placement) can be
+  // kept under the pointer instead of being redone on every reconcile. The default copies
+  // ListGpuNodes() on each call.
+  virtual std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const {
+    return std::make_shared<const std::vector<api::GpuNode>>(ListGpuNodes());
+  }
   // The Node's readiness and labels as placement needs them, for every Node, by name. The
   // heartbeat verdict (NodeState::heartbeat_fresh) is left false: the reconciler decides it
   // from GPUNode heartbeats and its own clock.
@@ -78,6 +97,16 @@ class ClusterReader {
   // still hold theirs), built with AssignmentFromPod; together with the pods this controller
   // created that the cache has not shown yet (see ClusterWriter::CreatePod).
   virtual std::vector<GpuAssignment> Assignments() const = 0;
+  // Assignments() as immutable values shared with the reader (KubeCluster keeps each pod's
+  // assignment so), for a placement decision's inventory, which holds every pod's: copying them
+  // all on each decision grew with the cluster. The default copies Assignments().
+  virtual std::vector<std::shared_ptr<const GpuAssignment>> SharedAssignments() const {
+    std::vector<std::shared_ptr<const GpuAssignment>> shared;
+    for (GpuAssignment& a : Assignments()) {
+      shared.push_back(std::make_shared<const GpuAssignment>(std::move(a)));
+    }
+    return shared;
+  }
 };
 
 // Write access. Errors are the API server's, as kube::Client returns them (kube::IsConflict,

@@ -51,6 +51,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -128,6 +129,9 @@ class GpuClaims {
   void AssumeCreated(const nlohmann::json& pod);
   // The GPUs held by pods, held ones by namespace/name, then assumed ones.
   std::vector<GpuAssignment> PodAssignments() const;
+  // The same, shared: each pod's assignment is immutable, so a placement decision's inventory
+  // keeps these instead of copying every pod's.
+  std::vector<std::shared_ptr<const GpuAssignment>> SharedPodAssignments() const;
   std::size_t AssumedCount() const;
 
   // --- Reservations and nominations ---
@@ -161,11 +165,11 @@ class GpuClaims {
  private:
   struct Held {
     std::string uid;
-    GpuAssignment assignment;
+    std::shared_ptr<const GpuAssignment> assignment;
   };
   struct Assumed {
     std::string uid;
-    GpuAssignment assignment;
+    std::shared_ptr<const GpuAssignment> assignment;
     MonotonicTime expires_at;
   };
   // Uids the cache has shown, newest last, so that an assumption that loses the race with the

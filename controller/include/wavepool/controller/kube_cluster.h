@@ -4,13 +4,15 @@
 // (manager.h); unit tests of the reconcile logic use an in-memory fake instead.
 //
 // Informers (one each; all namespaces, or options.watch_namespace for the namespaced ones):
-//   TrainingJobs   every job, decoded once per resourceVersion (GetJob, ListJobs)
+//   TrainingJobs   every job, decoded once per resourceVersion (GetJob, ListJobs), indexed
+//                  by status.phase (ForEachJobInPhase)
 //   Pods           labelled app.kubernetes.io/managed-by=wavepool-controller, indexed by
 //                  namespace + wavepool.dev/job label (PodsOfJob)
 //   ConfigMaps     every ConfigMap (the Plan ConfigMaps and the layer tables jobs reference)
 //   Services       labelled app.kubernetes.io/managed-by=wavepool-controller (the gangs'
 //                  rendezvous Services), indexed like the pods (ServicesOfJob)
-//   GPUNodes       decoded once per resourceVersion (ListGpuNodes)
+//   GPUNodes       decoded once per resourceVersion, listed in one shared copy per change
+//                  (GpuNodes)
 //   Nodes          Ready condition and wavepool.dev/managed label, kept per Node from its
 //                  events (NodeStates)
 //
@@ -116,14 +118,18 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
   std::optional<api::TrainingJob> GetJob(std::string_view ns, std::string_view name) const override;
   std::vector<api::TrainingJob> ListJobs() const override;
   void ForEachJob(const std::function<void(const api::TrainingJob&)>& visit) const override;
+  void ForEachJobInPhase(api::JobPhase phase,
+                         const std::function<void(const api::TrainingJob&)>& visit) const override;
   std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override;
   std::vector<kube::Service> ServicesOfJob(std::string_view ns,
                                            std::string_view job) const override;
   absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(std::string_view ns,
                                                               std::string_view name) const override;
   std::vector<api::GpuNode> ListGpuNodes() const override;
+  std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const override;
   std::map<std::string, NodeState> NodeStates() const override;
   std::vector<GpuAssignment> Assignments() const override;
+  std::vector<std::shared_ptr<const GpuAssignment>> SharedAssignments() const override;
 
   // ClusterWriter.
   absl::StatusOr<nlohmann::json> CreatePod(const nlohmann::json& pod) override;

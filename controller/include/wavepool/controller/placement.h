@@ -22,9 +22,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -97,7 +99,7 @@ class Inventory {
     Bytes memory_bytes = 0;
     Bytes observed_peak_bytes = 0;     // Memory-wave peak; 0 before the agent saw a period.
     bool schedulable = false;          // Its node is ready, managed and fresh.
-    std::vector<std::size_t> holders;  // Indexes into assignments(), in insertion order.
+    std::vector<std::size_t> holders;  // Indexes for assignment(), in insertion order.
   };
 
   // InvalidArgument naming the object and field for: a GPUNode without spec.nodeName, two GPUs
@@ -111,14 +113,20 @@ class Inventory {
                                          const std::vector<GpuAssignment>& assignments,
                                          const PlacementOptions& options = {});
 
-  // Records one more pod (after a placement), validated as in Build.
+  // Records one more pod (after a placement), validated as in Build; nothing changes when it
+  // fails. Constant time in the number of pods. The shared form keeps `assignment` without
+  // copying it (the pods' assignments are immutable and shared with the cluster reader's cache).
   absl::Status Add(const GpuAssignment& assignment);
+  absl::Status Add(std::shared_ptr<const GpuAssignment> assignment);
   // Forgets a pod (deleted or preempted). NotFound for an unknown pod.
   absl::Status Remove(std::string_view pod);
 
   // Sorted by node name, then GPU index.
   const std::vector<Gpu>& gpus() const { return gpus_; }
-  const std::vector<GpuAssignment>& assignments() const { return assignments_; }
+  // The `i`-th pod recorded, in the order added (Gpu::holders index them).
+  const GpuAssignment& assignment(std::size_t i) const { return *assignments_[i]; }
+  // Whether `pod` ("ns/name") is recorded.
+  bool Holds(const std::string& pod) const { return assignment_by_pod_.count(pod) > 0; }
   const std::vector<std::string>& orphaned_pods() const { return orphaned_pods_; }
   const PlacementOptions& options() const { return options_; }
 
@@ -130,13 +138,17 @@ class Inventory {
   Bytes HeadroomBytes(const Gpu& gpu) const;
 
  private:
-  absl::Status AddAt(std::size_t assignment);
+  // Whether `a` may go on its GPUs: one fg pod per GPU.
+  absl::Status CheckForegroundClash(const GpuAssignment& a) const;
+  // Records assignments_[i] on its GPUs (and as orphaned when one is unknown).
+  void Record(std::size_t i);
   void Reindex();
 
   PlacementOptions options_;
   std::vector<Gpu> gpus_;
-  std::map<std::string, std::size_t> gpu_by_uuid_;
-  std::vector<GpuAssignment> assignments_;
+  std::unordered_map<std::string, std::size_t> gpu_by_uuid_;
+  std::vector<std::shared_ptr<const GpuAssignment>> assignments_;
+  std::unordered_map<std::string, std::size_t> assignment_by_pod_;  // Index into assignments_.
   std::vector<std::string> orphaned_pods_;
 };
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "wavepool/base/clock.h"
+
 namespace wavepool::local {
 
 struct RunOptions {
@@ -38,6 +40,10 @@ struct RunOptions {
   int threads = 0;                      // intra-op threads per worker; 0: LibTorch's default
   bool tty = false;                     // live bars instead of timestamped lines
   std::chrono::seconds stop_grace{60};  // after SIGINT/SIGTERM, before the workers are killed
+  // What the run reads the time from: the in-process agent and its simulated GPUs, progress
+  // pacing and timestamps, the report's times and the default --out name. Null: the real clock.
+  // The workers are other processes and always read the real one. Borrowed: must outlive the run.
+  Clock* clock = nullptr;
 };
 
 // Exit status of `wavepool run`: 0 every job succeeded; 1 a job failed (named on `err`); 2 bad

@@ -32,7 +32,8 @@ class AgentSession final : public LaunchPacer {
   // may still be starting) until `connect_timeout`, then returns Unavailable naming the socket;
   // the agent's own refusal (no free slot, a bad registration) is returned at once. The retries
   // back off from 50 ms to 1 s on `clock` (a simulated one in tests), which also times
-  // `connect_timeout`.
+  // `connect_timeout` and stamps the session's memory reports.
+  // REQUIRES: `clock` outlives the session.
   static absl::StatusOr<std::unique_ptr<AgentSession>> Connect(
       const std::string& agent_dir, const agent::RegisterRequest& identity,
       std::chrono::milliseconds connect_timeout, agent::LogSink log = agent::LogToStderr,
@@ -48,15 +49,17 @@ class AgentSession final : public LaunchPacer {
   agent::AgentClient& client() { return *client_; }
 
  private:
-  explicit AgentSession(std::unique_ptr<agent::AgentClient> client);
+  AgentSession(std::unique_ptr<agent::AgentClient> client, Clock& clock);
   absl::Status TakeCredit();
   void RaisePause();
   void LowerPause();
 
   const std::unique_ptr<agent::AgentClient> client_;
+  Clock& clock_;
   const agent::Role role_;
   std::atomic<bool> stopped_{false};
-  std::atomic<std::int64_t> last_memory_report_ns_{0};
+  // The earliest time the next memory sample goes out (ReportMemory throttles); min: any time.
+  std::atomic<MonotonicTime> next_memory_report_{MonotonicTime::min()};
   absl::Mutex pause_mu_;
   int pause_holders_ ABSL_GUARDED_BY(pause_mu_) = 0;  // groups running with the pause raised
 };
