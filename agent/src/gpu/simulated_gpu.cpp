@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gpu/simulated_gpu_engine.h"
+#include "wavepool/base/fnv1a.h"
 #include "wavepool/base/plural.h"
 #include "wavepool/base/status_macros.h"
 
@@ -74,17 +75,7 @@ absl::Status ValidateGroup(const OpGroupSpec& g) {
   return absl::OkStatus();
 }
 
-// 64-bit FNV-1a: stable across platforms and releases (std::hash is neither), so a node's UUIDs
-// survive an agent upgrade.
-std::uint64_t Fnv1a64(std::string_view text) {
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
-
+// Hashed with FNV-1a, stable across releases: a node's UUIDs survive an agent upgrade.
 std::string SimulatedUuid(std::uint64_t seed, std::string_view node_name, std::uint32_t index) {
   std::uint64_t node = Fnv1a64(node_name);
   std::uint64_t state = SplitMix64(node) ^ seed ^ (0xA24BAED4963EE407ull * (index + 1));

@@ -16,20 +16,11 @@
 #include "owned_objects/owned_objects_internal.h"
 #include "wavepool/api/enums.h"
 #include "wavepool/api/object_key.h"
+#include "wavepool/base/fnv1a.h"
 #include "wavepool/base/status_macros.h"
 
 namespace wavepool::controller {
 namespace {
-
-// 64-bit FNV-1a: tiny, stable across platforms and releases (std::hash is neither).
-std::uint64_t Fnv1a64(std::string_view text) {
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
 
 // Kubernetes label keys and values may not end in '-' or '.'; neither may DNS names.
 std::string_view TrimTrailingSeparators(std::string_view text) {

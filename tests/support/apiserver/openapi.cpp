@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_split.h"
 #include "tests/support/apiserver/discovery.h"
+#include "wavepool/base/fnv1a.h"
 
 namespace wavepool::testing::apiserver {
 namespace {
@@ -411,13 +412,8 @@ std::string V3PathOf(const ResourceInfo& resource) {
 // An opaque content hash (64-bit FNV-1a, hex) for the index's serverRelativeURL: it changes when
 // a document changes, so a client's cache keyed by URL never serves a stale schema.
 std::string ContentHash(const std::string& text) {
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
   char buffer[17];
-  std::snprintf(buffer, sizeof(buffer), "%016llX", static_cast<unsigned long long>(hash));
+  std::snprintf(buffer, sizeof(buffer), "%016llX", static_cast<unsigned long long>(Fnv1a64(text)));
   return buffer;
 }
 
