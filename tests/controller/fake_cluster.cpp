@@ -85,11 +85,13 @@ void FakeCluster::FreezeJobView(std::string_view ns, std::string_view name) {
   absl::MutexLock lock(&mu_);
   const auto it = jobs_.find(Key(ns, name));
   if (it != jobs_.end()) frozen_jobs_[it->first] = it->second;
+  job_changes_.Record(Key(ns, name));
 }
 
 void FakeCluster::ThawJobView(std::string_view ns, std::string_view name) {
   absl::MutexLock lock(&mu_);
   frozen_jobs_.erase(Key(ns, name));
+  job_changes_.Record(Key(ns, name));
 }
 
 api::TrainingJob FakeCluster::StoredJob(std::string_view ns, std::string_view name) const {
@@ -104,6 +106,7 @@ api::TrainingJob FakeCluster::AddJob(api::TrainingJob job) {
   job.metadata.resource_version = NextResourceVersion();
   if (job.metadata.creation_timestamp.empty()) job.metadata.creation_timestamp = Now();
   jobs_[Key(job.metadata.namespace_, job.metadata.name)] = api::ToJson(job);
+  job_changes_.Record(Key(job.metadata.namespace_, job.metadata.name));
   return job;
 }
 
@@ -118,12 +121,14 @@ absl::Status FakeCluster::EditJob(std::string_view ns, std::string_view name,
   ++job->metadata.generation;
   job->metadata.resource_version = NextResourceVersion();
   it->second = api::ToJson(*job);
+  job_changes_.Record(it->first);
   return absl::OkStatus();
 }
 
 void FakeCluster::RemoveJob(std::string_view ns, std::string_view name) {
   absl::MutexLock lock(&mu_);
   jobs_.erase(Key(ns, name));
+  job_changes_.Record(Key(ns, name));
 }
 
 void FakeCluster::PutConfigMap(json config_map) {
@@ -149,6 +154,7 @@ void FakeCluster::PutGpuNode(api::GpuNode node) {
 void FakeCluster::SetNodeState(const std::string& node, NodeState state) {
   absl::MutexLock lock(&mu_);
   node_states_[node] = state;
+  node_state_map_.reset();
 }
 
 absl::Status FakeCluster::SetPodPhase(std::string_view ns, std::string_view name,
@@ -264,6 +270,29 @@ std::optional<api::TrainingJob> FakeCluster::GetJob(std::string_view ns,
   return *job;
 }
 
+JobChanges FakeCluster::JobChangesSince(std::uint64_t version) const {
+  absl::MutexLock lock(&mu_);
+  JobChanges changes;
+  changes.version = job_changes_.version();
+  std::optional<std::vector<std::string>> keys = job_changes_.KeysSince(version);
+  changes.complete = !keys.has_value();
+  if (changes.complete) {
+    keys.emplace();
+    for (const auto& [key, stored] : jobs_) keys->push_back(key);
+  }
+  for (std::string& key : *keys) {
+    std::shared_ptr<const api::TrainingJob> now;  // As ListJobs shows it.
+    if (const auto stored = jobs_.find(key); stored != jobs_.end()) {
+      const auto frozen = frozen_jobs_.find(key);
+      absl::StatusOr<api::TrainingJob> job = api::TrainingJob::FromJson(
+          frozen != frozen_jobs_.end() ? frozen->second : stored->second);
+      if (job.ok()) now = std::make_shared<const api::TrainingJob>(*std::move(job));
+    }
+    changes.changed.emplace_back(std::move(key), std::move(now));
+  }
+  return changes;
+}
+
 std::vector<api::TrainingJob> FakeCluster::ListJobs() const {
   absl::MutexLock lock(&mu_);
   std::vector<api::TrainingJob> jobs;
@@ -351,13 +380,26 @@ std::shared_ptr<const std::vector<api::GpuNode>> FakeCluster::GpuNodes() const {
   return gpu_node_list_;
 }
 
-std::map<std::string, NodeState> FakeCluster::NodeStates() const {
+std::map<std::string, NodeState> FakeCluster::NodeStates() const { return *SharedNodeStates(); }
+
+NodeStateMap FakeCluster::SharedNodeStates() const {
   absl::MutexLock lock(&mu_);
-  std::map<std::string, NodeState> states = node_states_;
-  for (auto& [name, state] : states) state.heartbeat_fresh = false;  // The reconciler decides.
-  return states;
+  if (node_state_map_ == nullptr) {
+    auto states = std::make_shared<std::map<std::string, NodeState>>(node_states_);
+    for (auto& [name, state] : *states) state.heartbeat_fresh = false;  // The reconciler decides.
+    node_state_map_ = std::move(states);
+  }
+  return node_state_map_;
 }
 
 std::vector<GpuAssignment> FakeCluster::Assignments() const { return claims_.PodAssignments(); }
+
+std::vector<std::shared_ptr<const GpuAssignment>> FakeCluster::SharedAssignments() const {
+  return claims_.SharedPodAssignments();
+}
+
+AssignmentChanges FakeCluster::AssignmentChangesSince(std::uint64_t version) const {
+  return claims_.PodChangesSince(version);
+}
 
 }  // namespace wavepool::controller

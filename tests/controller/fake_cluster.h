@@ -29,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/simulated_clock.h"
+#include "wavepool/base/change_log.h"
 #include "wavepool/base/clock.h"
 #include "wavepool/controller/cluster.h"
 #include "wavepool/controller/gpu_claims.h"
@@ -119,7 +120,11 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   // As KubeCluster: the same list until a GPUNode changes.
   std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const override;
   std::map<std::string, NodeState> NodeStates() const override;
+  NodeStateMap SharedNodeStates() const override;
   std::vector<GpuAssignment> Assignments() const override;
+  std::vector<std::shared_ptr<const GpuAssignment>> SharedAssignments() const override;
+  JobChanges JobChangesSince(std::uint64_t version) const override;
+  AssignmentChanges AssignmentChangesSince(std::uint64_t version) const override;
 
   // ClusterWriter.
   absl::StatusOr<nlohmann::json> CreatePod(const nlohmann::json& pod) override;
@@ -161,6 +166,8 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::int64_t uid_counter_ ABSL_GUARDED_BY(mu_) = 0;
   // "ns/name" -> TrainingJob JSON.
   std::map<std::string, nlohmann::json> jobs_ ABSL_GUARDED_BY(mu_);
+  // Every change to what ListJobs shows (jobs_, frozen_jobs_), for JobChangesSince.
+  ChangeLog job_changes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, nlohmann::json> pods_ ABSL_GUARDED_BY(mu_);  // "ns/name" -> Pod.
   // The pods' GPUs, as KubeCluster keeps them from its pod cache; this cache is never behind,
   // so nothing is ever assumed. Every change to pods_ is observed here, under mu_; GpuClaims
@@ -173,6 +180,8 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   // GpuNodes(); null after a change to gpu_nodes_.
   mutable std::shared_ptr<const std::vector<api::GpuNode>> gpu_node_list_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, NodeState> node_states_ ABSL_GUARDED_BY(mu_);
+  // SharedNodeStates(); null after a change to node_states_.
+  mutable NodeStateMap node_state_map_ ABSL_GUARDED_BY(mu_);
   mutable std::vector<std::string> decode_warnings_ ABSL_GUARDED_BY(mu_);
   std::vector<RecordedEvent> events_ ABSL_GUARDED_BY(mu_);
   std::map<std::int64_t, absl::Status> faults_ ABSL_GUARDED_BY(mu_);  // Write number -> failure.

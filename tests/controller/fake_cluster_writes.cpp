@@ -160,6 +160,7 @@ absl::StatusOr<api::TrainingJob> FakeCluster::UpdateJobStatus(const api::Trainin
   const json status = api::ToJson(job).value("status", json::object());
   it->second["status"] = status;
   Meta(it->second)["resourceVersion"] = NextResourceVersion();
+  job_changes_.Record(it->first);
   ++writes_;
   ++status_writes_;
   if (!lost_placement_response_.ok() && !job.status.placement.empty()) {

@@ -275,6 +275,56 @@ TEST_F(GpuClaimsTest, PreemptedPodAnswersOnlyForItsJobAndIsForgottenAfterMemory)
   EXPECT_EQ(claims_.PreemptorOf("ns/w-0", "ns/w"), "ns/fg");
 }
 
+// --- The change log (PodChangesSince) ---
+
+// The changes as "ns/pod=GPU" ("ns/pod=-" for nothing held), in the order listed.
+std::vector<std::string> Described(const AssignmentChanges& changes) {
+  std::vector<std::string> out;
+  for (const auto& [pod, now] : changes.changed) {
+    out.push_back(pod + "=" + (now == nullptr ? std::string("-") : now->gpu_uuids.front()));
+  }
+  return out;
+}
+
+TEST_F(GpuClaimsTest, PodChangesSinceListEachChangedPodOnceAsItHoldsNow) {
+  const AssignmentChanges start = claims_.PodChangesSince(0);
+  EXPECT_FALSE(start.complete);
+  EXPECT_THAT(start.changed, IsEmpty());
+  ASSERT_THAT(claims_.ObservePod(BgPod("p", "uid-p", "GPU-0")), IsOk());
+  claims_.AssumeCreated(BgPod("q", "uid-q", "GPU-1"));
+  ASSERT_THAT(claims_.ObservePod(BgPod("p", "uid-p", "GPU-2")), IsOk());
+  const AssignmentChanges first = claims_.PodChangesSince(start.version);
+  EXPECT_FALSE(first.complete);
+  EXPECT_THAT(Described(first), ElementsAre("ns/p=GPU-2", "ns/q=GPU-1"));
+  EXPECT_THAT(claims_.PodChangesSince(first.version).changed, IsEmpty());
+
+  claims_.ObservePodDeleted(BgPod("p", "uid-p", "GPU-2"));
+  clock_.Advance(kAssumeTimeout);  // q's assumption ends: a change too.
+  const AssignmentChanges second = claims_.PodChangesSince(first.version);
+  EXPECT_THAT(Described(second), ElementsAre("ns/p=-", "ns/q=-"));
+  EXPECT_THAT(claims_.PodAssignments(), IsEmpty());
+}
+
+TEST_F(GpuClaimsTest, PodChangesSinceAVersionTheLogNoLongerReachesListEveryPod) {
+  ASSERT_THAT(claims_.ObservePod(BgPod("p", "uid-p", "GPU-0")), IsOk());
+  const std::uint64_t version = claims_.PodChangesSince(0).version;
+  // Not a version this log returned: every pod.
+  const AssignmentChanges unknown = claims_.PodChangesSince(version + 1);
+  EXPECT_TRUE(unknown.complete);
+  EXPECT_THAT(Described(unknown), ElementsAre("ns/p=GPU-0"));
+  for (std::size_t i = 0; i < GpuClaims::kPodChangesKept; ++i) {
+    claims_.ObservePodDeleted(BgPod("gone", "uid-gone", "GPU-1"));
+  }
+  const AssignmentChanges reached = claims_.PodChangesSince(version);
+  EXPECT_FALSE(reached.complete);
+  EXPECT_THAT(Described(reached), ElementsAre("ns/gone=-"));
+  claims_.AssumeCreated(BgPod("q", "uid-q", "GPU-1"));
+  const AssignmentChanges forgotten = claims_.PodChangesSince(version);
+  EXPECT_TRUE(forgotten.complete);
+  EXPECT_THAT(Described(forgotten), ElementsAre("ns/p=GPU-0", "ns/q=GPU-1"));
+  EXPECT_FALSE(claims_.PodChangesSince(forgotten.version).complete);
+}
+
 // --- Invariant 8: ForgetJob ---
 
 TEST_F(GpuClaimsTest, ForgetJobDropsEverythingOfTheJobOnly) {

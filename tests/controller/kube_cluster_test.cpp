@@ -352,7 +352,7 @@ TEST_F(KubeClusterTest, WritesAnnotationsConfigMapsStatusAndEvents) {
 // The two reads a placement decision makes of the whole cluster: jobs by phase (a job moves
 // between phases as its status changes) and the GPUNodes as one list, the same until one
 // changes.
-TEST_F(KubeClusterTest, JobsAreVisitedByPhaseAndGpuNodesSharedUntilOneChanges) {
+TEST_F(KubeClusterTest, JobsAreVisitedByPhaseAndChangesAndGpuNodesSharedUntilOneChanges) {
   ASSERT_OK_AND_ASSIGN(SimulatedNodes nodes, StartSimulatedNodes(*client_, {"node-a"}, 2));
   const api::TrainingJob first = CreateJob("first");
   const api::TrainingJob second = CreateJob("second");
@@ -384,6 +384,22 @@ TEST_F(KubeClusterTest, JobsAreVisitedByPhaseAndGpuNodesSharedUntilOneChanges) {
   EXPECT_TRUE(Eventually([&] { return in_phase(api::JobPhase::kRunning).size() == 1; }, kCatchUp));
   EXPECT_THAT(in_phase(api::JobPhase::kPlaced), ElementsAre("first")) << "left its old phase";
   EXPECT_THAT(in_phase(api::JobPhase::kRunning), ElementsAre("second"));
+
+  // The job cache's change log: everything since 0, then only what changed.
+  const JobChanges all = cluster->JobChangesSince(0);
+  EXPECT_FALSE(all.complete);
+  EXPECT_THAT(all.changed, SizeIs(3));
+  std::optional<api::TrainingJob> placed = cluster->GetJob("default", "first");
+  ASSERT_TRUE(placed.has_value());
+  placed->status.phase = api::JobPhase::kRunning;
+  ASSERT_OK(cluster->UpdateJobStatus(*placed).status());
+  EXPECT_TRUE(Eventually([&] { return in_phase(api::JobPhase::kRunning).size() == 2; }, kCatchUp));
+  const JobChanges since = cluster->JobChangesSince(all.version);
+  ASSERT_THAT(since.changed, SizeIs(1));
+  EXPECT_EQ(since.changed[0].first, "default/first");
+  ASSERT_NE(since.changed[0].second, nullptr);
+  EXPECT_EQ(since.changed[0].second->status.phase, api::JobPhase::kRunning);
+  EXPECT_THAT(cluster->JobChangesSince(since.version).changed, IsEmpty());
 
   const std::shared_ptr<const std::vector<api::GpuNode>> listed = cluster->GpuNodes();
   ASSERT_THAT(*listed, SizeIs(1));

@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/controller/inventory_pods.h"
 #include "tests/support/status_matchers.h"
 
 namespace wavepool::controller {
@@ -415,6 +416,79 @@ TEST(Inventory, AddRemoveAndOrphans) {
   EXPECT_OK(PlaceForeground(FgRequest(2), inv).status());
   EXPECT_THAT(inv.Remove("train"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("train")));
   EXPECT_THAT(inv.orphaned_pods(), ElementsAre("gone"));
+}
+
+TEST(Inventory, ARemovedPodsSlotIsReusedWithoutDisturbingTheOthers) {
+  Inventory inv = MustBuild({Node("node-a", 2)},
+                            {Bg("b0", Uuid("node-a", 0), kGiB), Bg("b1", Uuid("node-a", 1), kGiB),
+                             Fg("f", {Uuid("node-a", 0)}, kGiB)});
+  ASSERT_OK(inv.Remove("b0"));
+  ASSERT_OK(inv.Add(Bg("b2", Uuid("node-a", 1), 2 * kGiB)));
+  EXPECT_FALSE(inv.Holds("b0"));
+  EXPECT_TRUE(inv.Holds("b2"));
+  EXPECT_EQ(PodsByGpu(inv), (std::map<std::string, std::vector<std::string>>{
+                                {Uuid("node-a", 0), {"f"}}, {Uuid("node-a", 1), {"b1", "b2"}}}));
+  EXPECT_EQ(inv.CommittedBytes(inv.gpus()[1]), 3 * kGiB);
+}
+
+TEST(Inventory, UndoTrialRestoresThePodsNewestFirst) {
+  Inventory inv = MustBuild({Node("node-a", 2)}, {Fg("train", {Uuid("node-a", 0)}, 10 * kGiB),
+                                                  Bg("bg", Uuid("node-a", 1), kGiB)});
+  const auto before = PodsByGpu(inv);
+  inv.StartTrial();
+  ASSERT_OK(inv.Remove("train"));
+  // The GPU the removed fg pod held takes another fg pod within the trial.
+  ASSERT_OK(inv.Add(Fg("other", {Uuid("node-a", 0), Uuid("node-a", 1)}, 20 * kGiB)));
+  ASSERT_OK(inv.Remove("bg"));
+  ASSERT_OK(inv.Remove("other"));
+  ASSERT_OK(inv.Add(Bg("bg", Uuid("node-a", 0), 5 * kGiB)));  // The same name, elsewhere.
+  ASSERT_OK(inv.Add(Bg("lost", Uuid("node-z", 0), kGiB)));    // Orphaned.
+  inv.UndoTrial();
+  EXPECT_EQ(PodsByGpu(inv), before);
+  EXPECT_THAT(inv.orphaned_pods(), ::testing::IsEmpty());
+  EXPECT_FALSE(inv.Holds("other"));
+  EXPECT_EQ(inv.CommittedBytes(inv.gpus()[0]), 10 * kGiB);
+  EXPECT_EQ(inv.CommittedBytes(inv.gpus()[1]), kGiB);
+  // Outside a trial nothing is recorded: a later undo-free change stays.
+  ASSERT_OK(inv.Remove("bg"));
+  EXPECT_FALSE(inv.Holds("bg"));
+}
+
+TEST(Inventory, SetGpusWithTheSameGpusKeepsThePodsAndTakesTheNewFigures) {
+  std::vector<api::GpuNode> nodes = {Node("node-a", 2)};
+  Inventory inv = MustBuild(nodes, {Fg("train", {Uuid("node-a", 0)}, 10 * kGiB)});
+  nodes[0].status.gpus[0].memory_wave = api::MemoryWave{30 * kGiB, 0, 0, 0, 0};
+  nodes[0].status.gpus[1].memory_bytes = 20 * kGiB;
+  std::map<std::string, NodeState> states = AllReady(nodes);
+  states["node-a"].heartbeat_fresh = false;
+  ASSERT_OK(inv.SetGpus(nodes, states));
+  EXPECT_EQ(PodsByGpu(inv)[Uuid("node-a", 0)], std::vector<std::string>{"train"});
+  EXPECT_EQ(inv.CommittedBytes(inv.gpus()[0]), 30 * kGiB);
+  EXPECT_EQ(inv.gpus()[1].memory_bytes, 20 * kGiB);
+  EXPECT_FALSE(inv.gpus()[0].schedulable);
+  EXPECT_THAT(inv.Add(Fg("second", {Uuid("node-a", 0)}, kGiB)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("already runs foreground")));
+}
+
+TEST(Inventory, SetGpusWithOtherGpusRecordsThePodsAgainAndAFailureChangesNothing) {
+  Inventory inv = MustBuild({Node("node-a", 1)}, {Bg("early", Uuid("node-b", 0), kGiB),
+                                                  Bg("here", Uuid("node-a", 0), kGiB)});
+  EXPECT_THAT(inv.orphaned_pods(), ElementsAre("early"));
+  std::vector<api::GpuNode> nodes = {Node("node-a", 1), Node("node-b", 1)};
+  ASSERT_OK(inv.SetGpus(nodes, AllReady(nodes)));
+  EXPECT_THAT(inv.orphaned_pods(), ::testing::IsEmpty());
+  EXPECT_EQ(PodsByGpu(inv), (std::map<std::string, std::vector<std::string>>{
+                                {Uuid("node-a", 0), {"here"}}, {Uuid("node-b", 0), {"early"}}}));
+  std::vector<api::GpuNode> bad = nodes;
+  bad[1].status.gpus[0].uuid = Uuid("node-a", 0);
+  EXPECT_THAT(inv.SetGpus(bad, AllReady(bad)), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                        HasSubstr("must be non-empty and unique")));
+  EXPECT_EQ(inv.gpus().size(), 2u);
+  EXPECT_EQ(PodsByGpu(inv)[Uuid("node-b", 0)], std::vector<std::string>{"early"});
+  ASSERT_OK(inv.SetGpus({Node("node-a", 1)}, AllReady({Node("node-a", 1)})));
+  EXPECT_THAT(inv.orphaned_pods(), ElementsAre("early"));
+  ASSERT_NE(inv.FindGpu(Uuid("node-a", 0)), nullptr);
+  EXPECT_EQ(inv.FindGpu(Uuid("node-b", 0)), nullptr);
 }
 
 TEST(IdleFraction, IsIdleGpuSecondsOverIterationTimesGpus) {

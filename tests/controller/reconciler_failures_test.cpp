@@ -17,7 +17,9 @@ namespace {
 using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::Not;
+using ::testing::SizeIs;
 
 constexpr std::string_view kNs = FakeScene::kNamespace;
 
@@ -289,6 +291,16 @@ TEST_F(RunningGang, AStaleAgentHeartbeatRestartsTheGangWithoutCounting) {
   EXPECT_THAT(scene.cluster.EventsWithReason("GangRestart").at(0).message, HasSubstr("heartbeats"));
   ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
   EXPECT_EQ(scene.Job("train").status.placement.at(0).node, "node-b");
+}
+
+TEST_F(RunningGang, HeartbeatsGoStaleAsTimePassesThoughNoGpuNodeChanges) {
+  ASSERT_OK(reconciler.Reconcile(kNs, "train").status());  // Fresh now, judged on this clock.
+  EXPECT_THAT(scene.cluster.EventsWithReason("GangRestart"), IsEmpty());
+  scene.clock.Advance(std::chrono::seconds(61));  // heartbeat_timeout is 60 s; nobody beats.
+  ASSERT_OK(reconciler.Reconcile(kNs, "train").status());
+  EXPECT_EQ(scene.Job("train").status.restarts, 0);
+  ASSERT_THAT(scene.cluster.EventsWithReason("GangRestart"), SizeIs(1));
+  EXPECT_THAT(scene.cluster.EventsWithReason("GangRestart").at(0).message, HasSubstr("heartbeats"));
 }
 
 TEST_F(RunningGang, APodDeletedBySomeoneElseRestartsTheGangWithoutCounting) {

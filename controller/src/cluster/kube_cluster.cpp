@@ -210,13 +210,18 @@ absl::StatusOr<std::unique_ptr<KubeCluster>> KubeCluster::Create(kube::Client& c
     }
     const NodeState node_state = decoded.ok() ? NodeStateFromNode(*decoded) : NodeState();
     absl::MutexLock lock(&s->mu);
-    s->node_states[kube::ObjectKey(node)] = node_state;
+    // Most Node updates (the kubelet's own heartbeats) change nothing placement reads.
+    const auto [it, added] = s->node_states.try_emplace(kube::ObjectKey(node), node_state);
+    if (!added && it->second == node_state) return;
+    it->second = node_state;
+    s->node_states_snapshot.reset();
   };
   node_handlers.on_update = [add = node_handlers.on_add](const nlohmann::json&,
                                                          const nlohmann::json& node) { add(node); };
   node_handlers.on_delete = [s](const nlohmann::json& node) {
     absl::MutexLock lock(&s->mu);
     s->node_states.erase(kube::ObjectKey(node));
+    s->node_states_snapshot.reset();
   };
   if (status.ok()) status = s->nodes.AddEventHandler(node_handlers);
   if (status.ok()) {
@@ -337,12 +342,29 @@ std::map<std::string, NodeState> KubeCluster::NodeStates() const {
   return state_->node_states;
 }
 
+NodeStateMap KubeCluster::SharedNodeStates() const {
+  absl::MutexLock lock(&state_->mu);
+  if (state_->node_states_snapshot == nullptr) {
+    state_->node_states_snapshot =
+        std::make_shared<const std::map<std::string, NodeState>>(state_->node_states);
+  }
+  return state_->node_states_snapshot;
+}
+
 std::vector<GpuAssignment> KubeCluster::Assignments() const {
   return state_->claims.PodAssignments();
 }
 
 std::vector<std::shared_ptr<const GpuAssignment>> KubeCluster::SharedAssignments() const {
   return state_->claims.SharedPodAssignments();
+}
+
+JobChanges KubeCluster::JobChangesSince(std::uint64_t version) const {
+  return state_->job_cache.ChangesSince(version);
+}
+
+AssignmentChanges KubeCluster::AssignmentChangesSince(std::uint64_t version) const {
+  return state_->claims.PodChangesSince(version);
 }
 
 }  // namespace wavepool::controller

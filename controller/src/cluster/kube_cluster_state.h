@@ -3,6 +3,7 @@
 #ifndef WAVEPOOL_CONTROLLER_SRC_CLUSTER_KUBE_CLUSTER_STATE_H_
 #define WAVEPOOL_CONTROLLER_SRC_CLUSTER_KUBE_CLUSTER_STATE_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -19,6 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/api/training_job.h"
+#include "wavepool/base/change_log.h"
 #include "wavepool/base/clock.h"
 #include "wavepool/controller/gpu_claims.h"
 #include "wavepool/controller/kube_cluster.h"
@@ -72,7 +75,6 @@ class DecodedCache {
     absl::StatusOr<T> decoded = T::FromJson(object);
     absl::MutexLock lock(&mu_);
     RemoveLocked(key);
-    snapshot_.reset();
     if (!decoded.ok()) return decoded.status();
     if (value_index_) {
       for (std::string& index_key : value_index_(*decoded)) {
@@ -87,7 +89,24 @@ class DecodedCache {
   void Remove(const std::string& key) {
     absl::MutexLock lock(&mu_);
     RemoveLocked(key);
-    snapshot_.reset();
+  }
+  // The objects changed (upserted at a new resourceVersion, or removed) since `version`, for a
+  // reader that keeps what it derives from them (ChangeLog).
+  ChangeSet<T> ChangesSince(std::uint64_t version) const {
+    absl::MutexLock lock(&mu_);
+    ChangeSet<T> out;
+    out.version = changes_.version();
+    if (std::optional<std::vector<std::string>> keys = changes_.KeysSince(version)) {
+      for (std::string& key : *keys) {
+        const auto it = entries_.find(key);
+        std::shared_ptr<const T> now = it == entries_.end() ? nullptr : it->second.value;
+        out.changed.emplace_back(std::move(key), std::move(now));
+      }
+      return out;
+    }
+    out.complete = true;
+    for (const auto& [key, entry] : entries_) out.changed.emplace_back(key, entry.value);
+    return out;
   }
   std::optional<T> Get(const std::string& key) const {
     std::shared_ptr<const T> value;
@@ -151,7 +170,10 @@ class DecodedCache {
     for (const auto& value : values) out.push_back(*value);
     return out;
   }
+  // Every change passes here (an upsert removes the old entry first).
   void RemoveLocked(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    snapshot_.reset();
+    changes_.Record(key);
     const auto it = entries_.find(key);
     if (it == entries_.end()) return;
     for (const std::string& index_key : it->second.index_keys) {
@@ -170,6 +192,7 @@ class DecodedCache {
   std::map<std::string, std::map<std::string, std::shared_ptr<const T>>> by_index_
       ABSL_GUARDED_BY(mu_);
   mutable std::shared_ptr<const std::vector<T>> snapshot_ ABSL_GUARDED_BY(mu_);  // Null: stale.
+  ChangeLog changes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace wavepool::controller::internal
@@ -203,6 +226,8 @@ struct KubeCluster::State {
   bool stopped ABSL_GUARDED_BY(mu) = false;
   // NodeStateFromNode of every cached Node, by name, kept from the Node informer's events.
   std::map<std::string, NodeState> node_states ABSL_GUARDED_BY(mu);
+  // node_states as handed out (SharedNodeStates), copied once after each change; null: stale.
+  NodeStateMap node_states_snapshot ABSL_GUARDED_BY(mu);
 };
 
 }  // namespace wavepool::controller

@@ -73,6 +73,7 @@ absl::Status GpuClaims::ObservePod(const nlohmann::json& pod) {
   absl::StatusOr<std::optional<GpuAssignment>> assignment = AssignmentOf(decoded);
   absl::MutexLock lock(&mu_);
   RememberUidLocked(uid);
+  changes_.Record(key);
   const auto assumed = assumed_.find(key);
   if (assumed != assumed_.end() && assumed->second.uid == uid) assumed_.erase(assumed);
   if (!assignment.ok() || !assignment->has_value()) {
@@ -88,6 +89,7 @@ void GpuClaims::ObservePodDeleted(const nlohmann::json& pod) {
   const std::string uid = UidOf(kube::Pod::FromJson(pod));
   absl::MutexLock lock(&mu_);
   RememberUidLocked(uid);
+  changes_.Record(key);
   held_.erase(key);
   const auto assumed = assumed_.find(key);
   if (assumed != assumed_.end() && assumed->second.uid == uid) assumed_.erase(assumed);
@@ -101,7 +103,9 @@ void GpuClaims::AssumeCreated(const nlohmann::json& pod) {
   absl::MutexLock lock(&mu_);
   if (observed_uids_.count(uid) != 0) return;  // the cache was faster
   const MonotonicTime expires_at = clock_.Now() + assume_timeout_;
-  assumed_[kube::ObjectKey(pod)] =
+  const std::string key = kube::ObjectKey(pod);
+  changes_.Record(key);
+  assumed_[key] =
       Assumed{uid, std::make_shared<const GpuAssignment>(**std::move(assignment)), expires_at};
 }
 
@@ -117,8 +121,40 @@ void GpuClaims::RememberUidLocked(const std::string& uid) {
 void GpuClaims::ExpireAssumedLocked() const {
   const MonotonicTime now = clock_.Now();
   for (auto it = assumed_.begin(); it != assumed_.end();) {
-    it = it->second.expires_at <= now ? assumed_.erase(it) : std::next(it);
+    if (it->second.expires_at > now) {
+      ++it;
+      continue;
+    }
+    changes_.Record(it->first);
+    it = assumed_.erase(it);
   }
+}
+
+std::shared_ptr<const GpuAssignment> GpuClaims::CurrentLocked(const std::string& key) const {
+  if (const auto held = held_.find(key); held != held_.end()) return held->second.assignment;
+  if (const auto assumed = assumed_.find(key); assumed != assumed_.end()) {
+    return assumed->second.assignment;
+  }
+  return nullptr;
+}
+
+AssignmentChanges GpuClaims::PodChangesSince(std::uint64_t version) const {
+  absl::MutexLock lock(&mu_);
+  ExpireAssumedLocked();
+  AssignmentChanges out;
+  out.version = changes_.version();
+  if (std::optional<std::vector<std::string>> keys = changes_.KeysSince(version)) {
+    for (std::string& key : *keys) {
+      std::shared_ptr<const GpuAssignment> now = CurrentLocked(key);
+      out.changed.emplace_back(std::move(key), std::move(now));
+    }
+    return out;
+  }
+  out.complete = true;
+  ForEachPodLocked([&out](const std::string& key, const std::shared_ptr<const GpuAssignment>& a) {
+    out.changed.emplace_back(key, a);
+  });
+  return out;
 }
 
 std::vector<GpuAssignment> GpuClaims::PodAssignments() const {
@@ -132,10 +168,9 @@ std::vector<std::shared_ptr<const GpuAssignment>> GpuClaims::SharedPodAssignment
   ExpireAssumedLocked();
   std::vector<std::shared_ptr<const GpuAssignment>> out;
   out.reserve(held_.size() + assumed_.size());
-  for (const auto& [key, held] : held_) out.push_back(held.assignment);
-  for (const auto& [key, assumed] : assumed_) {
-    if (held_.count(key) == 0) out.push_back(assumed.assignment);
-  }
+  ForEachPodLocked([&out](const std::string&, const std::shared_ptr<const GpuAssignment>& a) {
+    out.push_back(a);
+  });
   return out;
 }
 

@@ -1,10 +1,13 @@
 // Inventory: the GPUs of every GPUNode and the pods holding them (placement.h).
 #include <algorithm>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "wavepool/base/status_macros.h"
@@ -49,6 +52,48 @@ bool Schedulable(const std::map<std::string, NodeState>& states, const std::stri
   return it != states.end() && it->second.ready && it->second.managed && it->second.heartbeat_fresh;
 }
 
+// The GPUs of `nodes`, sorted by node name, then index; UUIDs not checked yet.
+absl::StatusOr<std::vector<Inventory::Gpu>> GpuTable(
+    const std::vector<api::GpuNode>& nodes, const std::map<std::string, NodeState>& states) {
+  std::vector<Inventory::Gpu> table;
+  for (const api::GpuNode& node : nodes) {
+    const std::string& name = node.spec.node_name;
+    if (name.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("GPUNode \"%s\": spec.nodeName: must not be empty", node.metadata.name));
+    }
+    const bool schedulable = Schedulable(states, name);
+    for (const api::GpuStatus& status : node.status.gpus) {
+      if (status.memory_bytes < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("GPUNode \"%s\": status.gpus[%d].memoryBytes: must be >= 0, got %d",
+                            name, status.index, status.memory_bytes));
+      }
+      if (status.memory_wave && status.memory_wave->peak_bytes < 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "GPUNode \"%s\": status.gpus[%d].memoryWave.peakBytes: must be >= 0, got %d", name,
+            status.index, status.memory_wave->peak_bytes));
+      }
+      Inventory::Gpu gpu;
+      gpu.node = name;
+      gpu.index = status.index;
+      gpu.uuid = status.uuid;
+      gpu.memory_bytes = status.memory_bytes;
+      gpu.observed_peak_bytes = status.memory_wave ? status.memory_wave->peak_bytes : 0;
+      gpu.schedulable = schedulable;
+      table.push_back(std::move(gpu));
+    }
+  }
+  const auto by_place = [](const Inventory::Gpu& a, const Inventory::Gpu& b) {
+    return std::tie(a.node, a.index, a.uuid) < std::tie(b.node, b.index, b.uuid);
+  };
+  // GPUNodes are listed by name, usually their node's, and GPUs by index: mostly sorted already.
+  if (!std::is_sorted(table.begin(), table.end(), by_place)) {
+    std::sort(table.begin(), table.end(), by_place);
+  }
+  return table;
+}
+
 }  // namespace
 
 absl::StatusOr<Inventory> Inventory::Build(const std::vector<api::GpuNode>& nodes,
@@ -63,48 +108,38 @@ absl::StatusOr<Inventory> Inventory::Build(const std::vector<api::GpuNode>& node
   }
   Inventory inventory;
   inventory.options_ = options;
-  for (const api::GpuNode& node : nodes) {
-    const std::string& name = node.spec.node_name;
-    if (name.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("GPUNode \"%s\": spec.nodeName: must not be empty", node.metadata.name));
-    }
-    for (const api::GpuStatus& status : node.status.gpus) {
-      if (status.memory_bytes < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("GPUNode \"%s\": status.gpus[%d].memoryBytes: must be >= 0, got %d",
-                            name, status.index, status.memory_bytes));
-      }
-      if (status.memory_wave && status.memory_wave->peak_bytes < 0) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "GPUNode \"%s\": status.gpus[%d].memoryWave.peakBytes: must be >= 0, got %d", name,
-            status.index, status.memory_wave->peak_bytes));
-      }
-      Gpu gpu;
-      gpu.node = name;
-      gpu.index = status.index;
-      gpu.uuid = status.uuid;
-      gpu.memory_bytes = status.memory_bytes;
-      gpu.observed_peak_bytes = status.memory_wave ? status.memory_wave->peak_bytes : 0;
-      gpu.schedulable = Schedulable(states, name);
-      inventory.gpus_.push_back(std::move(gpu));
-    }
+  WAVEPOOL_RETURN_IF_ERROR(inventory.SetGpus(nodes, states));
+  for (const GpuAssignment& assignment : assignments) {
+    WAVEPOOL_RETURN_IF_ERROR(inventory.Add(assignment));
   }
-  std::sort(inventory.gpus_.begin(), inventory.gpus_.end(), [](const Gpu& a, const Gpu& b) {
-    return std::tie(a.node, a.index, a.uuid) < std::tie(b.node, b.index, b.uuid);
-  });
-  for (std::size_t i = 0; i < inventory.gpus_.size(); ++i) {
-    const Gpu& gpu = inventory.gpus_[i];
-    if (gpu.uuid.empty() || !inventory.gpu_by_uuid_.emplace(gpu.uuid, i).second) {
+  return inventory;
+}
+
+absl::Status Inventory::SetGpus(const std::vector<api::GpuNode>& nodes,
+                                const std::map<std::string, NodeState>& states) {
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<Gpu> table, GpuTable(nodes, states));
+  const bool same_gpus = std::equal(
+      table.begin(), table.end(), gpus_.begin(), gpus_.end(), [](const Gpu& a, const Gpu& b) {
+        return a.uuid == b.uuid && a.index == b.index && a.node == b.node;
+      });
+  if (same_gpus) {  // Validated when first set: only memory and schedulability may differ.
+    for (std::size_t i = 0; i < table.size(); ++i) table[i].holders = std::move(gpus_[i].holders);
+    gpus_ = std::move(table);
+    return absl::OkStatus();
+  }
+  std::unordered_map<std::string, std::size_t> by_uuid;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const Gpu& gpu = table[i];
+    if (gpu.uuid.empty() || !by_uuid.emplace(gpu.uuid, i).second) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "GPUNode \"%s\": status.gpus[%d].uuid: must be non-empty and unique, got \"%s\"",
           gpu.node, gpu.index, gpu.uuid));
     }
   }
-  for (const GpuAssignment& assignment : assignments) {
-    WAVEPOOL_RETURN_IF_ERROR(inventory.Add(assignment));
-  }
-  return inventory;
+  gpus_ = std::move(table);
+  gpu_by_uuid_ = std::move(by_uuid);
+  Reindex();
+  return absl::OkStatus();
 }
 
 absl::Status Inventory::Add(const GpuAssignment& assignment) {
@@ -117,9 +152,16 @@ absl::Status Inventory::Add(std::shared_ptr<const GpuAssignment> assignment) {
     return BadAssignment(*assignment, "pod", "already holds GPUs in the inventory");
   }
   WAVEPOOL_RETURN_IF_ERROR(CheckForegroundClash(*assignment));
-  const std::size_t i = assignments_.size();
+  if (in_trial_) trial_.push_back(TrialStep{true, assignment});
+  std::size_t i = assignments_.size();
+  if (free_slots_.empty()) {
+    assignments_.push_back(nullptr);
+  } else {
+    i = free_slots_.back();
+    free_slots_.pop_back();
+  }
   assignment_by_pod_.emplace(assignment->pod, i);
-  assignments_.push_back(std::move(assignment));
+  assignments_[i] = std::move(assignment);
   Record(i);
   return absl::OkStatus();
 }
@@ -129,9 +171,34 @@ absl::Status Inventory::Remove(std::string_view pod) {
   if (found == assignment_by_pod_.end()) {
     return absl::NotFoundError(absl::StrFormat("pod \"%s\" holds no GPU in the inventory", pod));
   }
-  assignments_.erase(assignments_.begin() + static_cast<std::ptrdiff_t>(found->second));
-  Reindex();
+  const std::size_t i = found->second;
+  assignment_by_pod_.erase(found);
+  if (in_trial_) trial_.push_back(TrialStep{false, assignments_[i]});
+  Forget(i);
   return absl::OkStatus();
+}
+
+void Inventory::StartTrial() {
+  in_trial_ = true;
+  trial_.clear();
+}
+
+void Inventory::UndoTrial() {
+  in_trial_ = false;
+  for (auto step = trial_.rbegin(); step != trial_.rend(); ++step) {
+    // Each step undone restores the state it was taken in, so neither can fail.
+    if (step->added) {
+      Remove(step->assignment->pod).IgnoreError();
+    } else {
+      Add(std::move(step->assignment)).IgnoreError();
+    }
+  }
+  trial_.clear();
+}
+
+const Inventory::Gpu* Inventory::FindGpu(const std::string& uuid) const {
+  const auto found = gpu_by_uuid_.find(uuid);
+  return found == gpu_by_uuid_.end() ? nullptr : &gpus_[found->second];
 }
 
 // A fg pod on a GPU that already has one is rejected: one fg job per GPU
@@ -170,11 +237,23 @@ void Inventory::Record(std::size_t i) {
 void Inventory::Reindex() {
   for (Gpu& gpu : gpus_) gpu.holders.clear();
   orphaned_pods_.clear();
-  assignment_by_pod_.clear();
   for (std::size_t i = 0; i < assignments_.size(); ++i) {
-    assignment_by_pod_.emplace(assignments_[i]->pod, i);
-    Record(i);
+    if (assignments_[i] != nullptr) Record(i);
   }
+}
+
+void Inventory::Forget(std::size_t i) {
+  const GpuAssignment& a = *assignments_[i];
+  for (const std::string& uuid : a.gpu_uuids) {
+    const auto found = gpu_by_uuid_.find(uuid);
+    if (found == gpu_by_uuid_.end()) continue;
+    std::vector<std::size_t>& holders = gpus_[found->second].holders;
+    holders.erase(std::remove(holders.begin(), holders.end(), i), holders.end());
+  }
+  orphaned_pods_.erase(std::remove(orphaned_pods_.begin(), orphaned_pods_.end(), a.pod),
+                       orphaned_pods_.end());
+  assignments_[i].reset();
+  free_slots_.push_back(i);
 }
 
 Bytes Inventory::CommittedBytes(const Gpu& gpu) const {

@@ -5,14 +5,22 @@ namespace wavepool::controller::internal {
 
 bool HeartbeatObservations::ObserveFresh(const std::string& node, const std::string& heartbeat,
                                          WallTime now, std::chrono::nanoseconds timeout) {
+  return ObserveFreshUntil(node, heartbeat, now, timeout).has_value();
+}
+
+std::optional<WallTime> HeartbeatObservations::ObserveFreshUntil(const std::string& node,
+                                                                 const std::string& heartbeat,
+                                                                 WallTime now,
+                                                                 std::chrono::nanoseconds timeout) {
   absl::MutexLock lock(&mu_);
   auto it = seen_.find(node);
   if (it == seen_.end() || it->second.heartbeat != heartbeat) {
     // A new value: the agent is alive now, whatever its clock says the time is.
     it = seen_.insert_or_assign(node, Seen{heartbeat, now}).first;
   }
-  if (heartbeat.empty()) return false;
-  return now - it->second.changed <= timeout;
+  const WallTime until = it->second.changed + timeout;
+  if (heartbeat.empty() || now > until) return std::nullopt;
+  return until;
 }
 
 void HeartbeatObservations::RetainOnly(const std::set<std::string>& nodes) {

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -30,6 +31,10 @@ class HeartbeatObservations {
   // `timeout` ago. An empty heartbeat (an agent that never beat) is never fresh.
   bool ObserveFresh(const std::string& node, const std::string& heartbeat, WallTime now,
                     std::chrono::nanoseconds timeout);
+  // ObserveFresh, with the last instant the node stays fresh unless its heartbeat changes again
+  // (nullopt: not fresh).
+  std::optional<WallTime> ObserveFreshUntil(const std::string& node, const std::string& heartbeat,
+                                            WallTime now, std::chrono::nanoseconds timeout);
 
   // Forgets every node not in `nodes` (GPUNodes deleted), so that the memory stays bounded and a
   // node that comes back is judged afresh.

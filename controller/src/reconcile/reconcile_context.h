@@ -22,16 +22,21 @@
 #include "nlohmann/json.hpp"
 #include "reconcile/heartbeat_observations.h"
 #include "reconcile/node_quarantine.h"
+#include "reconcile/placed_gangs.h"
 #include "wavepool/api/gpu_node_conditions.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/controller/cluster.h"
 #include "wavepool/controller/gpu_claims.h"
 #include "wavepool/controller/job_planner.h"
+#include "wavepool/controller/live_inventory.h"
 #include "wavepool/controller/metrics.h"
 #include "wavepool/controller/reconciler_options.h"
 #include "wavepool/kube/core_types.h"
 
 namespace wavepool::controller::internal {
+
+// A GPUNode list as ClusterReader::GpuNodes hands it out, or screened (ScreenedGpuNodes).
+using GpuNodeList = std::shared_ptr<const std::vector<api::GpuNode>>;
 
 // Reasons of the conditions the reconciler sets (reasons are CamelCase, metav1.Condition).
 inline constexpr std::string_view kReasonInvalidSpec = "InvalidSpec";
@@ -92,9 +97,31 @@ struct PlacementLedger {
   // Reservations, nominations and preempted pods (keyed "ns/job" and "ns/pod"); the pods
   // themselves are counted by the ClusterReader (Assignments()).
   GpuClaims claims{RealClock(), std::chrono::seconds(30), kPreemptedPodMemory};
+  // Every pod's GPUs, kept between decisions and brought up to date by each (live_inventory.h).
+  LiveInventory inventory ABSL_GUARDED_BY(mu);
+  // The gangs being created with pods still missing, kept likewise (placed_gangs.h).
+  PlacedGangs placed_gangs ABSL_GUARDED_BY(mu);
   // Not a claim on GPUs, but shared by every worker like the rest: when each GPUNode's
   // heartbeat was last seen to change (NodeStatesWithHeartbeats). Its own lock, not mu.
   HeartbeatObservations heartbeats;
+  // The last NodeStatesWithHeartbeats and what it came from, reused while the GPUNode list and
+  // the Node states are the same ones and no heartbeat found fresh has gone stale since. Its own
+  // lock, not mu.
+  struct NodeStatesMemo {
+    GpuNodeList nodes;     // Held: no later list has its address.
+    NodeStateMap from;     // The reader's, likewise.
+    WallTime computed_at;  // Valid from here ...
+    WallTime fresh_until;  // ... to here, inclusive.
+    NodeStateMap states;   // The result; null before the first.
+
+    // Whether `states` is the answer for these inputs at `now`.
+    bool Answers(const GpuNodeList& for_nodes, const NodeStateMap& for_states, WallTime now) const {
+      return states != nullptr && nodes == for_nodes && from == for_states && now >= computed_at &&
+             now <= fresh_until;
+    }
+  };
+  absl::Mutex node_states_mu;
+  NodeStatesMemo node_states ABSL_GUARDED_BY(node_states_mu);
   // The nodes each background job is kept off after cheating there. Its own lock, not mu.
   NodeQuarantine quarantine;
   // The fg jobs ("ns/name") an inventory found sharing a GPU with another job's fg pod
@@ -178,9 +205,10 @@ absl::Status DeletePods(ReconcileContext& ctx, const std::vector<kube::Pod>& pod
 
 // Node readiness with the heartbeat verdict: fresh while the controller has seen the GPUNode's
 // heartbeat value change within options.heartbeat_timeout of ctx.now, on its own clock
-// (heartbeat_observations.h); the node's clock never enters.
-std::map<std::string, NodeState> NodeStatesWithHeartbeats(const ReconcileContext& ctx,
-                                                          const std::vector<api::GpuNode>& nodes);
+// (heartbeat_observations.h); the node's clock never enters. Worked out once per GPUNode list and
+// Node states (ledger.node_states) until a fresh heartbeat would go stale.
+NodeStateMap NodeStatesWithHeartbeats(const ReconcileContext& ctx, const GpuNodeList& nodes)
+    ABSL_LOCKS_EXCLUDED(ctx.ledger.node_states_mu);
 
 // Looks at the current gang (status.placement non-empty): Succeeded, Preempted, a failed pod or
 // a lost one. Returns the result to return when this step decided the reconcile; nullopt to go
@@ -188,7 +216,7 @@ std::map<std::string, NodeState> NodeStatesWithHeartbeats(const ReconcileContext
 // place again).
 absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx,
                                                            const std::vector<kube::Pod>& pods,
-                                                           const std::vector<api::GpuNode>& nodes);
+                                                           const GpuNodeList& nodes);
 
 // --- Ownership (reconcile_ownership.cpp) ---
 
@@ -222,8 +250,7 @@ ReconcileResult ReportNameClash(ReconcileContext& ctx, std::string_view conditio
 // Invalid=False. Best effort: a failed write is retried by the next reconcile. Never fails the
 // reconcile. Screened once per GPUNode list (ClusterReader::GpuNodes) whose writes all
 // succeeded: the reconciles in between share the result.
-std::shared_ptr<const std::vector<api::GpuNode>> ScreenedGpuNodes(ReconcileContext& ctx)
-    ABSL_LOCKS_EXCLUDED(ctx.ledger.screened_mu);
+GpuNodeList ScreenedGpuNodes(ReconcileContext& ctx) ABSL_LOCKS_EXCLUDED(ctx.ledger.screened_mu);
 
 // --- The gang's rendezvous Service (reconcile_service.cpp) ---
 
@@ -247,10 +274,16 @@ class PlanCache {
   void Store(const std::string& key, const JobPlan& plan);
   // Forgets every plan of the job uid (the job was deleted or re-planned at a new generation).
   void ForgetJob(std::string_view uid);
+  // PlanningDevice(*nodes, fallback), worked out once per GPUNode list: every plan asks, and
+  // counting the models reads every GPU.
+  std::string PlanningDeviceOf(const GpuNodeList& nodes, std::string_view fallback);
 
  private:
   mutable absl::Mutex mu_;
   std::map<std::string, JobPlan> plans_ ABSL_GUARDED_BY(mu_);
+  GpuNodeList device_from_ ABSL_GUARDED_BY(mu_);  // Held: no later list has its address.
+  std::string device_fallback_ ABSL_GUARDED_BY(mu_);
+  std::string device_ ABSL_GUARDED_BY(mu_);
 };
 
 // Plans the job (cached by uid, generation and inputs) and stores the Plan ConfigMap. A result
@@ -260,7 +293,7 @@ struct PlanOutcome {
   std::optional<ReconcileResult> wait;
 };
 absl::StatusOr<PlanOutcome> PlanAndStore(ReconcileContext& ctx, PlanCache& cache,
-                                         const std::vector<api::GpuNode>& nodes);
+                                         const GpuNodeList& nodes);
 
 // --- Placement (reconcile_placement.cpp) ---
 
@@ -268,13 +301,13 @@ absl::StatusOr<PlanOutcome> PlanAndStore(ReconcileContext& ctx, PlanCache& cache
 // (the intent record) before returning. A result when the job waits (NotPlaceable, victims still
 // terminating, restart backoff); nullopt once the placement is recorded.
 absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, const JobPlan& plan,
-                                                        const std::vector<api::GpuNode>& nodes);
+                                                        const GpuNodeList& nodes);
 
 // Whether every missing pod of the recorded placement can still go where it was recorded (its
 // GPU exists, is schedulable and not taken by someone else); the reason when not.
 std::optional<std::string> RecordedPlacementConflict(ReconcileContext& ctx, const JobPlan& plan,
                                                      const std::vector<kube::Pod>& pods,
-                                                     const std::vector<api::GpuNode>& nodes);
+                                                     const GpuNodeList& nodes);
 
 // Why this fg gang must be placed afresh: one of its pods (of `pods`, the job's) shares a GPU
 // with another job's fg pod, and is the younger of the two (created later; on a tie, the later

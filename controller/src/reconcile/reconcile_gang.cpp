@@ -278,26 +278,35 @@ absl::Status DeletePods(ReconcileContext& ctx, const std::vector<kube::Pod>& pod
   return absl::OkStatus();
 }
 
-std::map<std::string, NodeState> NodeStatesWithHeartbeats(const ReconcileContext& ctx,
-                                                          const std::vector<api::GpuNode>& nodes) {
-  std::map<std::string, NodeState> states = ctx.reader.NodeStates();
+NodeStateMap NodeStatesWithHeartbeats(const ReconcileContext& ctx, const GpuNodeList& nodes) {
+  const NodeStateMap from = ctx.reader.SharedNodeStates();
+  PlacementLedger& ledger = ctx.ledger;
+  {
+    absl::MutexLock lock(&ledger.node_states_mu);
+    if (ledger.node_states.Answers(nodes, from, ctx.now)) return ledger.node_states.states;
+  }
+  auto states = std::make_shared<std::map<std::string, NodeState>>(*from);
+  WallTime fresh_until = WallTime::max();
   std::set<std::string> seen;
-  for (const api::GpuNode& node : nodes) {
+  for (const api::GpuNode& node : *nodes) {
     seen.insert(node.metadata.name);
     // The value is compared as an opaque token: when it changes on the controller's clock, not
     // what time the node's clock wrote into it (heartbeat_observations.h).
-    const bool fresh = ctx.ledger.heartbeats.ObserveFresh(
+    const std::optional<WallTime> until = ledger.heartbeats.ObserveFreshUntil(
         node.metadata.name, node.status.heartbeat_time, ctx.now, ctx.options.heartbeat_timeout);
-    const auto it = states.find(node.spec.node_name);
-    if (it != states.end()) it->second.heartbeat_fresh = fresh;
+    if (until.has_value()) fresh_until = std::min(fresh_until, *until);
+    const auto it = states->find(node.spec.node_name);
+    if (it != states->end()) it->second.heartbeat_fresh = until.has_value();
   }
-  ctx.ledger.heartbeats.RetainOnly(seen);
-  return states;
+  ledger.heartbeats.RetainOnly(seen);
+  absl::MutexLock lock(&ledger.node_states_mu);
+  ledger.node_states = {nodes, from, ctx.now, fresh_until, std::move(states)};
+  return ledger.node_states.states;
 }
 
 absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx,
                                                            const std::vector<kube::Pod>& pods,
-                                                           const std::vector<api::GpuNode>& nodes) {
+                                                           const GpuNodeList& nodes) {
   std::map<std::string, const kube::Pod*> current;
   std::vector<kube::Pod> gang;
   for (const kube::Pod& pod : pods) {
@@ -306,7 +315,7 @@ absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx
     gang.push_back(pod);
   }
   const Finding f =
-      Look(ctx, current, NodeStatesWithHeartbeats(ctx, nodes), CheatingPodsOf(ctx, nodes));
+      Look(ctx, current, *NodeStatesWithHeartbeats(ctx, nodes), CheatingPodsOf(ctx, *nodes));
   switch (f.kind) {
     case Finding::kNothing:
       return std::optional<ReconcileResult>();

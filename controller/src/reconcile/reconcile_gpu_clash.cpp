@@ -85,7 +85,7 @@ std::optional<std::string> ForegroundGpuClash(const ReconcileContext& ctx,
   if (!ctx.foreground()) return std::nullopt;
   {
     // Placement never makes a clash: only a gang that an inventory found in one
-    // (BuildInventory) looks, rather than every gang copying every pod's GPUs on each reconcile.
+    // (PrepareInventory) looks, rather than every gang copying every pod's GPUs on each reconcile.
     absl::MutexLock lock(&ctx.ledger.clash_mu);
     if (ctx.ledger.gpu_clash_jobs.count(ctx.key) == 0) return std::nullopt;
   }

@@ -118,20 +118,23 @@ bool Report(ReconcileContext& ctx, const api::GpuNode& seen, const Problems& pro
   return true;
 }
 
-// The GPUNodes with what placement must not use withheld (ScreenedGpuNodes); `reported` is
-// false when a condition could not be written.
-std::vector<api::GpuNode> UsableGpuNodes(ReconcileContext& ctx, std::vector<api::GpuNode> nodes,
-                                         bool& reported) {
+// The GPUNodes with what placement must not use withheld (ScreenedGpuNodes); nullopt when
+// nothing is, the usual case, so that the listed GPUNodes serve as they are. `reported` is false
+// when a condition could not be written.
+std::optional<std::vector<api::GpuNode>> UsableGpuNodes(ReconcileContext& ctx,
+                                                        const std::vector<api::GpuNode>& nodes,
+                                                        bool& reported) {
   reported = true;
   const UuidCounts counts = CountUuids(nodes);
-  // Screened before any is moved: a duplicate's message names its places in `nodes`.
   std::vector<std::vector<bool>> withheld(nodes.size());
+  bool any_withheld = false;
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     const api::GpuNode& node = nodes[n];
     Problems problems;
     if (node.spec.node_name.empty()) {
       problems.messages.push_back("spec.nodeName: must not be empty");
       reported &= Report(ctx, node, problems);
+      any_withheld = true;
       continue;
     }
     withheld[n].assign(node.status.gpus.size(), false);
@@ -139,16 +142,19 @@ std::vector<api::GpuNode> UsableGpuNodes(ReconcileContext& ctx, std::vector<api:
       std::string problem = GpuProblem(nodes, node, i, counts, problems);
       if (!problem.empty()) {
         withheld[n][i] = true;
+        any_withheld = true;
         problems.messages.push_back(std::move(problem));
       }
     }
     reported &= Report(ctx, node, problems);
   }
+  if (!any_withheld) return std::nullopt;
   std::vector<api::GpuNode> usable;
   usable.reserve(nodes.size());
   for (std::size_t n = 0; n < nodes.size(); ++n) {
     if (nodes[n].spec.node_name.empty()) continue;
-    std::vector<api::GpuStatus>& gpus = nodes[n].status.gpus;
+    api::GpuNode& node = usable.emplace_back(nodes[n]);
+    std::vector<api::GpuStatus>& gpus = node.status.gpus;
     std::size_t kept = 0;
     for (std::size_t i = 0; i < gpus.size(); ++i) {
       if (withheld[n][i]) continue;
@@ -156,23 +162,24 @@ std::vector<api::GpuNode> UsableGpuNodes(ReconcileContext& ctx, std::vector<api:
       ++kept;
     }
     gpus.resize(kept);
-    usable.push_back(std::move(nodes[n]));
   }
   return usable;
 }
 
 }  // namespace
 
-std::shared_ptr<const std::vector<api::GpuNode>> ScreenedGpuNodes(ReconcileContext& ctx) {
-  const std::shared_ptr<const std::vector<api::GpuNode>> listed = ctx.reader.GpuNodes();
+GpuNodeList ScreenedGpuNodes(ReconcileContext& ctx) {
+  const GpuNodeList listed = ctx.reader.GpuNodes();
   {
     absl::MutexLock lock(&ctx.ledger.screened_mu);
     // The ledger holds the list it screened, so no later list can have its address.
     if (ctx.ledger.screened_from == listed) return ctx.ledger.screened;
   }
   bool reported = false;
-  auto usable =
-      std::make_shared<const std::vector<api::GpuNode>>(UsableGpuNodes(ctx, *listed, reported));
+  std::optional<std::vector<api::GpuNode>> screened = UsableGpuNodes(ctx, *listed, reported);
+  const GpuNodeList usable =
+      screened.has_value() ? std::make_shared<const std::vector<api::GpuNode>>(*std::move(screened))
+                           : listed;
   if (reported) {
     absl::MutexLock lock(&ctx.ledger.screened_mu);
     ctx.ledger.screened_from = listed;

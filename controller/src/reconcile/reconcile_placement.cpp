@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -76,54 +77,70 @@ std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const Inventory&
     if (!counted.Holds(a.pod)) intents.push_back(std::move(a));
   }
   // Only a gang being created (phase Placed) holds GPUs without pods; a Running gang's missing
-  // pod was lost, a Preempted one's is gone, and both are placed afresh. Visited by phase: only
-  // the few gangs being created are read, not every job.
-  ctx.reader.ForEachJobInPhase(api::JobPhase::kPlaced, [&](const api::TrainingJob& job) {
-    if (job.status.placement.empty() || api::NamespacedName(job.metadata) == ctx.key) return;
-    // The pods holding GPUs are counted already. Not PodsOfJob: behind an informer, a new pod
-    // shows there a moment before Assignments() counts its GPUs.
+  // pod was lost, a Preempted one's is gone, and both are placed afresh. Kept between decisions
+  // (PlacedGangs): only the gangs with pods missing from the kept inventory are visited.
+  for (const auto& [key, gang] : ctx.ledger.placed_gangs.missing()) {
+    if (key == ctx.key) continue;
+    const api::TrainingJob& job = *gang.job;
     const Bytes memory = job.status.plan ? job.status.plan->memory_per_gpu_bytes : 0;
-    for (const api::PodPlacement& p : job.status.placement) {
+    for (const std::size_t i : gang.missing) {
+      const api::PodPlacement& p = job.status.placement[i];
       std::string pod = api::ObjectKey{job.metadata.namespace_, p.pod}.ToString();
       if (!counted.Holds(pod) && seen.insert(std::move(pod)).second) {
         intents.push_back(AssignmentOf(job, p, memory, 0));
       }
     }
-  });
+  }
   return intents;
 }
 
-// The inventory as every other pod holds it. REQUIRES: ctx.ledger.mu held.
-absl::StatusOr<Inventory> BuildInventory(const ReconcileContext& ctx,
-                                         const std::vector<api::GpuNode>& nodes)
+// Adds `a`, refused by the kept inventory, to the decision's: a fg pod on a GPU another fg pod
+// holds is counted GPU by GPU under other names (AddClashingPod) and both jobs are told; any
+// other refusal is the decision's error. REQUIRES: ctx.ledger.mu held.
+absl::Status AddKeptOut(const ReconcileContext& ctx, Inventory& inventory,
+                        const std::shared_ptr<const GpuAssignment>& a,
+                        std::set<std::string>& clashing)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
+  absl::Status s = inventory.Add(a);
+  if (s.ok()) return s;
+  if (!ClashesWithForeground(inventory, *a)) return s;
+  clashing.insert(a->pod);
+  const std::set<std::string> jobs = AddClashingPod(inventory, *a);
+  absl::MutexLock clash_lock(&ctx.ledger.clash_mu);
+  ctx.ledger.gpu_clash_jobs.insert(jobs.begin(), jobs.end());
+  return absl::OkStatus();
+}
+
+// The inventory as every other pod holds it, for one decision: the ledger's kept inventory
+// brought up to date, and in `trial` (undone when it ends) the job's own pods taken out, the
+// pods it keeps out and the intents put in. REQUIRES: ctx.ledger.mu held.
+absl::Status PrepareInventory(const ReconcileContext& ctx, const GpuNodeList& nodes,
+                              std::optional<LiveInventory::Trial>& trial)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
+  WAVEPOOL_RETURN_IF_ERROR(ctx.ledger.inventory.Sync(
+      ctx.reader, nodes, NodeStatesWithHeartbeats(ctx, nodes), ctx.options.placement));
+  ctx.ledger.placed_gangs.Sync(ctx.reader, ctx.ledger.inventory);
+  trial.emplace(ctx.ledger.inventory);
+  Inventory& inventory = trial->inventory();
   std::set<std::string> own_current;
   const std::int64_t ranks = std::max<std::int64_t>(
       ctx.job.spec.gpus.value_or(1), static_cast<std::int64_t>(ctx.job.status.placement.size()));
   for (std::int64_t r = 0; r < ranks; ++r) {
-    own_current.insert(
-        api::ObjectKey{ctx.ns(), PodName(ctx.name(), ctx.job.status.gang_generation, r)}
-            .ToString());
+    std::string pod =
+        api::ObjectKey{ctx.ns(), PodName(ctx.name(), ctx.job.status.gang_generation, r)}.ToString();
+    inventory.Remove(pod).IgnoreError();  // NotFound: the pod holds nothing yet.
+    own_current.insert(std::move(pod));
   }
-  WAVEPOOL_ASSIGN_OR_RETURN(
-      Inventory inventory,
-      Inventory::Build(nodes, NodeStatesWithHeartbeats(ctx, nodes), {}, ctx.options.placement));
   std::set<std::string> clashing;  // Counted GPU by GPU, under other names (AddClashingPod).
-  for (const std::shared_ptr<const GpuAssignment>& a : ctx.reader.SharedAssignments()) {
+  for (const auto& [key, a] : ctx.ledger.inventory.kept_out()) {
     if (own_current.count(a->pod) > 0) continue;
-    if (absl::Status s = inventory.Add(a); !s.ok()) {
-      if (!ClashesWithForeground(inventory, *a)) return s;
-      clashing.insert(a->pod);
-      const std::set<std::string> jobs = AddClashingPod(inventory, *a);
-      absl::MutexLock clash_lock(&ctx.ledger.clash_mu);
-      ctx.ledger.gpu_clash_jobs.insert(jobs.begin(), jobs.end());
-    }
+    WAVEPOOL_RETURN_IF_ERROR(AddKeptOut(ctx, inventory, a, clashing));
   }
   for (GpuAssignment& intent : Intents(ctx, inventory, std::move(clashing))) {
     // An intent that clashes with a real pod lost its GPU: its job re-places when it looks.
     inventory.Add(std::make_shared<const GpuAssignment>(std::move(intent))).IgnoreError();
   }
-  return inventory;
+  return absl::OkStatus();
 }
 
 // Annotates and deletes the victims still running; the gang waits until they are gone.
@@ -160,9 +177,9 @@ struct Decision {
   std::vector<Preemption> preemptions;
 };
 
-// Takes the inventory: a background job's decision places the jobs queued ahead of it in it.
+// A background job's decision places the jobs queued ahead of it in `inventory` first.
 absl::StatusOr<Decision> Decide(const ReconcileContext& ctx, const JobPlan& plan,
-                                Inventory inventory) ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
+                                Inventory& inventory) ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   if (ctx.foreground()) {
     ForegroundRequest request;
     request.job = ctx.key;
@@ -256,15 +273,19 @@ struct PlaceOutcome {
 
 // Decides where the job goes. REQUIRES: ctx.ledger.mu held.
 absl::StatusOr<PlaceOutcome> DecideReservation(ReconcileContext& ctx, const JobPlan& plan,
-                                               const std::vector<api::GpuNode>& nodes)
+                                               const GpuNodeList& nodes)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   const api::Role role = ctx.job.spec.role.value_or(api::Role::kForeground);
-  WAVEPOOL_ASSIGN_OR_RETURN(Inventory inventory, BuildInventory(ctx, nodes));
-  const auto start = ctx.options.clock->Now();
-  absl::StatusOr<Decision> decision = Decide(ctx, plan, std::move(inventory));
-  if (ctx.metrics != nullptr) {
-    ctx.metrics->ObservePlacementDecision(
-        role, std::chrono::nanoseconds(ctx.options.clock->Now() - start));
+  absl::StatusOr<Decision> decision;
+  {
+    std::optional<LiveInventory::Trial> trial;
+    WAVEPOOL_RETURN_IF_ERROR(PrepareInventory(ctx, nodes, trial));
+    const auto start = ctx.options.clock->Now();
+    decision = Decide(ctx, plan, trial->inventory());
+    if (ctx.metrics != nullptr) {
+      ctx.metrics->ObservePlacementDecision(
+          role, std::chrono::nanoseconds(ctx.options.clock->Now() - start));
+    }
   }
   if (!decision.ok()) {
     const bool waits = IsNotPlaceable(decision.status());
@@ -342,7 +363,7 @@ std::optional<std::string> TakenBy(const ReconcileContext& ctx, const Inventory&
 }  // namespace
 
 absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, const JobPlan& plan,
-                                                        const std::vector<api::GpuNode>& nodes) {
+                                                        const GpuNodeList& nodes) {
   absl::MutexLock lock(&ctx.ledger.mu);
   Reservation reservation;
   const std::optional<Reservation> earlier = ctx.ledger.claims.ReservationOf(ctx.key);
@@ -380,7 +401,7 @@ absl::StatusOr<std::optional<ReconcileResult>> PlaceJob(ReconcileContext& ctx, c
 
 std::optional<std::string> RecordedPlacementConflict(ReconcileContext& ctx, const JobPlan& plan,
                                                      const std::vector<kube::Pod>& pods,
-                                                     const std::vector<api::GpuNode>& nodes) {
+                                                     const GpuNodeList& nodes) {
   std::set<std::string> existing;
   for (const kube::Pod& pod : pods) existing.insert(PodNameOf(pod));
   bool missing = false;
@@ -398,23 +419,22 @@ std::optional<std::string> RecordedPlacementConflict(ReconcileContext& ctx, cons
     }
   }
   absl::MutexLock lock(&ctx.ledger.mu);
-  absl::StatusOr<Inventory> inventory = BuildInventory(ctx, nodes);
-  if (!inventory.ok()) return std::nullopt;  // Decided when placing; nothing to compare with.
+  std::optional<LiveInventory::Trial> trial;
+  // An error is decided when placing; nothing to compare with.
+  if (!PrepareInventory(ctx, nodes, trial).ok()) return std::nullopt;
+  const Inventory& inventory = trial->inventory();
   for (const api::PodPlacement& p : ctx.job.status.placement) {
     if (existing.count(p.pod) > 0) continue;
     const std::string& uuid = p.gpu_uuids.empty() ? std::string() : p.gpu_uuids.front();
-    const Inventory::Gpu* gpu = nullptr;
-    for (const Inventory::Gpu& g : inventory->gpus()) {
-      if (g.uuid == uuid) gpu = &g;
-    }
+    const Inventory::Gpu* gpu = inventory.FindGpu(uuid);
     if (gpu == nullptr) return absl::StrCat("GPU ", uuid, " of pod ", p.pod, " is gone");
     if (!gpu->schedulable) {
       return absl::StrCat("node ", gpu->node, " of pod ", p.pod, " takes no new pods");
     }
-    if (std::optional<std::string> taken_by = TakenBy(ctx, *inventory, *gpu)) {
+    if (std::optional<std::string> taken_by = TakenBy(ctx, inventory, *gpu)) {
       return absl::StrCat("GPU ", uuid, " of pod ", p.pod, " is taken by ", *taken_by);
     }
-    if (inventory->HeadroomBytes(*gpu) < plan.memory_per_gpu_bytes) {
+    if (inventory.HeadroomBytes(*gpu) < plan.memory_per_gpu_bytes) {
       return absl::StrCat("GPU ", uuid, " of pod ", p.pod, " has no room left");
     }
   }
@@ -426,9 +446,19 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
                                const std::vector<api::GpuNode>& nodes) {
   std::set<std::string> existing;
   for (const kube::Pod& pod : pods) existing.insert(PodNameOf(pod));
+  // The index of each GPU a missing pod takes, looked up on the nodes of those pods alone.
   std::map<std::string, std::int64_t> index_of;
+  std::set<std::string_view> on_nodes;
+  for (const api::PodPlacement& p : ctx.job.status.placement) {
+    if (existing.count(p.pod) > 0) continue;
+    on_nodes.insert(p.node);
+    for (const std::string& uuid : p.gpu_uuids) index_of.emplace(uuid, 0);
+  }
   for (const api::GpuNode& node : nodes) {
-    for (const api::GpuStatus& gpu : node.status.gpus) index_of[gpu.uuid] = gpu.index;
+    if (on_nodes.count(node.spec.node_name) == 0) continue;
+    for (const api::GpuStatus& gpu : node.status.gpus) {
+      if (const auto it = index_of.find(gpu.uuid); it != index_of.end()) it->second = gpu.index;
+    }
   }
   // The gang's Service first: a rank that starts must find rank 0's store by name.
   WAVEPOOL_RETURN_IF_ERROR(EnsureGangService(ctx));
@@ -454,11 +484,11 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
   return absl::OkStatus();
 }
 
-// Under the ledger's mutex, like every decision: a decision reads the pods (Assignments()) before
-// the reservations (BuildInventory), so a reservation dropped between those reads, its pods
-// created just after the first, would be counted by neither while the job cache still shows the
-// job without its placement. Serialised, a decision sees the reservation or, the release being
-// after the pods' creation, the pods.
+// Under the ledger's mutex, like every decision: a decision reads the pods (the kept inventory's
+// sync) before the reservations (PrepareInventory), so a reservation dropped between those reads,
+// its pods created just after the first, would be counted by neither while the job cache still
+// shows the job without its placement. Serialised, a decision sees the reservation or, the release
+// being after the pods' creation, the pods.
 void ReleaseReservation(ReconcileContext& ctx) {
   absl::MutexLock lock(&ctx.ledger.mu);
   ctx.ledger.claims.Release(ctx.key);

@@ -97,10 +97,23 @@ void PlanCache::ForgetJob(std::string_view uid) {
   }
 }
 
+std::string PlanCache::PlanningDeviceOf(const GpuNodeList& nodes, std::string_view fallback) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (device_from_ == nodes && device_fallback_ == fallback) return device_;
+  }
+  std::string device = PlanningDevice(*nodes, fallback);
+  absl::MutexLock lock(&mu_);
+  device_from_ = nodes;
+  device_fallback_ = std::string(fallback);
+  device_ = device;
+  return device;
+}
+
 absl::StatusOr<PlanOutcome> PlanAndStore(ReconcileContext& ctx, PlanCache& cache,
-                                         const std::vector<api::GpuNode>& nodes) {
+                                         const GpuNodeList& nodes) {
   PlanInputs inputs;
-  inputs.device = PlanningDevice(nodes, ctx.options.default_device);
+  inputs.device = cache.PlanningDeviceOf(nodes, ctx.options.default_device);
   const api::ModelSpec& model = ctx.job.spec.model;
   if (model.layer_table.has_value()) {
     KeyText table = ReadKey(ctx, *model.layer_table, "spec.model.layerTable");

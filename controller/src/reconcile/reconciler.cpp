@@ -229,11 +229,12 @@ absl::StatusOr<ReconcileResult> PlaceAfresh(ReconcileContext& ctx,
 // Steps 6 to 8, once the job is planned.
 absl::StatusOr<ReconcileResult> ReconcileGang(ReconcileContext& ctx, const JobPlan& plan,
                                               const std::vector<kube::Pod>& pods,
-                                              const std::vector<api::GpuNode>& nodes) {
+                                              const internal::GpuNodeList& node_list) {
+  const std::vector<api::GpuNode>& nodes = *node_list;
   // Step 6: the current gang.
   if (!ctx.job.status.placement.empty()) {
     WAVEPOOL_ASSIGN_OR_RETURN(std::optional<ReconcileResult> observed,
-                              internal::ObserveGang(ctx, pods, nodes));
+                              internal::ObserveGang(ctx, pods, node_list));
     if (observed.has_value()) return *observed;
   }
   WAVEPOOL_RETURN_IF_ERROR(DeleteOldGangs(ctx, pods));
@@ -245,7 +246,7 @@ absl::StatusOr<ReconcileResult> ReconcileGang(ReconcileContext& ctx, const JobPl
       return PlaceAfresh(ctx, pods, *clash);
     }
     if (std::optional<std::string> conflict =
-            internal::RecordedPlacementConflict(ctx, plan, pods, nodes)) {
+            internal::RecordedPlacementConflict(ctx, plan, pods, node_list)) {
       return PlaceAfresh(ctx, pods, *conflict);
     }
   }
@@ -256,7 +257,7 @@ absl::StatusOr<ReconcileResult> ReconcileGang(ReconcileContext& ctx, const JobPl
       return *wait;
     }
     WAVEPOOL_ASSIGN_OR_RETURN(std::optional<ReconcileResult> placed,
-                              internal::PlaceJob(ctx, plan, nodes));
+                              internal::PlaceJob(ctx, plan, node_list));
     if (placed.has_value()) {
       WAVEPOOL_RETURN_IF_ERROR(internal::WriteStatus(ctx));
       return *placed;
@@ -321,10 +322,9 @@ absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::
     ++ctx.job.status.gang_generation;
   }
   if (!ctx.job.status.phase.has_value()) ctx.job.status.phase = api::JobPhase::kPending;
-  const std::shared_ptr<const std::vector<api::GpuNode>> screened = internal::ScreenedGpuNodes(ctx);
-  const std::vector<api::GpuNode>& nodes = *screened;
+  const internal::GpuNodeList screened = internal::ScreenedGpuNodes(ctx);
   WAVEPOOL_ASSIGN_OR_RETURN(internal::PlanOutcome planned,
-                            internal::PlanAndStore(ctx, s.plans, nodes));
+                            internal::PlanAndStore(ctx, s.plans, screened));
   if (planned.wait.has_value()) {
     WAVEPOOL_RETURN_IF_ERROR(internal::WriteStatus(ctx));
     return *planned.wait;
@@ -333,7 +333,7 @@ absl::StatusOr<ReconcileResult> Reconciler::Reconcile(std::string_view ns, std::
   if (ctx.job.status.phase == api::JobPhase::kPending) {
     ctx.job.status.phase = api::JobPhase::kPlanned;
   }
-  return ReconcileGang(ctx, plan, pods, nodes);
+  return ReconcileGang(ctx, plan, pods, screened);
 }
 
 }  // namespace wavepool::controller

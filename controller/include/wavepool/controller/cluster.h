@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/api/gpu_node.h"
+#include "wavepool/api/object_key.h"
 #include "wavepool/api/training_job.h"
 #include "wavepool/controller/placement.h"
 #include "wavepool/kube/core_types.h"
@@ -35,9 +36,14 @@ namespace wavepool::controller {
 // spec.nodeName), with the fields and the other GPUNodes named in its message.
 inline constexpr std::string_view kGpuNodeConditionInvalid = "Invalid";
 
+// The TrainingJobs ("ns/name") changed since a version of the job cache's change log, each as
+// it is now (nullptr: deleted); ClusterReader::JobChangesSince.
+using JobChanges = ChangeSet<api::TrainingJob>;
+
 // Read access to the objects the controller watches. Implementations are thread-safe; every
 // result is a copy the caller owns or an immutable value shared with the reader (GpuNodes,
-// SharedAssignments), and ForEachJob and ForEachJobInPhase lend each job for one call.
+// SharedNodeStates, SharedAssignments, the change sets' objects), and ForEachJob and
+// ForEachJobInPhase lend each job for one call.
 class ClusterReader {
  public:
   virtual ~ClusterReader() = default;
@@ -93,6 +99,12 @@ class ClusterReader {
   // heartbeat verdict (NodeState::heartbeat_fresh) is left false: the reconciler decides it
   // from GPUNode heartbeats and its own clock.
   virtual std::map<std::string, NodeState> NodeStates() const = 0;
+  // NodeStates() as an immutable value. KubeCluster hands out the same pointer until a Node's
+  // state changes, so that what a caller derives from it can be kept under the pointer; the
+  // default copies NodeStates() on each call.
+  virtual NodeStateMap SharedNodeStates() const {
+    return std::make_shared<const std::map<std::string, NodeState>>(NodeStates());
+  }
   // Every GPU held by a controller-owned pod that is not Succeeded or Failed (terminating pods
   // still hold theirs), built with AssignmentFromPod; together with the pods this controller
   // created that the cache has not shown yet (see ClusterWriter::CreatePod).
@@ -106,6 +118,34 @@ class ClusterReader {
       shared.push_back(std::make_shared<const GpuAssignment>(std::move(a)));
     }
     return shared;
+  }
+  // The TrainingJobs ("ns/name") that changed since `version` (0, or what an earlier call
+  // returned), each as it is now (nullptr: deleted), for what a reconciler keeps derived from
+  // them between decisions (the gangs being created). KubeCluster keeps a change log
+  // (ChangeLog); the default lists every job, complete.
+  virtual JobChanges JobChangesSince(std::uint64_t version) const {
+    (void)version;
+    JobChanges changes;
+    changes.complete = true;
+    for (api::TrainingJob& job : ListJobs()) {
+      std::string key = api::NamespacedName(job.metadata);
+      changes.changed.emplace_back(std::move(key),
+                                   std::make_shared<const api::TrainingJob>(std::move(job)));
+    }
+    return changes;
+  }
+  // The pods' assignments that changed since `version` (0, or what an earlier call returned),
+  // for an inventory kept between placement decisions (AssignmentChanges). KubeCluster keeps a
+  // change log (GpuClaims::PodChangesSince); the default lists every pod's, complete.
+  virtual AssignmentChanges AssignmentChangesSince(std::uint64_t version) const {
+    (void)version;
+    AssignmentChanges changes;
+    changes.complete = true;
+    for (std::shared_ptr<const GpuAssignment>& a : SharedAssignments()) {
+      std::string pod = a->pod;
+      changes.changed.emplace_back(std::move(pod), std::move(a));
+    }
+    return changes;
   }
 };
 

@@ -62,6 +62,7 @@
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/api/training_job.h"
+#include "wavepool/base/change_log.h"
 #include "wavepool/base/clock.h"
 #include "wavepool/controller/placement.h"
 
@@ -133,6 +134,13 @@ class GpuClaims {
   // keeps these instead of copying every pod's.
   std::vector<std::shared_ptr<const GpuAssignment>> SharedPodAssignments() const;
   std::size_t AssumedCount() const;
+  // The pods whose assignment changed (observed, deleted, assumed, an assumption ended) after
+  // `version`, a value an earlier call returned (0 before the first), each with what it holds
+  // now; every pod's, `complete`, when more than kPodChangesKept changes happened since (or
+  // `version` is not one this object returned). An inventory kept between decisions applies
+  // these rather than reading every pod again.
+  AssignmentChanges PodChangesSince(std::uint64_t version) const;
+  static constexpr std::size_t kPodChangesKept = ChangeLog::kDefaultKept;
 
   // --- Reservations and nominations ---
 
@@ -177,6 +185,18 @@ class GpuClaims {
   static constexpr std::size_t kObservedUidsKept = 8192;
   void RememberUidLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireAssumedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls visit(key, assignment) for every pod holding GPUs: held ones by namespace/name, then
+  // assumed ones not held (invariant 1).
+  template <typename Visit>
+  void ForEachPodLocked(const Visit& visit) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& [key, held] : held_) visit(key, held.assignment);
+    for (const auto& [key, assumed] : assumed_) {
+      if (held_.count(key) == 0) visit(key, assumed.assignment);
+    }
+  }
+  // What pod `key` holds now: held, else assumed; nullptr when neither.
+  std::shared_ptr<const GpuAssignment> CurrentLocked(const std::string& key) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Clock& clock_;
   const std::chrono::nanoseconds assume_timeout_;
@@ -186,6 +206,9 @@ class GpuClaims {
   mutable std::map<std::string, Assumed> assumed_ ABSL_GUARDED_BY(mu_);  // by ns/name
   std::set<std::string> observed_uids_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> observed_order_ ABSL_GUARDED_BY(mu_);
+  // The pods whose assignment changed, for PodChangesSince. Mutable: expiring an assumption is
+  // a change.
+  mutable ChangeLog changes_ ABSL_GUARDED_BY(mu_){kPodChangesKept};
   std::map<std::string, Reservation> reserved_ ABSL_GUARDED_BY(mu_);    // by ns/job
   std::map<std::string, Nomination> nominated_ ABSL_GUARDED_BY(mu_);    // by ns/job
   std::map<std::string, PreemptedPod> preempted_ ABSL_GUARDED_BY(mu_);  // by ns/pod

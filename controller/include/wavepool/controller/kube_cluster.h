@@ -128,8 +128,11 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
   std::vector<api::GpuNode> ListGpuNodes() const override;
   std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const override;
   std::map<std::string, NodeState> NodeStates() const override;
+  NodeStateMap SharedNodeStates() const override;
   std::vector<GpuAssignment> Assignments() const override;
   std::vector<std::shared_ptr<const GpuAssignment>> SharedAssignments() const override;
+  JobChanges JobChangesSince(std::uint64_t version) const override;
+  AssignmentChanges AssignmentChangesSince(std::uint64_t version) const override;
 
   // ClusterWriter.
   absl::StatusOr<nlohmann::json> CreatePod(const nlohmann::json& pod) override;

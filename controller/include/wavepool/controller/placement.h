@@ -35,6 +35,7 @@
 #include "wavepool/api/enums.h"
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/api/plan.h"
+#include "wavepool/base/change_log.h"
 #include "wavepool/planner/units.h"
 
 namespace wavepool::controller {
@@ -50,7 +51,15 @@ struct NodeState {
   bool ready = false;            // The Node's Ready condition is True.
   bool managed = false;          // Labelled wavepool.dev/managed=true.
   bool heartbeat_fresh = false;  // The GPUNode's heartbeat is recent enough to trust.
+
+  friend bool operator==(const NodeState& a, const NodeState& b) {
+    return a.ready == b.ready && a.managed == b.managed && a.heartbeat_fresh == b.heartbeat_fresh;
+  }
+  friend bool operator!=(const NodeState& a, const NodeState& b) { return !(a == b); }
 };
+
+// Every node's NodeState, by node name, as one immutable value shared by its readers.
+using NodeStateMap = std::shared_ptr<const std::map<std::string, NodeState>>;
 
 // One pod holding GPUs, as the reconciler recorded it in its job's status.placement.
 struct GpuAssignment {
@@ -67,6 +76,12 @@ struct GpuAssignment {
   // Background only: work lost if the pod is stopped now (time since its last checkpoint).
   planner::Seconds progress_at_risk{0};
 };
+
+// The pods ("ns/name") whose GPUs changed since an earlier version of a change log
+// (GpuClaims::PodChangesSince, ClusterReader::AssignmentChangesSince), each with what it holds
+// now (nullptr: nothing any more): an inventory kept between decisions applies these instead of
+// reading every pod again.
+using AssignmentChanges = ChangeSet<GpuAssignment>;
 
 // Whether the fg pod `fg` lets a bg pod share its GPU: it allows background and its slowdown
 // limit leaves room for interference (a limit of exactly 1 leaves none, deeppool §5).
@@ -88,8 +103,10 @@ struct PlacementOptions {
   bool prefer_shared_gpus = true;
 };
 
-// A read-only view of the cluster's GPUs and who holds them. Built once per decision; plain value,
-// copyable, not synchronised. Add/Remove let a caller place several jobs in one pass.
+// The cluster's GPUs and who holds them: a plain value, copyable, not synchronised. Built once
+// (Build), it can also be kept and brought up to date (SetGpus, Add, Remove) between decisions,
+// each change costing what it touches, not the cluster's size; a decision that changes it for a
+// while (its own pods taken out, queued jobs placed in) does so in a trial, undone at its end.
 class Inventory {
  public:
   struct Gpu {
@@ -113,20 +130,36 @@ class Inventory {
                                          const std::vector<GpuAssignment>& assignments,
                                          const PlacementOptions& options = {});
 
+  // Replaces the GPU table with `nodes` and `states`, validated as in Build, keeping the pods.
+  // When the same GPUs are listed (uuid, node, index), only their memory and schedulability are
+  // updated, in time linear in the GPUs and independent of the pods; otherwise every pod is
+  // recorded again. Nothing changes when it fails.
+  absl::Status SetGpus(const std::vector<api::GpuNode>& nodes,
+                       const std::map<std::string, NodeState>& states);
+
   // Records one more pod (after a placement), validated as in Build; nothing changes when it
   // fails. Constant time in the number of pods. The shared form keeps `assignment` without
   // copying it (the pods' assignments are immutable and shared with the cluster reader's cache).
   absl::Status Add(const GpuAssignment& assignment);
   absl::Status Add(std::shared_ptr<const GpuAssignment> assignment);
-  // Forgets a pod (deleted or preempted). NotFound for an unknown pod.
+  // Forgets a pod (deleted or preempted), in time linear in its GPUs' holders. NotFound for an
+  // unknown pod.
   absl::Status Remove(std::string_view pod);
+
+  // From StartTrial to UndoTrial, every Add and Remove that succeeds is recorded; UndoTrial
+  // reverts them, newest first, leaving the same pods on the same GPUs (a holder list's order
+  // may differ). REQUIRES: no trial running for StartTrial, one running for UndoTrial.
+  void StartTrial();
+  void UndoTrial();
 
   // Sorted by node name, then GPU index.
   const std::vector<Gpu>& gpus() const { return gpus_; }
-  // The `i`-th pod recorded, in the order added (Gpu::holders index them).
+  // The pod of a GPU's holders index (Gpu::holders).
   const GpuAssignment& assignment(std::size_t i) const { return *assignments_[i]; }
   // Whether `pod` ("ns/name") is recorded.
   bool Holds(const std::string& pod) const { return assignment_by_pod_.count(pod) > 0; }
+  // The GPU of `uuid`; nullptr when no GPUNode lists it.
+  const Gpu* FindGpu(const std::string& uuid) const;
   const std::vector<std::string>& orphaned_pods() const { return orphaned_pods_; }
   const PlacementOptions& options() const { return options_; }
 
@@ -138,18 +171,29 @@ class Inventory {
   Bytes HeadroomBytes(const Gpu& gpu) const;
 
  private:
+  struct TrialStep {
+    bool added = false;  // Else removed.
+    std::shared_ptr<const GpuAssignment> assignment;
+  };
+
   // Whether `a` may go on its GPUs: one fg pod per GPU.
   absl::Status CheckForegroundClash(const GpuAssignment& a) const;
   // Records assignments_[i] on its GPUs (and as orphaned when one is unknown).
   void Record(std::size_t i);
+  // Records every pod again, on a new GPU table.
   void Reindex();
+  void Forget(std::size_t i);
 
   PlacementOptions options_;
   std::vector<Gpu> gpus_;
   std::unordered_map<std::string, std::size_t> gpu_by_uuid_;
+  // Slots; a removed pod's is empty and listed in free_slots_ until an Add reuses it.
   std::vector<std::shared_ptr<const GpuAssignment>> assignments_;
+  std::vector<std::size_t> free_slots_;
   std::unordered_map<std::string, std::size_t> assignment_by_pod_;  // Index into assignments_.
   std::vector<std::string> orphaned_pods_;
+  bool in_trial_ = false;
+  std::vector<TrialStep> trial_;
 };
 
 struct ForegroundRequest {
