@@ -56,6 +56,7 @@ absl::StatusOr<runtime::ProfileOptions> MakeOptions(const ProfileFlags& flags) {
   options.warmup = flags.warmup;
   options.repeats = flags.repeats;
   options.threads = flags.threads;
+  options.device = flags.device;
   if (absl::Status status = runtime::ValidateProfileOptions(options); !status.ok()) {
     // "warmup: must be >= 0" -> "--warmup: must be >= 0"
     return absl::InvalidArgumentError(absl::StrCat("--", status.message()));
@@ -155,7 +156,8 @@ int RunProfile(const ProfileFlags& flags, std::ostream& out, std::ostream& err) 
   const int rows = runtime::ProfiledLayerCount(*model);
   out << "profiling " << model->name() << ": " << model->size() << " layers (" << rows
       << " with a profile row) at batch sizes " << absl::StrJoin(options->batch_sizes, ",") << "; "
-      << options->warmup << " warm-up and " << options->repeats << " timed runs each, CPU\n";
+      << options->warmup << " warm-up and " << options->repeats << " timed runs each, "
+      << (options->device == "cpu" ? "CPU" : options->device + ", as CUDA graphs") << "\n";
   absl::StatusOr<std::vector<runtime::MeasuredLayer>> measured =
       runtime::ProfileLayers(*model, *options, PrintProgress(out));
   absl::Status written = measured.ok()
@@ -190,6 +192,10 @@ CLI::App* AddProfileCommand(CLI::App* app, ProfileFlags* flags) {
   profile->add_option("--repeats", flags->repeats, "Timed runs per layer and batch (the median)")
       ->capture_default_str();
   profile->add_option("--threads", flags->threads, "LibTorch threads (0: its default)")
+      ->capture_default_str();
+  profile
+      ->add_option("--device", flags->device,
+                   "Where to time: cpu, or cuda[:N] (each layer's passes as CUDA graphs)")
       ->capture_default_str();
   return profile;
 }

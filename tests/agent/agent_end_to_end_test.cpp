@@ -219,6 +219,32 @@ TEST(AgentOptions, RejectsBadOptionsNamingThem) {
   EXPECT_OK(Validate(options));
 }
 
+TEST_F(AgentEndToEnd, AFlatDeviceTakesItsMemoryWaveFromTheForegroundsAllocator) {
+  // The simulated GPU's used memory stays flat, as a caching allocator keeps it on a real one;
+  // the foreground reports a 100 ms triangle wave between 1 and 3 GiB every 5 ms.
+  constexpr std::uint64_t kGiB = 1ULL << 30;
+  constexpr std::int64_t kPeriodNs = 100'000'000;
+  ASSERT_OK_AND_ASSIGN(auto foreground, AgentClient::Connect(Worker(Role::kForeground, "fg-0")));
+  const std::int64_t start = ToMonotonicNanos(clock_->Now());
+  for (std::int64_t t = 0; t <= 15 * kPeriodNs; t += 5'000'000) {
+    const double phase = static_cast<double>(t % kPeriodNs) / kPeriodNs;
+    const double rise = phase < 0.5 ? 2 * phase : 2 - 2 * phase;
+    const auto allocated = static_cast<std::uint64_t>(kGiB * (1 + 2 * rise));
+    ASSERT_OK(foreground->ReportMemory({start + t, allocated, 3 * kGiB}));
+  }
+  ASSERT_TRUE(Eventually([&] { return agent_->Status().gpus[0].memory_wave.has_value(); },
+                         kCatchUp));
+  const MemoryWave wave = *agent_->Status().gpus[0].memory_wave;
+  EXPECT_NEAR(wave.period.count(), 0.1, 0.01);
+  EXPECT_NEAR(static_cast<double>(wave.peak_bytes), 3.0 * kGiB, 0.1 * kGiB);
+  EXPECT_NEAR(static_cast<double>(wave.trough_bytes), 1.0 * kGiB, 0.1 * kGiB);
+  // What other tasks may use is under the peak of what the device handed out.
+  ASSERT_TRUE(wave.headroom_bytes.has_value());
+  EXPECT_LE(*wave.headroom_bytes, static_cast<std::int64_t>(
+                                      agent_->Status().gpus[0].info.memory_total_bytes - 3 * kGiB));
+  EXPECT_FALSE(agent_->Status().gpus[1].memory_wave.has_value());  // no foreground there
+}
+
 TEST_F(AgentEndToEnd, HandsOutEachWorkersMemorySamplesOnceAndItsGateTotals) {
   ASSERT_OK_AND_ASSIGN(auto worker, AgentClient::Connect(Worker(Role::kBackground, "bg-0", 1)));
   for (std::int64_t t = 1; t <= 10; ++t) {

@@ -230,7 +230,7 @@ TEST_F(GateAdversarialTest, AdversarialRegistrationsWithForeignOrUnsealedSegment
   const std::size_t before = handler_.registration_count();
   // The foreground's segment as its own (it would then "own" the hold), the gate itself, an
   // unsealed segment (it could resize or hand out writably later), and none at all.
-  absl::StatusOr<UniqueFd> unsealed = CreateSealableSegment("unsealed", sizeof(WorkerSegment));
+  absl::StatusOr<ScopedFd> unsealed = CreateSealableSegment("unsealed", sizeof(WorkerSegment));
   ASSERT_OK(unsealed.status());
   const std::vector<std::pair<SharedFd, std::string>> attempts = {
       {registered.foregrounds[0].segment, "segment of slot"},

@@ -40,7 +40,7 @@ std::vector<std::string> Entries(const std::string& directory) {
 
 // A sealed segment holding `bytes`, as a hostile or broken agent could hand out.
 SharedFd SealedCopy(const std::string& bytes, bool seal = true) {
-  absl::StatusOr<UniqueFd> fd = CreateSealableSegment("copy.gate", bytes.size());
+  absl::StatusOr<ScopedFd> fd = CreateSealableSegment("copy.gate", bytes.size());
   EXPECT_TRUE(fd.ok()) << fd.status();
   if (!fd.ok()) return nullptr;
   EXPECT_EQ(pwrite(fd->get(), bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));

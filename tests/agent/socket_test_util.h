@@ -276,7 +276,7 @@ class RawClient {
   bool connected_ = false;
   std::uint32_t next_ = 1;
   FrameReader reader_;
-  std::deque<UniqueFd> received_;
+  std::deque<ScopedFd> received_;
 };
 
 }  // namespace wavepool::agent::testing

@@ -394,10 +394,6 @@ NodeStateMap FakeCluster::SharedNodeStates() const {
 
 std::vector<GpuAssignment> FakeCluster::Assignments() const { return claims_.PodAssignments(); }
 
-std::vector<std::shared_ptr<const GpuAssignment>> FakeCluster::SharedAssignments() const {
-  return claims_.SharedPodAssignments();
-}
-
 AssignmentChanges FakeCluster::AssignmentChangesSince(std::uint64_t version) const {
   return claims_.PodChangesSince(version);
 }

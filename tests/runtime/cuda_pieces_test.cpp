@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <numeric>
@@ -16,7 +15,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/runtime/counting_pacer.h"
 #include "tests/support/status_matchers.h"
+#include "wavepool/runtime/gpu_launch_pacer.h"
 #include "wavepool/runtime/graph_pieces.h"
 #include "wavepool/runtime/launch_pacer.h"
 #include "wavepool/runtime/piece_launcher.h"
@@ -51,12 +52,7 @@ class ChainGraph {
     out_ = static_cast<unsigned char*>(out);
     EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
     EXPECT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    for (int i = 0; i < steps; ++i) {
-      EXPECT_EQ(cudaMemsetAsync(scratch_, i + 1, kChunk, stream_), cudaSuccess);
-      EXPECT_EQ(cudaMemcpyAsync(out_ + kChunk * static_cast<std::size_t>(i), scratch_, kChunk,
-                                cudaMemcpyDeviceToDevice, stream_),
-                cudaSuccess);
-    }
+    for (int i = 0; i < steps; ++i) EnqueueStep(i);
     EXPECT_EQ(cudaStreamEndCapture(stream_, &graph_), cudaSuccess);
   }
   ~ChainGraph() {
@@ -66,6 +62,13 @@ class ChainGraph {
     cudaFree(out_);
   }
 
+  // Step i of the chain on the stream (captured by the constructor; eager afterwards).
+  void EnqueueStep(int i) {
+    EXPECT_EQ(cudaMemsetAsync(scratch_, i + 1, kChunk, stream_), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(out_ + kChunk * static_cast<std::size_t>(i), scratch_, kChunk,
+                              cudaMemcpyDeviceToDevice, stream_),
+              cudaSuccess);
+  }
   cudaGraph_t graph() const { return graph_; }
   cudaStream_t stream() const { return stream_; }
   std::size_t nodes() const { return 2 * static_cast<std::size_t>(steps_); }
@@ -97,67 +100,6 @@ class ChainGraph {
   unsigned char* out_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaGraph_t graph_ = nullptr;
-};
-
-// Grants `limit` credits; a pause holds Begin; records the most groups ever in flight.
-class CountingPacer final : public LaunchPacer {
- public:
-  explicit CountingPacer(int limit) : limit_(limit) {}
-  absl::StatusOr<LaunchTicket> Begin(OpGroup group) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock, [&] { return stopped_ || (!paused_ && in_flight_ < limit_); });
-    if (stopped_) return absl::CancelledError("stopped");
-    max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
-    ++begun_;
-    return LaunchTicket{group};
-  }
-  void End(const LaunchTicket&, std::chrono::nanoseconds duration) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    --in_flight_;
-    ++ended_;
-    if (duration.count() <= 0) ++zero_durations_;
-    changed_.notify_all();
-  }
-  void ReportIteration(std::int64_t, double, std::int64_t) override {}
-  void ReportMemory(std::uint64_t) override {}
-  void Stop() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopped_ = true;
-    changed_.notify_all();
-  }
-  void SetPaused(bool paused) {
-    std::lock_guard<std::mutex> lock(mu_);
-    paused_ = paused;
-    changed_.notify_all();
-  }
-  int max_in_flight() const {
-    std::lock_guard<std::mutex> l(mu_);
-    return max_in_flight_;
-  }
-  int begun() const {
-    std::lock_guard<std::mutex> l(mu_);
-    return begun_;
-  }
-  int ended() const {
-    std::lock_guard<std::mutex> l(mu_);
-    return ended_;
-  }
-  int zero_durations() const {
-    std::lock_guard<std::mutex> l(mu_);
-    return zero_durations_;
-  }
-
- private:
-  const int limit_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  bool paused_ = false;
-  bool stopped_ = false;
-  int in_flight_ = 0;
-  int max_in_flight_ = 0;
-  int begun_ = 0;
-  int ended_ = 0;
-  int zero_durations_ = 0;
 };
 
 TEST(GraphPiecesTest, PiecesCutAnywhereGiveTheWholeGraphsResult) {
@@ -355,6 +297,28 @@ TEST(PieceLauncherTest, AStoppedPacerLaunchesNothing) {
               StatusIs(absl::StatusCode::kCancelled, ::testing::_));
   EXPECT_OK(launcher->Drain());
   EXPECT_EQ(launcher->completed(), 0);
+}
+
+TEST(GpuLaunchPacerTest, EagerWorkKeepsItsCreditUntilTheGpuIsDone) {
+  REQUIRE_GPU();
+  constexpr int kGroups = 32;
+  ChainGraph buffers(kGroups);  // its scratch and output memory, launched eagerly here
+  CountingPacer pacer(2);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GpuLaunchPacer> gpu,
+                       GpuLaunchPacer::Create(pacer, buffers.stream()));
+  buffers.Clear();
+  for (int i = 0; i < kGroups; ++i) {
+    ASSERT_OK(gpu->Run(OpGroup{static_cast<std::uint32_t>(i)}, [&] {
+      buffers.EnqueueStep(i);
+    }));
+  }
+  ASSERT_OK(gpu->Drain());
+  EXPECT_THAT(buffers.Result(), ElementsAreArray(buffers.Expected()));
+  EXPECT_LE(pacer.max_in_flight(), 2);
+  EXPECT_EQ(pacer.begun(), kGroups);
+  EXPECT_EQ(pacer.ended(), kGroups);
+  EXPECT_EQ(gpu->completed(), kGroups);
+  EXPECT_EQ(pacer.zero_durations(), 0);  // GPU time between the events, not a launch's
 }
 
 TEST(RoleStreamTest, ForegroundGetsTheGreatestPriority) {

@@ -86,7 +86,7 @@ std::string FreshStorePath() {
 
 absl::StatusOr<RankResult> TrainRank(const api::Plan& plan,
                                      std::shared_ptr<const planner::ModelGraph> graph, int rank,
-                                     const StoreAddress& address) {
+                                     const StoreAddress& address, torch::Device device) {
   absl::StatusOr<StorePtr> store =
       Rendezvous(address, rank, static_cast<int>(plan.gpus), std::chrono::seconds(60));
   if (!store.ok()) return store.status();
@@ -105,6 +105,7 @@ absl::StatusOr<RankResult> TrainRank(const api::Plan& plan,
   setup.source = *source;
   setup.timeout = std::chrono::seconds(60);
   setup.bucket_bytes = 2048;  // several buckets even for the tiny models
+  setup.device = device;
   absl::StatusOr<std::unique_ptr<Executor>> executor = MakeExecutor(setup);
   if (!executor.ok()) return executor.status();
   if (absl::Status s = (*executor)->SynchronizeInitialWeights(); !s.ok()) return s;
@@ -115,7 +116,8 @@ absl::StatusOr<RankResult> TrainRank(const api::Plan& plan,
   if (!next.ok()) return next.status();
   for (const Replica& replica : (*executor)->Replicas()) {
     for (auto& [name, tensor] : replica.model->NamedParameters()) {
-      result.parameters[absl::StrCat(replica.name, "/", name)] = tensor.detach().clone();
+      result.parameters[absl::StrCat(replica.name, "/", name)] =
+          tensor.detach().to(torch::kCPU).clone();
     }
   }
   return result;
@@ -123,8 +125,9 @@ absl::StatusOr<RankResult> TrainRank(const api::Plan& plan,
 
 }  // namespace
 
-absl::StatusOr<std::vector<RankResult>> TrainRanks(
-    const api::Plan& plan, std::shared_ptr<const planner::ModelGraph> graph) {
+absl::StatusOr<std::vector<RankResult>> TrainRanks(const api::Plan& plan,
+                                                   std::shared_ptr<const planner::ModelGraph> graph,
+                                                   torch::Device device) {
   StoreAddress address;
   address.kind = StoreAddress::Kind::kFile;
   address.path = FreshStorePath();
@@ -134,7 +137,7 @@ absl::StatusOr<std::vector<RankResult>> TrainRanks(
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
-      results[static_cast<std::size_t>(rank)] = TrainRank(plan, graph, rank, address);
+      results[static_cast<std::size_t>(rank)] = TrainRank(plan, graph, rank, address, device);
     });
   }
   for (std::thread& thread : threads) thread.join();

@@ -36,9 +36,11 @@ struct RankResult {
 };
 
 // Runs every rank of `plan` on its own thread (synthetic data of `plan.training.seed`), each for
-// the plan's steps from a fresh start. The first error of any rank is returned.
-absl::StatusOr<std::vector<RankResult>> TrainRanks(
-    const api::Plan& plan, std::shared_ptr<const planner::ModelGraph> graph);
+// the plan's steps from a fresh start, every replica on `device`; the parameters returned are
+// host copies. The first error of any rank is returned.
+absl::StatusOr<std::vector<RankResult>> TrainRanks(const api::Plan& plan,
+                                                   std::shared_ptr<const planner::ModelGraph> graph,
+                                                   torch::Device device = torch::kCPU);
 
 // Every rank's parameters merged by name; InvalidArgument when two ranks hold different values of
 // one parameter (relative difference over `tolerance`).

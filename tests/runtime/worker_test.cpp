@@ -25,6 +25,7 @@ namespace {
 using testing::ChildProcess;
 using testing::FreePort;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::PlanFor;
 using ::wavepool::testing::Eventually;
 using ::wavepool::testing::ReadFile;
@@ -145,6 +146,28 @@ TEST_F(WorkerProcess, ABurstParallelGangTrainsToTheEndOverLoopback) {
   EXPECT_THAT(gang[0]->out(), HasSubstr("done: 6 steps"));
 }
 
+TEST_F(WorkerProcess, AGangOnTheGpuTrainsAsOnTheCpu) {
+  const std::string plan = WritePlan("dp", "cnn_tiny", 2, 16, api::Strategy::kDataParallel, 20);
+  // A worker finds out whether there is a GPU: this process never initialises CUDA, whose state
+  // a process must not carry across the fork that starts each worker.
+  const std::string one = WritePlan("one", "cnn_tiny", 1, 16, api::Strategy::kDataParallel, 1);
+  auto probe = Worker("probe", {"--plan", one, "--device", "cuda"});
+  if (probe->Wait() != 0) GTEST_SKIP() << "no GPU for a worker: " << probe->err();
+  auto on_cpu = Gang(plan, 2, {"--device", "cpu"});
+  auto on_gpu = Gang(plan, 2, {"--device", "cuda"});
+  for (auto& rank : on_cpu) ASSERT_EQ(rank->Wait(), 0) << rank->err();
+  for (auto& rank : on_gpu) ASSERT_EQ(rank->Wait(), 0) << rank->err();
+  EXPECT_THAT(on_gpu[0]->out(), HasSubstr("training on cuda:0"));
+  EXPECT_THAT(on_cpu[0]->out(), Not(HasSubstr("training on")));
+  const std::map<int, std::string> cpu = Losses(on_cpu[0]->out());
+  const std::map<int, std::string> gpu = Losses(on_gpu[0]->out());
+  ASSERT_EQ(gpu.size(), cpu.size());
+  // The same training within float32 rounding (cuDNN may round convolutions' inputs to TF32).
+  for (const auto& [step, loss] : cpu) {
+    EXPECT_NEAR(std::stod(gpu.at(step)), std::stod(loss), 0.02 * std::stod(loss)) << step;
+  }
+}
+
 TEST_F(WorkerProcess, ARankThatNeverArrivesFailsTheGangNamingIt) {
   const std::string plan = WritePlan("dp", "mlp_tiny", 3, 12, api::Strategy::kDataParallel, 4);
   auto gang = Gang(plan, 3, {"--rendezvous-timeout", "2"}, /*started=*/2);
@@ -163,6 +186,11 @@ TEST_F(WorkerProcess, BadSettingsAndBadPlansAreRefusedWithTheirReason) {
   EXPECT_EQ(bad_env->Wait(), 2);
   EXPECT_THAT(bad_env->err(), HasSubstr("WAVEPOOL_ROLE: 'fg' is not Foreground or Background"));
 
+  auto bad_device = Worker("device", {"--plan", "x.json"}, {{"WAVEPOOL_DEVICE", "tpu"}});
+  EXPECT_EQ(bad_device->Wait(), 2);
+  EXPECT_THAT(bad_device->err(),
+              HasSubstr("WAVEPOOL_DEVICE: device 'tpu' is not cpu, cuda, cuda:N or auto"));
+
   auto missing = Worker("missing", {"--plan", dir_ + "/nope.json"});
   EXPECT_EQ(missing->Wait(), 3);
   EXPECT_THAT(missing->err(), HasSubstr("nope.json: cannot be read"));
@@ -178,6 +206,13 @@ TEST_F(WorkerProcess, BadSettingsAndBadPlansAreRefusedWithTheirReason) {
                                       "file://" + dir_ + "/store"});
   EXPECT_EQ(mismatch->Wait(), 3);
   EXPECT_THAT(mismatch->err(), HasSubstr("--world-size 3 does not match the plan's 2 GPUs"));
+
+  // No machine has this GPU (a CPU build has none): refused before the gang meets, so rank 1
+  // never starts.
+  auto no_gpu = Worker("no-gpu", {"--plan", plan, "--device", "cuda:9999", "--rank", "0",
+                                  "--world-size", "2", "--store", "file://" + dir_ + "/store2"});
+  EXPECT_EQ(no_gpu->Wait(), 3);
+  EXPECT_THAT(no_gpu->err(), HasSubstr("device 'cuda:9999': "));
 }
 
 TEST_F(WorkerProcess, SigtermCheckpointsAndTheResumedRunRepeatsTheUninterruptedLosses) {

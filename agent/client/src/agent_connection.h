@@ -66,7 +66,7 @@ class AgentConnection {
   std::size_t written_ = 0;
   std::uint64_t stream_position_ = 0;  // bytes sent over the connection's life
   OutgoingDescriptors outgoing_fds_;
-  std::deque<UniqueFd> received_fds_;  // arrived, not yet adopted by a message
+  std::deque<ScopedFd> received_fds_;  // arrived, not yet adopted by a message
   std::vector<Message> backlog_;       // decoded after Registered by Open; returned by Read
 };
 

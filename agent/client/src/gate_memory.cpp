@@ -29,10 +29,6 @@ absl::Status Failed(int err, const std::string& what, const char* syscall) {
 
 }  // namespace
 
-void UniqueFd::Reset() {
-  if (fd_ >= 0) close(std::exchange(fd_, -1));
-}
-
 absl::StatusOr<std::unique_ptr<Mapping>> Mapping::Map(int fd, std::size_t bytes, bool writable,
                                                       const std::string& what) {
   void* address =
@@ -43,12 +39,12 @@ absl::StatusOr<std::unique_ptr<Mapping>> Mapping::Map(int fd, std::size_t bytes,
 
 Mapping::~Mapping() { munmap(address_, bytes_); }
 
-absl::StatusOr<UniqueFd> CreateSealableSegment(const std::string& name, std::size_t bytes) {
+absl::StatusOr<ScopedFd> CreateSealableSegment(const std::string& name, std::size_t bytes) {
   // Never executable where the kernel knows the flag (Linux 6.3; a host may require it with
   // vm.memfd_noexec=2); older kernels reject the unknown flag with EINVAL.
-  UniqueFd fd(memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING | kMfdNoexecSeal));
+  ScopedFd fd(memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING | kMfdNoexecSeal));
   if (!fd.valid() && errno == EINVAL) {
-    fd = UniqueFd(memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    fd = ScopedFd(memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
   }
   if (!fd.valid()) return Failed(errno, name, "memfd_create");
   if (ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return Failed(errno, name, "ftruncate");
@@ -86,7 +82,7 @@ absl::Status CheckSealed(int fd, std::size_t bytes, const std::string& what) {
 }
 
 absl::StatusOr<OwnSegment> CreateOwnSegment(const std::string& name, std::size_t bytes) {
-  WAVEPOOL_ASSIGN_OR_RETURN(UniqueFd fd, CreateSealableSegment(name, bytes));
+  WAVEPOOL_ASSIGN_OR_RETURN(ScopedFd fd, CreateSealableSegment(name, bytes));
   WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<Mapping> mapping,
                             Mapping::Map(fd.get(), bytes, true, name));
   WAVEPOOL_RETURN_IF_ERROR(SealAgainstNewWriters(fd.get(), name));
@@ -132,7 +128,7 @@ long OutgoingDescriptors::Send(int socket, std::uint64_t position, const char* d
 }
 
 long ReceiveWithDescriptors(int socket, char* buffer, std::size_t size,
-                            std::deque<UniqueFd>* received, bool* truncated) {
+                            std::deque<ScopedFd>* received, bool* truncated) {
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxDescriptorsPerReceive)];
   iovec iov{buffer, size};
   msghdr message{};

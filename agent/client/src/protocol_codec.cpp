@@ -237,7 +237,7 @@ absl::Status ReadDescriptor(ByteReader& r, const FieldPath& f, SharedFd* fd) {
   std::uint8_t flag = 0;
   WAVEPOOL_RETURN_IF_ERROR(r.U8(f, &flag));
   if (flag > 1) return f.Error(absl::StrCat(flag, " is not a descriptor flag (0 or 1)"));
-  if (flag == 1) *fd = ShareFd(UniqueFd());
+  if (flag == 1) *fd = ShareFd(ScopedFd());
   return absl::OkStatus();
 }
 
@@ -455,7 +455,7 @@ absl::StatusOr<std::vector<SharedFd>> DescriptorsOf(const Message& message) {
   return fds;
 }
 
-absl::Status AdoptDescriptors(Message* message, std::deque<UniqueFd>* received) {
+absl::Status AdoptDescriptors(Message* message, std::deque<ScopedFd>* received) {
   for (auto& [fd, name] : DescriptorSlots(*message)) {
     if (received->empty()) {
       return absl::InvalidArgumentError(

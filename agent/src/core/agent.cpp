@@ -292,9 +292,9 @@ void Agent::Control(MonotonicTime now) {
 void Agent::AnalyzeWaves(Gpu& gpu) {
   MemoryWaveOptions options;
   options.capacity_bytes = gpu.info.memory_total_bytes;
-  absl::StatusOr<MemoryWave> wave = AnalyzeMemoryWave(
-      PointsFromGpuSamples(std::vector<GpuSample>(gpu.samples.begin(), gpu.samples.end())),
-      options);
+  const std::vector<GpuSample> samples(gpu.samples.begin(), gpu.samples.end());
+  absl::StatusOr<MemoryWave> wave = AnalyzeMemoryWave(PointsFromGpuSamples(samples), options);
+  if (!wave.ok()) wave = AnalyzeForegroundAllocatorWave(gpu, samples, options);
   if (!wave.ok()) return;  // no wave yet: keep the last one
   gpu.wave = *wave;
   MemoryWaveSummary summary;
@@ -327,6 +327,38 @@ void Agent::AnalyzeWaves(Gpu& gpu) {
     }
   }
   gpu.metrics->SetMemoryWave(summary);
+}
+
+absl::StatusOr<MemoryWave> Agent::AnalyzeForegroundAllocatorWave(
+    const Gpu& gpu, const std::vector<GpuSample>& samples, const MemoryWaveOptions& options) {
+  // A caching allocator (LibTorch's) keeps the memory it reserved, so the device's used memory
+  // stays flat while the tensors training holds rise and fall every iteration; the foreground's
+  // own allocator reports show that wave. Of several foregrounds, the one holding the most.
+  const Task* largest = nullptr;
+  for (const auto& [session, task] : tasks_) {
+    if (task->labels.gpu != gpu.info.index || task->labels.role != Role::kForeground ||
+        task->memory.empty()) {
+      continue;
+    }
+    if (largest == nullptr || task->memory.back().allocated_bytes >
+                                  largest->memory.back().allocated_bytes) {
+      largest = task.get();
+    }
+  }
+  if (largest == nullptr) return absl::NotFoundError("no foreground allocator reports");
+  absl::StatusOr<MemoryWave> wave = AnalyzeMemoryWave(
+      PointsFromAllocatorSamples(
+          std::vector<MemorySample>(largest->memory.begin(), largest->memory.end()),
+          AllocatorField::kAllocated),
+      options);
+  // The headroom others may use is under what the device has handed out, reserved included.
+  if (wave.ok() && options.capacity_bytes.has_value() && !samples.empty()) {
+    std::uint64_t used = 0;
+    for (const GpuSample& sample : samples) used = std::max(used, sample.memory_used_bytes);
+    wave->headroom_bytes = static_cast<std::int64_t>(*options.capacity_bytes) -
+                           static_cast<std::int64_t>(std::max<std::uint64_t>(used, wave->peak_bytes));
+  }
+  return wave;
 }
 
 void Agent::AdviseBackground(Gpu& gpu) {

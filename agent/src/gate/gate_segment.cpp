@@ -47,7 +47,7 @@ absl::StatusOr<std::unique_ptr<GateSegment>> GateSegment::Create(const std::stri
         "create gate %s: slots must be in 1..%u, got %u", path, kMaxSlotsPerGpu, slots));
   }
   const std::string what = absl::StrCat("create gate ", path);
-  absl::StatusOr<UniqueFd> fd =
+  absl::StatusOr<ScopedFd> fd =
       CreateSealableSegment(absl::StrCat("wavepool-gpu-", gpu_index, ".gate"), sizeof(GateFile));
   if (!fd.ok())
     return absl::Status(fd.status().code(), absl::StrCat(what, ": ", fd.status().message()));

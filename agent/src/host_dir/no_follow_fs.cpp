@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "wavepool/base/errno_error.h"
+#include "wavepool/base/scoped_fd.h"
 #include "wavepool/base/status_macros.h"
 
 namespace wavepool::agent::internal {
@@ -34,24 +35,6 @@ absl::Status OpenDirectory(int parent, const std::string& name, const std::strin
   return Errno(shown, "open", errno);
 }
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  void Reset(int fd) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 std::pair<std::string, std::string> SplitParent(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return {".", path};
@@ -73,7 +56,7 @@ absl::Status MakeDirectoryNoFollow(const std::string& directory, mode_t mode) {
 absl::Status MakeDirectoriesUnder(const std::string& root, std::string_view relative, mode_t mode) {
   int fd = -1;
   WAVEPOOL_RETURN_IF_ERROR(OpenDirectory(AT_FDCWD, root, root, &fd));
-  Fd current(fd);
+  ScopedFd current(fd);
   std::string shown = root;
   for (absl::string_view part : absl::StrSplit(absl::string_view(relative.data(), relative.size()),
                                                '/', absl::SkipEmpty())) {
@@ -85,7 +68,7 @@ absl::Status MakeDirectoriesUnder(const std::string& root, std::string_view rela
     }
     int next = -1;
     WAVEPOOL_RETURN_IF_ERROR(OpenDirectory(current.get(), name, shown, &next));
-    current.Reset(next);
+    current = ScopedFd(next);
   }
   return absl::OkStatus();
 }
@@ -95,7 +78,7 @@ absl::Status ChmodChownNoFollow(const std::string& path, mode_t mode, gid_t grou
   const auto [parent, name] = SplitParent(path);
   int fd = -1;
   WAVEPOOL_RETURN_IF_ERROR(OpenDirectory(AT_FDCWD, parent, parent, &fd));
-  Fd directory(fd);
+  ScopedFd directory(fd);
   struct stat st;
   if (fstatat(directory.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return Errno(path, "lstat", errno);

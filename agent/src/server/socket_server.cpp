@@ -68,7 +68,7 @@ class SocketServer::Loop {
     std::size_t written = 0;
     std::uint64_t stream_position = 0;  // bytes sent over the connection's life
     OutgoingDescriptors outgoing_fds;   // travel with Registered and Foregrounds
-    std::deque<UniqueFd> received_fds;  // arrived, not yet adopted by Register
+    std::deque<ScopedFd> received_fds;  // arrived, not yet adopted by Register
   };
 
   // Each of these returns false once it closed `c` (which is then destroyed).

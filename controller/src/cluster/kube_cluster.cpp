@@ -355,10 +355,6 @@ std::vector<GpuAssignment> KubeCluster::Assignments() const {
   return state_->claims.PodAssignments();
 }
 
-std::vector<std::shared_ptr<const GpuAssignment>> KubeCluster::SharedAssignments() const {
-  return state_->claims.SharedPodAssignments();
-}
-
 JobChanges KubeCluster::JobChangesSince(std::uint64_t version) const {
   return state_->job_cache.ChangesSince(version);
 }

@@ -158,18 +158,12 @@ AssignmentChanges GpuClaims::PodChangesSince(std::uint64_t version) const {
 }
 
 std::vector<GpuAssignment> GpuClaims::PodAssignments() const {
-  std::vector<GpuAssignment> out;
-  for (const auto& shared : SharedPodAssignments()) out.push_back(*shared);
-  return out;
-}
-
-std::vector<std::shared_ptr<const GpuAssignment>> GpuClaims::SharedPodAssignments() const {
   absl::MutexLock lock(&mu_);
   ExpireAssumedLocked();
-  std::vector<std::shared_ptr<const GpuAssignment>> out;
+  std::vector<GpuAssignment> out;
   out.reserve(held_.size() + assumed_.size());
   ForEachPodLocked([&out](const std::string&, const std::shared_ptr<const GpuAssignment>& a) {
-    out.push_back(a);
+    out.push_back(*a);
   });
   return out;
 }

@@ -50,6 +50,12 @@ PieceLauncher::~PieceLauncher() {
 }
 
 absl::Status PieceLauncher::Launch(OpGroup group, cudaGraphExec_t piece) {
+  return LaunchWork(group,
+                    [&] { return CudaStatus(cudaGraphLaunch(piece, stream_), "cudaGraphLaunch"); });
+}
+
+absl::Status PieceLauncher::LaunchWork(OpGroup group,
+                                       const std::function<absl::Status()>& enqueue) {
   if (absl::Status s = TakeError(); !s.ok()) return s;
   std::size_t index = 0;
   {
@@ -65,7 +71,7 @@ absl::Status PieceLauncher::Launch(OpGroup group, cudaGraphExec_t piece) {
   if (s.ok()) {
     slot.ticket = *ticket;
     s = CudaStatus(cudaEventRecord(slot.start, stream_), "cudaEventRecord");
-    if (s.ok()) s = CudaStatus(cudaGraphLaunch(piece, stream_), "cudaGraphLaunch");
+    if (s.ok()) s = enqueue();
     if (s.ok()) s = CudaStatus(cudaEventRecord(slot.end, stream_), "cudaEventRecord");
     if (!s.ok()) pacer_.End(*ticket, std::chrono::nanoseconds(0));
   }

@@ -2,7 +2,13 @@
 // one step ahead on a pre-loading thread (scalednn-data-movement §IV-B).
 #include "wavepool/runtime/batch_loader.h"
 
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -16,7 +22,12 @@
 namespace wavepool::runtime {
 namespace {
 
-using Steps = absl::StatusOr<std::vector<Batch>>;
+// One step's blocks, and on a GPU the event their copies to it end at.
+struct LoadedStep {
+  std::vector<Batch> batches;
+  std::shared_ptr<c10::Event> copied;
+};
+using Steps = absl::StatusOr<LoadedStep>;
 
 absl::Status Validate(const SampleSourcePtr& source, const SampleOrder& order,
                       const std::vector<BatchBlock>& blocks, const BatchLoader::Options& options) {
@@ -41,6 +52,12 @@ absl::Status Validate(const SampleSourcePtr& source, const SampleOrder& order,
                      " positions [0, ", order.samples_per_step(), ")");
     }
   }
+  const auto cuda_index = static_cast<std::size_t>(std::max<int>(0, options.device.index()));
+  if (options.device.is_cuda() &&
+      !(torch::cuda::is_available() && cuda_index < torch::cuda::device_count())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "batch loader: device ", options.device.str(), " is not a CUDA device LibTorch sees"));
+  }
   if (options.first_step < 0 || options.step_stride < 1) {
     return invalid("options.first_step must be >= 0 and options.step_stride >= 1, got ",
                    options.first_step, " and ", options.step_stride);
@@ -64,6 +81,10 @@ class BatchLoader::Impl {
         blocks_(std::move(blocks)),
         options_(options),
         next_step_(options.first_step) {
+    if (options_.device.is_cuda()) {
+      copy_stream_ = c10::impl::VirtualGuardImpl(options_.device.type())
+                         .getStreamFromGlobalPool(options_.device);
+    }
     if (options_.preload) preloader_ = std::thread([this] { PreloadLoop(); });
   }
 
@@ -75,7 +96,7 @@ class BatchLoader::Impl {
     if (preloader_.joinable()) preloader_.join();
   }
 
-  Steps Next() {
+  absl::StatusOr<std::vector<Batch>> Next() {
     if (!error_.ok()) return error_;
     const auto start = std::chrono::steady_clock::now();
     Steps result = options_.preload ? TakeReady() : Load(next_step_);
@@ -84,8 +105,12 @@ class BatchLoader::Impl {
                               std::chrono::steady_clock::now() - start)
                               .count(),
                           std::memory_order_relaxed);
-    if (!result.ok()) error_ = result.status();
-    return result;
+    if (result.ok()) result = ReadyOnCurrentStream(*std::move(result));
+    if (!result.ok()) {
+      error_ = result.status();
+      return error_;
+    }
+    return std::move(result->batches);
   }
 
   double wait_seconds() const {
@@ -121,15 +146,57 @@ class BatchLoader::Impl {
     return !ready_.has_value() || stopping_.load(std::memory_order_relaxed);
   }
 
-  // Reads every block of `step`; Cancelled as soon as the loader is being destroyed.
+  // Reads every block of `step` and, for a GPU, starts copying them to it; Cancelled as soon as
+  // the loader is being destroyed.
   Steps Load(std::int64_t step) const {
-    std::vector<Batch> batches;
-    batches.reserve(blocks_.size());
+    LoadedStep loaded;
+    loaded.batches.reserve(blocks_.size());
     for (const BatchBlock& block : blocks_) {
       WAVEPOOL_ASSIGN_OR_RETURN(Batch batch, LoadBlock(step, block));
-      batches.push_back(std::move(batch));
+      loaded.batches.push_back(std::move(batch));
     }
-    return batches;
+    if (copy_stream_.has_value()) return StartCopy(step, std::move(loaded));
+    return loaded;
+  }
+
+  // Pinned host memory copies without the CPU waiting (scalednn-data-movement §IV-B); the
+  // caching host allocator keeps each pinned block until its copy is done.
+  Steps StartCopy(std::int64_t step, LoadedStep loaded) const {
+    try {
+      const c10::StreamGuard on_copy_stream(*copy_stream_);
+      for (Batch& batch : loaded.batches) {
+        batch.inputs = batch.inputs.to(options_.device, /*non_blocking=*/true);
+        batch.labels = batch.labels.to(options_.device, /*non_blocking=*/true);
+      }
+      loaded.copied = std::make_shared<c10::Event>(options_.device.type());
+      loaded.copied->record(*copy_stream_);
+    } catch (const c10::Error& e) {
+      return absl::InternalError(absl::StrCat("batch loader: copying step ", step, " to ",
+                                              options_.device.str(), ": ",
+                                              e.what_without_backtrace()));
+    }
+    return loaded;
+  }
+
+  // The consumer's stream waits for the copy; its tensors, allocated on the copy stream, are
+  // marked as used by the consumer's, so that the caching allocator does not hand their memory
+  // to a later copy while the consumer's kernels still read it.
+  Steps ReadyOnCurrentStream(LoadedStep loaded) const {
+    if (loaded.copied == nullptr) return loaded;
+    try {
+      const c10::Stream consumer =
+          c10::impl::VirtualGuardImpl(options_.device.type()).getStream(options_.device);
+      loaded.copied->block(consumer);
+      for (Batch& batch : loaded.batches) {
+        batch.inputs.record_stream(consumer);
+        batch.labels.record_stream(consumer);
+      }
+    } catch (const c10::Error& e) {
+      return absl::InternalError(absl::StrCat("batch loader: waiting for the copy to ",
+                                              options_.device.str(), ": ",
+                                              e.what_without_backtrace()));
+    }
+    return loaded;
   }
 
   absl::StatusOr<Batch> LoadBlock(std::int64_t step, const BatchBlock& block) const {
@@ -139,9 +206,10 @@ class BatchLoader::Impl {
     batch.step = step;
     batch.first_sample = block.first;
     try {
-      batch.inputs =
-          torch::empty(BatchShape(spec, block.count), tokens ? torch::kInt64 : torch::kFloat32);
-      batch.labels = torch::empty({block.count}, torch::kInt64);
+      const auto host = torch::TensorOptions().pinned_memory(copy_stream_.has_value());
+      batch.inputs = torch::empty(BatchShape(spec, block.count),
+                                  host.dtype(tokens ? torch::kInt64 : torch::kFloat32));
+      batch.labels = torch::empty({block.count}, host.dtype(torch::kInt64));
     } catch (const c10::Error& e) {
       return absl::ResourceExhaustedError(
           absl::StrCat("batch loader: allocating step ", step, "'s block of ", block.count,
@@ -178,6 +246,7 @@ class BatchLoader::Impl {
   const SampleOrder order_;
   const std::vector<BatchBlock> blocks_;
   const Options options_;
+  std::optional<c10::Stream> copy_stream_;  // on a GPU; set before the preloader starts
 
   // The caller's thread only.
   std::int64_t next_step_;

@@ -15,6 +15,10 @@ struct PendingWork {
   compat::WorkPtr work;
   std::chrono::milliseconds timeout{0};
   std::string what;
+  // Device tensors sent through host copies (StageThroughHost): after the work, the received
+  // host values go back to the device tensors.
+  std::vector<torch::Tensor> device_tensors;
+  std::vector<torch::Tensor> host_tensors;
   bool waited = false;
   absl::Status result;
 };
@@ -32,6 +36,42 @@ struct ProcessGroups {
 
 }  // namespace internal
 
+namespace {
+
+// Gloo moves host memory: device tensors (a replica on a GPU) travel as host copies, made on the
+// caller's current stream, so after the kernels that wrote them. Correct on any device, and the
+// one copy each way is what Gloo's own CUDA path does too.
+std::vector<torch::Tensor> StageThroughHost(std::vector<torch::Tensor>& tensors,
+                                            internal::PendingWork& pending) {
+  std::vector<torch::Tensor> sent;
+  sent.reserve(tensors.size());
+  for (torch::Tensor& t : tensors) {
+    if (t.device().is_cpu()) {
+      sent.push_back(t);
+      continue;
+    }
+    torch::Tensor host = t.to(torch::kCPU);
+    pending.device_tensors.push_back(t);
+    pending.host_tensors.push_back(host);
+    sent.push_back(std::move(host));
+  }
+  return sent;
+}
+
+absl::Status CopyBackToDevice(internal::PendingWork& pending) {
+  try {
+    for (std::size_t i = 0; i < pending.device_tensors.size(); ++i) {
+      pending.device_tensors[i].copy_(pending.host_tensors[i]);
+    }
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat(pending.what, ": copying the result to the device: ", compat::ErrorText(e)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 Pending::Pending() = default;
 Pending::Pending(std::shared_ptr<internal::PendingWork> work) : work_(std::move(work)) {}
 Pending::~Pending() = default;
@@ -44,6 +84,9 @@ absl::Status Pending::Wait() {
     work_->result = compat::Wait(work_->work, work_->timeout, work_->what);
     work_->waited = true;
     work_->work.reset();
+    if (work_->result.ok()) work_->result = CopyBackToDevice(*work_);
+    work_->device_tensors.clear();
+    work_->host_tensors.clear();
   }
   return work_->result;
 }
@@ -108,12 +151,17 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
 
 namespace {
 
-// Runs `issue` (a c10d call that may throw) and wraps its Work.
+// Runs `issue` (a c10d call that may throw) on host copies of `tensors` and wraps its Work;
+// `copy_back` when the operation writes the tensors (all not sent).
 template <typename Issue>
-absl::StatusOr<Pending> Start(std::string what, std::chrono::milliseconds timeout, Issue issue) {
+absl::StatusOr<Pending> Start(std::string what, std::chrono::milliseconds timeout,
+                              std::vector<torch::Tensor> tensors, bool copy_back, Issue issue) {
   try {
     auto pending = std::make_shared<internal::PendingWork>();
-    pending->work = issue();
+    std::vector<torch::Tensor> staged = StageThroughHost(tensors, *pending);
+    // The host copies live as long as the work, which reads or writes them.
+    if (!copy_back) pending->device_tensors.clear();
+    pending->work = issue(staged);
     pending->timeout = timeout;
     pending->what = std::move(what);
     return Pending(std::move(pending));
@@ -138,10 +186,10 @@ absl::StatusOr<Pending> Communicator::AllReduceSum(const std::vector<int>& ranks
         absl::StrCat("no group {", absl::StrJoin(ranks, ","), "} on rank ", rank_));
   }
   return Start(absl::StrCat("all-reduce in {", absl::StrJoin(ranks, ","), "}"), options_.timeout,
-               [&] {
+               std::move(tensors), /*copy_back=*/true, [&](std::vector<torch::Tensor>& staged) {
                  c10d::AllreduceOptions options;
                  options.reduceOp = c10d::ReduceOp::SUM;
-                 return group->group->allreduce(tensors, options);
+                 return group->group->allreduce(staged, options);
                });
 }
 
@@ -153,31 +201,34 @@ absl::StatusOr<Pending> Communicator::Broadcast(const std::vector<int>& ranks, i
                                                    "} with root ", root, " on rank ", rank_));
   }
   return Start(absl::StrCat("broadcast from rank ", root, " in {", absl::StrJoin(ranks, ","), "}"),
-               options_.timeout, [&] {
+               options_.timeout, std::move(tensors), /*copy_back=*/root != rank_,
+               [&](std::vector<torch::Tensor>& staged) {
                  c10d::BroadcastOptions options;
                  options.rootRank = IndexIn(group->members, root);
-                 return group->group->broadcast(tensors, options);
+                 return group->group->broadcast(staged, options);
                });
 }
 
 absl::StatusOr<Pending> Communicator::Send(torch::Tensor tensor, int peer, int tag) {
-  return Start(absl::StrCat("send to rank ", peer, " (tag ", tag, ")"), options_.timeout, [&] {
-    std::vector<torch::Tensor> tensors{std::move(tensor)};
-    return groups_->world.group->send(tensors, peer, tag);
-  });
+  return Start(absl::StrCat("send to rank ", peer, " (tag ", tag, ")"), options_.timeout,
+               {std::move(tensor)}, /*copy_back=*/false, [&](std::vector<torch::Tensor>& staged) {
+                 return groups_->world.group->send(staged, peer, tag);
+               });
 }
 
 absl::StatusOr<Pending> Communicator::Recv(torch::Tensor tensor, int peer, int tag) {
-  return Start(absl::StrCat("receive from rank ", peer, " (tag ", tag, ")"), options_.timeout, [&] {
-    std::vector<torch::Tensor> tensors{std::move(tensor)};
-    return groups_->world.group->recv(tensors, peer, tag);
-  });
+  return Start(absl::StrCat("receive from rank ", peer, " (tag ", tag, ")"), options_.timeout,
+               {std::move(tensor)}, /*copy_back=*/true, [&](std::vector<torch::Tensor>& staged) {
+                 return groups_->world.group->recv(staged, peer, tag);
+               });
 }
 
 absl::Status Communicator::Barrier() {
-  WAVEPOOL_ASSIGN_OR_RETURN(Pending pending, Start("barrier", options_.timeout, [&] {
-                              return groups_->world.group->barrier();
-                            }));
+  WAVEPOOL_ASSIGN_OR_RETURN(Pending pending,
+                            Start("barrier", options_.timeout, {}, /*copy_back=*/false,
+                                  [&](std::vector<torch::Tensor>&) {
+                                    return groups_->world.group->barrier();
+                                  }));
   return pending.Wait();
 }
 

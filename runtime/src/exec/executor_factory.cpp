@@ -31,6 +31,8 @@ absl::StatusOr<Parts> MakeParts(const ExecutorSetup& setup,
   engine_options.reduce_gradients = reduce_gradients;
   engine_options.bucket_bytes = setup.bucket_bytes;
   engine_options.compress_weights = setup.plan.data_movement.weight_compression;
+  engine_options.device = setup.device;
+  engine_options.role = setup.role;
   WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<StageEngine> engine,
                             StageEngine::Create(program, setup.graph, setup.plan.training,
                                                 communicator.get(), setup.pacer, engine_options));
@@ -58,15 +60,19 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeExecutor(const ExecutorSetup& setu
     return absl::InvalidArgumentError(absl::StrCat(
         "plan stages: a TickTock plan runs one data-parallel stage, got ", program->stage_count()));
   }
+  // The two waves are one task to the node agent: it sees their memory summed.
+  auto memory = std::make_unique<SummedMemoryPacers>(setup.pacer, 2);
   std::array<TickTockExecutor::Wave, 2> waves;
   for (int wave = 0; wave < 2; ++wave) {
-    WAVEPOOL_ASSIGN_OR_RETURN(Parts parts,
-                              MakeParts(setup, program, wave == 0 ? "tick" : "tock", false));
+    ExecutorSetup wave_setup = setup;
+    wave_setup.pacer = memory->view(wave);
+    WAVEPOOL_ASSIGN_OR_RETURN(
+        Parts parts, MakeParts(wave_setup, program, wave == 0 ? "tick" : "tock", false));
     waves[static_cast<std::size_t>(wave)] = {std::move(parts.communicator),
                                              std::move(parts.engine)};
   }
   return std::make_unique<TickTockExecutor>(
-      std::move(waves), setup.pacer,
+      std::move(memory), std::move(waves), setup.pacer,
       TickTockExecutor::Data{setup.source, static_cast<std::uint64_t>(setup.plan.training.seed),
                              setup.plan.data_movement.preload});
 }

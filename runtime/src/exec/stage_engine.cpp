@@ -18,8 +18,6 @@
 
 namespace wavepool::runtime {
 
-namespace {}  // namespace
-
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const api::PlanTraining& training,
                                                        std::vector<torch::Tensor> parameters) {
   switch (training.optimizer) {
@@ -37,8 +35,8 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const api::PlanTraining& 
 }
 
 StageEngine::StageEngine(std::shared_ptr<const StageProgram> program, Communicator* communicator,
-                         LaunchPacer* pacer, Options options)
-    : program_(std::move(program)), communicator_(communicator), pacer_(pacer), options_(options) {}
+                         Options options)
+    : program_(std::move(program)), communicator_(communicator), options_(options) {}
 
 StageEngine::~StageEngine() = default;
 
@@ -46,14 +44,24 @@ absl::StatusOr<std::unique_ptr<StageEngine>> StageEngine::Create(
     std::shared_ptr<const StageProgram> program, std::shared_ptr<const planner::ModelGraph> graph,
     const api::PlanTraining& training, Communicator* communicator, LaunchPacer* pacer,
     Options options) {
-  std::unique_ptr<StageEngine> engine(
-      new StageEngine(std::move(program), communicator, pacer, options));
+  std::unique_ptr<StageEngine> engine(new StageEngine(std::move(program), communicator, options));
   const StageProgram& p = *engine->program_;
+  WAVEPOOL_ASSIGN_OR_RETURN(engine->device_,
+                            ReplicaDevice::Create(options.device, options.role, pacer));
+  engine->pacer_ = engine->device_->pacer();
   WAVEPOOL_ASSIGN_OR_RETURN(
       std::unique_ptr<ExecutableModel> model,
       ExecutableModel::Build(std::move(graph), p.LayersOn(options.rank), options.seed));
   engine->model_ = std::move(model);
   engine->model_->Train(true);
+  try {
+    const c10::OptionalStreamGuard on_device = engine->device_->Enter();
+    engine->model_->To(options.device);
+  } catch (const c10::Error& e) {
+    return absl::ResourceExhaustedError(absl::StrCat("moving the model's layers to ",
+                                                     options.device.str(), ": ",
+                                                     e.what_without_backtrace()));
+  }
   engine->optimizer_ = MakeOptimizer(training, engine->model_->Parameters());
   for (const torch::Tensor& t : engine->model_->Parameters()) {
     engine->parameter_bytes_ += 2 * internal::Bytes(t);  // the weights and their gradients
@@ -111,6 +119,7 @@ absl::StatusOr<StageEngine::StepResult> StageEngine::RunStep(std::int64_t step,
 absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
     std::int64_t step, const std::vector<Batch>& data, double loss_scale,
     const std::function<void()>& after_forward) {
+  const c10::OptionalStreamGuard on_device = device_->Enter();
   StepResult result;
   const auto start = std::chrono::steady_clock::now();
   instances_left_ = instances_per_stage_;
@@ -132,10 +141,12 @@ absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
     WAVEPOOL_RETURN_IF_ERROR(Forward(instance, mine, step, &result.times));
   }
   if (after_forward) after_forward();
+  torch::Tensor loss_sum;
   for (auto it = instances_on_rank_.rbegin(); it != instances_on_rank_.rend(); ++it) {
     const StageInstance& instance = program_->forward_order()[static_cast<std::size_t>(*it)];
-    WAVEPOOL_RETURN_IF_ERROR(Backward(instance, loss_scale, &result.loss_sum, &result.times));
+    WAVEPOOL_RETURN_IF_ERROR(Backward(instance, loss_scale, &loss_sum, &result.times));
   }
+  if (loss_sum.defined()) result.loss_sum = loss_sum.item<double>();
   {
     StepTimer timer(&result.times.allreduce);
     for (std::size_t s = 0; s < reducers_.size(); ++s) {
@@ -156,6 +167,7 @@ absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
 }
 
 absl::Status StageEngine::ApplyGradients() {
+  const c10::OptionalStreamGuard on_device = device_->Enter();
   try {
     torch::NoGradGuard no_grad;
     optimizer_->step();
@@ -166,6 +178,7 @@ absl::Status StageEngine::ApplyGradients() {
 }
 
 absl::Status StageEngine::BroadcastWeights() {
+  const c10::OptionalStreamGuard on_device = device_->Enter();
   for (int s = 0; s < program_->stage_count(); ++s) {
     const std::vector<int>& group = program_->sync_group(s);
     if (group.size() < 2 || !std::binary_search(group.begin(), group.end(), options_.rank)) {
@@ -208,21 +221,26 @@ absl::Status StageEngine::BroadcastCompressed(const std::vector<int>& group, tor
   // codec cannot hold (|w| >= 2, NaN, Inf) go uncompressed; the root says which in a first message.
   const bool root = options_.rank == group.front();
   const auto count = static_cast<std::size_t>(flat.numel());
+  // The codec runs on the host: a replica on a GPU encodes and decodes a host copy.
+  torch::Tensor host = flat.device().is_cpu() ? flat : flat.to(torch::kCPU);
   torch::Tensor stream =
       torch::empty({static_cast<std::int64_t>(EncodedWeightBytes(count))}, torch::kUInt8);
   torch::Tensor compressed = torch::zeros({1}, torch::kInt64);
   if (root) {
     absl::Status encoded = EncodeWeightsInto(
-        absl::MakeConstSpan(flat.data_ptr<float>(), count),
+        absl::MakeConstSpan(host.data_ptr<float>(), count),
         absl::MakeSpan(stream.data_ptr<std::uint8_t>(), static_cast<std::size_t>(stream.numel())));
     compressed.fill_(encoded.ok() ? 1 : 0);
   }
   WAVEPOOL_RETURN_IF_ERROR(Broadcast(group, compressed));
   if (compressed.item<std::int64_t>() == 0) return Broadcast(group, flat);
   WAVEPOOL_RETURN_IF_ERROR(Broadcast(group, stream));
-  return DecodeWeightsInto(absl::MakeConstSpan(stream.data_ptr<std::uint8_t>(),
-                                               static_cast<std::size_t>(stream.numel())),
-                           absl::MakeSpan(flat.data_ptr<float>(), count));
+  WAVEPOOL_RETURN_IF_ERROR(
+      DecodeWeightsInto(absl::MakeConstSpan(stream.data_ptr<std::uint8_t>(),
+                                            static_cast<std::size_t>(stream.numel())),
+                        absl::MakeSpan(host.data_ptr<float>(), count)));
+  if (!flat.device().is_cpu()) flat.copy_(host);
+  return absl::OkStatus();
 }
 
 std::uint64_t StageEngine::held_bytes() const { return parameter_bytes_ + activation_bytes_; }

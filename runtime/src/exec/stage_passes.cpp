@@ -71,7 +71,7 @@ absl::Status StageEngine::Forward(const StageInstance& instance, const std::vect
 }
 
 absl::Status StageEngine::Backward(const StageInstance& instance, double loss_scale,
-                                   double* loss_sum, StepTimes* times) {
+                                   torch::Tensor* loss_sum, StepTimes* times) {
   InstanceState& state = *states_[static_cast<std::size_t>(instance.id)];
   const int stage = instance.stage;
   const std::vector<planner::LayerId>& layers = program_->stage_layers(stage);
@@ -108,7 +108,7 @@ absl::Status StageEngine::Backward(const StageInstance& instance, double loss_sc
       torch::Tensor gradient;
       if (id == program_->sink()) {
         root = LossSum(graph.layer(id), output, state.labels);
-        *loss_sum += root.item<double>();
+        *loss_sum = loss_sum->defined() ? *loss_sum + root.detach() : root.detach();
         root = root * loss_scale;
       } else {
         root = output;

@@ -39,7 +39,9 @@ absl::StatusOr<torch::Tensor> StageEngine::GatherActivations(const StageEdge& ed
                            .narrow(0, piece.begin - producer.rows.begin, piece.size()));
       continue;
     }
-    torch::Tensor buffer = torch::empty(BatchShape(piece.size(), sample), torch::kFloat32);
+    torch::Tensor buffer =
+        torch::empty(BatchShape(piece.size(), sample),
+                     torch::TensorOptions(torch::kFloat32).device(device_->device()));
     WAVEPOOL_ASSIGN_OR_RETURN(
         Pending received, communicator_->Recv(buffer, peer, program_->ForwardTag(edge.id, wave)));
     receives.push_back(std::move(received));

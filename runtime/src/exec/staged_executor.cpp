@@ -38,6 +38,7 @@ absl::Status StagedExecutor::StartLoader(std::int64_t first) {
   if (blocks.empty()) return absl::OkStatus();  // this rank reads no samples
   BatchLoader::Options options;
   options.preload = data_.preload;
+  options.device = engine_->device().device();
   options.first_step = first;
   WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<BatchLoader> loader,
                             BatchLoader::Create(data_.source,
@@ -64,6 +65,16 @@ absl::Status StagedExecutor::Agree(double loss_sum, const StepRequests& mine, St
 
 absl::StatusOr<std::int64_t> StagedExecutor::Train(std::int64_t first, std::int64_t end,
                                                    const StepHooks& hooks) {
+  absl::StatusOr<std::int64_t> next = TrainSteps(first, end, hooks);
+  // The weights are read next by the worker's thread (a checkpoint), on no stream of ours.
+  WAVEPOOL_RETURN_IF_ERROR(engine_->device().Synchronize());
+  return next;
+}
+
+absl::StatusOr<std::int64_t> StagedExecutor::TrainSteps(std::int64_t first, std::int64_t end,
+                                                        const StepHooks& hooks) {
+  // The loader's batches are made ready for the replica's stream.
+  const c10::OptionalStreamGuard on_device = engine_->device().Enter();
   WAVEPOOL_RETURN_IF_ERROR(StartLoader(first));
   for (std::int64_t step = first; step < end; ++step) {
     const auto start = std::chrono::steady_clock::now();

@@ -34,6 +34,9 @@ class StagedExecutor final : public Executor {
   absl::Status LoadExtraState(const std::vector<std::pair<std::string, torch::Tensor>>&) override;
 
  private:
+  // Train's steps, before the device is synchronised.
+  absl::StatusOr<std::int64_t> TrainSteps(std::int64_t first, std::int64_t end,
+                                          const StepHooks& hooks);
   absl::Status StartLoader(std::int64_t first);
   // The gang's mean loss of a step from every rank's loss terms, and what any rank requested.
   absl::Status Agree(double loss_sum, const StepRequests& mine, StepReport* report);

@@ -39,8 +39,9 @@ void SetGradients(ExecutableModel& model, const torch::Tensor& flat) {
 
 }  // namespace
 
-TickTockExecutor::TickTockExecutor(std::array<Wave, 2> waves, LaunchPacer* pacer, Data data)
-    : waves_(std::move(waves)), pacer_(pacer), data_(std::move(data)) {
+TickTockExecutor::TickTockExecutor(std::unique_ptr<SummedMemoryPacers> memory,
+                                   std::array<Wave, 2> waves, LaunchPacer* pacer, Data data)
+    : memory_(std::move(memory)), waves_(std::move(waves)), pacer_(pacer), data_(std::move(data)) {
   for (int r = 0; r < waves_[0].communicator->world_size(); ++r) world_.push_back(r);
 }
 
@@ -98,6 +99,7 @@ absl::Status TickTockExecutor::StartLoaders(std::int64_t first) {
     if (blocks.empty()) continue;
     BatchLoader::Options options;
     options.preload = data_.preload;
+    options.device = waves_[static_cast<std::size_t>(wave)].engine->device().device();
     options.first_step = first % 2 == wave ? first : first + 1;
     options.step_stride = 2;
     WAVEPOOL_ASSIGN_OR_RETURN(
@@ -128,6 +130,7 @@ bool TickTockExecutor::WaitForTurn(std::int64_t step) {
 
 absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const StepHooks& hooks) {
   StageEngine& engine = *waves_[static_cast<std::size_t>(wave)].engine;
+  const c10::OptionalStreamGuard on_device = engine.device().Enter();
   const auto start = std::chrono::steady_clock::now();
   StepReport report;
   report.step = step;
@@ -146,6 +149,8 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
   if (!result.ok()) return result.status();
   const std::int64_t samples = engine.program().samples_per_step();
   LocalGradient mine{FlattenGradients(engine.model()), samples};
+  // The other wave reads it on its own thread and stream.
+  WAVEPOOL_RETURN_IF_ERROR(engine.device().Synchronize());
   LocalGradient previous;
   {
     absl::MutexLock lock(&mu_);
@@ -163,11 +168,14 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
   }
   // Eq. 1-2 (class comment): one all-reduce carries the combined gradient, the loss and the
   // ranks' requests.
-  torch::Tensor combined = previous.sum.defined() ? mine.sum + previous.sum : mine.sum.clone();
+  // A resumed run's previous gradient comes from the checkpoint, on the host.
+  torch::Tensor combined = previous.sum.defined() ? mine.sum + previous.sum.to(mine.sum.device())
+                                                  : mine.sum.clone();
   const StepRequests requests = hooks.requests(step);
   torch::Tensor flat = torch::cat(
       {combined, torch::tensor({static_cast<float>(result->loss_sum),
-                                requests.checkpoint ? 1.0F : 0.0F, requests.stop ? 1.0F : 0.0F})});
+                                requests.checkpoint ? 1.0F : 0.0F, requests.stop ? 1.0F : 0.0F})
+                     .to(combined.device())});
   if (world_.size() > 1) {
     StepTimer timer(&report.times.allreduce);
     absl::Status reduced;
@@ -210,6 +218,11 @@ void TickTockExecutor::RunWave(int wave, std::int64_t first, std::int64_t end,
       Fail(s);
       return;
     }
+  }
+  // The weights are read next by the worker's thread (a checkpoint) or the other wave.
+  if (absl::Status s = waves_[static_cast<std::size_t>(wave)].engine->device().Synchronize();
+      !s.ok()) {
+    Fail(s);
   }
 }
 

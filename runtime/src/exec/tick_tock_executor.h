@@ -27,6 +27,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "wavepool/runtime/batch_loader.h"
+#include "summed_memory_pacer.h"
 #include "wavepool/runtime/communicator.h"
 #include "wavepool/runtime/executor.h"
 #include "wavepool/runtime/stage_engine.h"
@@ -46,7 +47,9 @@ class TickTockExecutor final : public Executor {
   };
 
   // REQUIRES: both engines run the same one-stage program with reduce_gradients off.
-  TickTockExecutor(std::array<Wave, 2> waves, LaunchPacer* pacer, Data data);
+  // `memory` gives the waves' engines their pacers (views of `pacer`); it must outlive them.
+  TickTockExecutor(std::unique_ptr<SummedMemoryPacers> memory, std::array<Wave, 2> waves,
+                   LaunchPacer* pacer, Data data);
   ~TickTockExecutor() override;
 
   absl::Status SynchronizeInitialWeights() override;
@@ -71,6 +74,7 @@ class TickTockExecutor final : public Executor {
   bool WaitForTurn(std::int64_t step) ABSL_LOCKS_EXCLUDED(mu_);
   void Fail(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
 
+  std::unique_ptr<SummedMemoryPacers> memory_;  // before the waves: destroyed after them
   std::array<Wave, 2> waves_;
   LaunchPacer* const pacer_;
   const Data data_;

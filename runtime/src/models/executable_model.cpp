@@ -134,4 +134,8 @@ void ExecutableModel::Train(bool on) {
   for (planner::LayerId id : layers_) modules_[static_cast<size_t>(id)]->train(on);
 }
 
+void ExecutableModel::To(const torch::Device& device) {
+  for (planner::LayerId id : layers_) modules_[static_cast<size_t>(id)]->to(device);
+}
+
 }  // namespace wavepool::runtime

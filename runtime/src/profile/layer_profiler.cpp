@@ -14,18 +14,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "wavepool/base/status_macros.h"
+#include "gpu_layer_timer.h"
 #include "wavepool/runtime/executable_model.h"
+#include "wavepool/runtime/replica_device.h"
 
 namespace wavepool::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-planner::Seconds Median(std::vector<planner::Seconds> times) {
-  std::sort(times.begin(), times.end());
-  const size_t mid = times.size() / 2;
-  return times.size() % 2 == 1 ? times[mid] : (times[mid - 1] + times[mid]) / 2.0;
-}
 
 planner::Seconds Since(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration_cast<planner::Seconds>(end - start);
@@ -50,7 +46,7 @@ std::vector<torch::Tensor> RandomInputs(const planner::ModelGraph& graph,
   return inputs;
 }
 
-// The median forward and backward time of layer `id` on `inputs`.
+// The median forward and backward wall time of layer `id` on `inputs` (on the CPU).
 planner::LayerTime TimeLayer(ExecutableModel& model, planner::LayerId id,
                              const std::vector<torch::Tensor>& inputs,
                              const ForwardContext& context, const ProfileOptions& options) {
@@ -74,24 +70,31 @@ planner::LayerTime TimeLayer(ExecutableModel& model, planner::LayerId id,
     forward.push_back(Since(start, forward_end));
     backward.push_back(Since(backward_start, end));
   }
-  return {Median(std::move(forward)), Median(std::move(backward))};
+  return {internal::MedianSeconds(std::move(forward)), internal::MedianSeconds(std::move(backward))};
 }
 
 // Times every layer at one batch size into `measured` (graph order).
 absl::Status ProfileBatch(ExecutableModel& model, std::int64_t batch, const ProfileOptions& options,
-                          std::vector<MeasuredLayer>& measured) {
+                          const torch::Device& device, std::vector<MeasuredLayer>& measured) {
   const planner::ModelGraph& graph = model.graph();
   torch::Generator generator =
       at::detail::createCPUGenerator(options.seed ^ static_cast<std::uint64_t>(batch));
   for (MeasuredLayer& entry : measured) {
     const planner::Layer& layer = graph.layer(entry.layer);
     try {
-      const std::vector<torch::Tensor> inputs = RandomInputs(graph, layer, batch, generator);
+      std::vector<torch::Tensor> inputs = RandomInputs(graph, layer, batch, generator);
       ForwardContext context;
       if (layer.kind == planner::LayerKind::kSoftmaxCrossEntropy) {
         context.labels = torch::randint(layer.input.dims.back(), {batch}, generator, torch::kLong);
       }
-      entry.by_batch[batch] = TimeLayer(model, layer.id, inputs, context, options);
+      if (device.is_cpu()) {
+        entry.by_batch[batch] = TimeLayer(model, layer.id, inputs, context, options);
+        continue;
+      }
+      for (torch::Tensor& input : inputs) input = input.to(device);
+      if (context.labels.defined()) context.labels = context.labels.to(device);
+      WAVEPOOL_ASSIGN_OR_RETURN(entry.by_batch[batch],
+                                internal::TimeLayerOnGpu(model, layer, inputs, context, options));
     } catch (const c10::Error& e) {
       return absl::InternalError(absl::StrCat("timing layer '", layer.name, "' of model '",
                                               graph.name(), "' at batch ", batch, ": ",
@@ -133,6 +136,9 @@ absl::Status ValidateProfileOptions(const ProfileOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("threads: must be >= 0 (0: LibTorch's default), got ", options.threads));
   }
+  if (absl::Status device = ParseDevice(options.device).status(); !device.ok()) {
+    return absl::Status(device.code(), absl::StrCat("device: ", device.message()));
+  }
   return absl::OkStatus();
 }
 
@@ -140,14 +146,24 @@ absl::StatusOr<std::vector<MeasuredLayer>> ProfileLayers(const planner::ModelGra
                                                          const ProfileOptions& options,
                                                          const ProfileProgress& progress) {
   WAVEPOOL_RETURN_IF_ERROR(ValidateProfileOptions(options));
+  WAVEPOOL_ASSIGN_OR_RETURN(const torch::Device device, ParseDevice(options.device));
   WAVEPOOL_ASSIGN_OR_RETURN(
       std::unique_ptr<ExecutableModel> model,
       ExecutableModel::Build(std::make_shared<const planner::ModelGraph>(graph), {}, options.seed));
   if (options.threads > 0) torch::set_num_threads(options.threads);
+  if (!device.is_cpu()) {
+    try {
+      model->To(device);
+    } catch (const c10::Error& e) {
+      return absl::ResourceExhaustedError(absl::StrCat("moving model '", graph.name(), "' to ",
+                                                       device.str(), ": ",
+                                                       e.what_without_backtrace()));
+    }
+  }
   std::vector<MeasuredLayer> measured;
   for (const planner::Layer& layer : graph.layers()) measured.push_back({layer.id, {}});
   for (std::int64_t batch : options.batch_sizes) {
-    WAVEPOOL_RETURN_IF_ERROR(ProfileBatch(*model, batch, options, measured));
+    WAVEPOOL_RETURN_IF_ERROR(ProfileBatch(*model, batch, options, device, measured));
     if (progress) progress(batch, measured);
   }
   return measured;

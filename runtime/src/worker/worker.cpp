@@ -24,6 +24,7 @@
 #include "wavepool/runtime/executable_model.h"
 #include "wavepool/runtime/executor_factory.h"
 #include "wavepool/runtime/rendezvous.h"
+#include "wavepool/runtime/replica_device.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -110,6 +111,10 @@ class Worker {
  private:
   absl::Status Prepare();
   absl::Status ConnectAgent();
+  agent::Role AgentRole() const {
+    return options_.role == api::Role::kBackground ? agent::Role::kBackground
+                                                   : agent::Role::kForeground;
+  }
   StepRequests Requests(std::int64_t step);
   absl::Status StopWhileWaiting(std::int64_t saved);
   void Progress(const StepReport& report);
@@ -139,8 +144,7 @@ absl::Status Worker::ConnectAgent() {
   identity.namespace_name = options_.namespace_name;
   identity.job = options_.job.empty() ? plan_.model : options_.job;
   identity.pod = options_.pod;
-  identity.role =
-      options_.role == api::Role::kBackground ? agent::Role::kBackground : agent::Role::kForeground;
+  identity.role = AgentRole();
   identity.gpu_index = options_.gpu_index;
   identity.max_foreground_slowdown = options_.max_foreground_slowdown;
   if (options_.role == api::Role::kBackground) {
@@ -182,6 +186,9 @@ absl::Status Worker::Prepare() {
   WAVEPOOL_ASSIGN_OR_RETURN(
       SampleSourcePtr source,
       OpenSampleSource(options_.data, spec, static_cast<std::uint64_t>(plan_.training.seed)));
+  // Before the agent and the gang: a missing GPU fails this rank alone, at once.
+  WAVEPOOL_ASSIGN_OR_RETURN(const torch::Device device, ParseDevice(options_.device));
+  if (!device.is_cpu()) out_ << "training on " << device.str() << "\n";
   WAVEPOOL_RETURN_IF_ERROR(ConnectAgent());
   g_pacer.store(pacer_.get());
   if (options_.store.empty()) {
@@ -200,6 +207,8 @@ absl::Status Worker::Prepare() {
   setup.store = store_;
   setup.pacer = pacer_.get();
   setup.source = source;
+  setup.device = device;
+  setup.role = AgentRole();
   WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, MakeExecutor(setup));
   executor_ = std::move(executor);
   if (options_.checkpoint_dir.empty()) return absl::OkStatus();

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "wavepool/base/status_macros.h"
+#include "wavepool/runtime/replica_device.h"
 #include "wavepool/runtime/worker.h"
 
 namespace wavepool::runtime {
@@ -13,11 +14,12 @@ namespace {
 const char* const kUsage =
     "usage: wavepool-worker --plan FILE [--rank R --world-size N --store tcp://HOST:PORT|"
     "file://PATH] [--steps K] [--checkpoint-dir DIR] [--agent-dir DIR] "
-    "[--data synthetic|cifar10:DIR|mnist:DIR] [--log-every N] [--threads N] "
+    "[--data synthetic|cifar10:DIR|mnist:DIR] [--device cpu|cuda[:N]|auto] [--log-every N] "
+    "[--threads N] "
     "[--rendezvous-timeout SECONDS] [--agent-timeout SECONDS]\n(each may come from the environment "
     "instead: WAVEPOOL_PLAN, "
     "WAVEPOOL_RANK, WAVEPOOL_WORLD_SIZE, WAVEPOOL_STORE, WAVEPOOL_CHECKPOINT_PATH, "
-    "WAVEPOOL_AGENT_DIR, WAVEPOOL_DATA)";
+    "WAVEPOOL_AGENT_DIR, WAVEPOOL_DATA, WAVEPOOL_DEVICE)";
 
 absl::Status Invalid(const std::string& source, const std::string& value,
                      const std::string& expected) {
@@ -70,6 +72,12 @@ absl::Status Apply(std::string_view key, const std::string& source, const std::s
     o->agent_dir = value;
   } else if (key == "data") {
     o->data = value;
+  } else if (key == "device") {
+    // Whether the device is there is the worker's to find out; the text is checked here.
+    if (absl::Status s = ParseDevice(value).status(); absl::IsInvalidArgument(s)) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
+    }
+    o->device = value;
   } else if (key == "rendezvous-timeout") {
     return ParseSeconds(source, value, &o->rendezvous_timeout);
   } else if (key == "agent-timeout") {
@@ -109,6 +117,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& EnvironmentSet
       {"WAVEPOOL_CHECKPOINT_PATH", "checkpoint-dir"},
       {"WAVEPOOL_AGENT_DIR", "agent-dir"},
       {"WAVEPOOL_DATA", "data"},
+      {"WAVEPOOL_DEVICE", "device"},
       {"WAVEPOOL_NAMESPACE", "namespace"},
       {"WAVEPOOL_JOB", "job"},
       {"HOSTNAME", "pod"},

@@ -162,6 +162,12 @@ class Agent final : public SessionHandler {
   void JudgeBackground(Gpu& gpu, const GpuSample& sample) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Control(MonotonicTime now);
   void AnalyzeWaves(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The wave in the allocator reports of the foreground on `gpu` holding the most memory, for a
+  // device whose used memory shows none; the headroom under the device's used memory.
+  absl::StatusOr<MemoryWave> AnalyzeForegroundAllocatorWave(const Gpu& gpu,
+                                                            const std::vector<GpuSample>& samples,
+                                                            const MemoryWaveOptions& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdviseBackground(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Re-derives the background tasks' credit limits of a GPU after a foreground came or went.
   void RepaceBackground(Gpu& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

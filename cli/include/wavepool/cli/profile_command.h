@@ -22,6 +22,7 @@ struct ProfileFlags {
   int warmup = 2;
   int repeats = 5;
   int threads = 0;  // LibTorch intra-op threads; 0: its default
+  std::string device = "cpu";  // cpu, cuda or cuda:N
 };
 
 // Registers the `profile` subcommand on `app`, storing its flags in `flags` (which must outlive

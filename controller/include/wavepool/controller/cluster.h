@@ -42,7 +42,7 @@ using JobChanges = ChangeSet<api::TrainingJob>;
 
 // Read access to the objects the controller watches. Implementations are thread-safe; every
 // result is a copy the caller owns or an immutable value shared with the reader (GpuNodes,
-// SharedNodeStates, SharedAssignments, the change sets' objects), and ForEachJob and
+// SharedNodeStates, the change sets' objects), and ForEachJob and
 // ForEachJobInPhase lend each job for one call.
 class ClusterReader {
  public:
@@ -109,16 +109,6 @@ class ClusterReader {
   // still hold theirs), built with AssignmentFromPod; together with the pods this controller
   // created that the cache has not shown yet (see ClusterWriter::CreatePod).
   virtual std::vector<GpuAssignment> Assignments() const = 0;
-  // Assignments() as immutable values shared with the reader (KubeCluster keeps each pod's
-  // assignment so), for a placement decision's inventory, which holds every pod's: copying them
-  // all on each decision grew with the cluster. The default copies Assignments().
-  virtual std::vector<std::shared_ptr<const GpuAssignment>> SharedAssignments() const {
-    std::vector<std::shared_ptr<const GpuAssignment>> shared;
-    for (GpuAssignment& a : Assignments()) {
-      shared.push_back(std::make_shared<const GpuAssignment>(std::move(a)));
-    }
-    return shared;
-  }
   // The TrainingJobs ("ns/name") that changed since `version` (0, or what an earlier call
   // returned), each as it is now (nullptr: deleted), for what a reconciler keeps derived from
   // them between decisions (the gangs being created). KubeCluster keeps a change log
@@ -141,9 +131,10 @@ class ClusterReader {
     (void)version;
     AssignmentChanges changes;
     changes.complete = true;
-    for (std::shared_ptr<const GpuAssignment>& a : SharedAssignments()) {
-      std::string pod = a->pod;
-      changes.changed.emplace_back(std::move(pod), std::move(a));
+    for (GpuAssignment& a : Assignments()) {
+      std::string pod = a.pod;
+      changes.changed.emplace_back(std::move(pod),
+                                   std::make_shared<const GpuAssignment>(std::move(a)));
     }
     return changes;
   }

@@ -130,9 +130,6 @@ class GpuClaims {
   void AssumeCreated(const nlohmann::json& pod);
   // The GPUs held by pods, held ones by namespace/name, then assumed ones.
   std::vector<GpuAssignment> PodAssignments() const;
-  // The same, shared: each pod's assignment is immutable, so a placement decision's inventory
-  // keeps these instead of copying every pod's.
-  std::vector<std::shared_ptr<const GpuAssignment>> SharedPodAssignments() const;
   std::size_t AssumedCount() const;
   // The pods whose assignment changed (observed, deleted, assumed, an assumption ended) after
   // `version`, a value an earlier call returned (0 before the first), each with what it holds

@@ -130,7 +130,6 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
   std::map<std::string, NodeState> NodeStates() const override;
   NodeStateMap SharedNodeStates() const override;
   std::vector<GpuAssignment> Assignments() const override;
-  std::vector<std::shared_ptr<const GpuAssignment>> SharedAssignments() const override;
   JobChanges JobChangesSince(std::uint64_t version) const override;
   AssignmentChanges AssignmentChangesSince(std::uint64_t version) const override;
 

@@ -65,9 +65,15 @@ class BatchLoader {
     // each read every other step).
     std::int64_t first_step = 0;
     std::int64_t step_stride = 1;
+    // Where the batches go. On a CUDA device samples are read into pinned host memory and copied
+    // on a copy stream of the loader's own as soon as a step is read, so that with preload on
+    // the copy of step s+stride overlaps step s's kernels; Next makes the caller's current
+    // stream wait for the copy (an event), never the CPU.
+    torch::Device device = torch::kCPU;
   };
 
-  // InvalidArgument when a block is empty, negative or reaches past order.samples_per_step(), when
+  // FailedPrecondition for a CUDA device LibTorch does not see. InvalidArgument when a block is
+  // empty, negative or reaches past order.samples_per_step(), when
   // the order's dataset_size or samples_per_step is < 1 or its dataset_size exceeds the source's
   // size, when first_step < 0 or step_stride < 1, or when the source is null. No blocks is valid
   // (every Next returns none).
@@ -80,7 +86,8 @@ class BatchLoader {
   BatchLoader& operator=(const BatchLoader&) = delete;
 
   // The blocks of the next step, in the order given to Create (inputs {count, ...spec.shape},
-  // labels {count}, step, first_sample = block.first); the source's error, with the step, position
+  // labels {count}, step, first_sample = block.first), on Options::device and ready for work
+  // on the calling thread's current stream there; the source's error, with the step, position
   // and sample index, if a sample could not be read (then every later call returns it too).
   absl::StatusOr<std::vector<Batch>> Next();
 

@@ -97,6 +97,10 @@ class ExecutableModel {
 
   // Training mode (BatchNorm statistics, dropout) for every built layer.
   void Train(bool on);
+  // Moves every built layer's parameters and buffers to `device` on the current stream, in
+  // place: tensors Parameters() returned before stay the layers' parameters. Throws c10::Error
+  // as LibTorch does (out of device memory).
+  void To(const torch::Device& device);
 
   ~ExecutableModel();
   ExecutableModel(const ExecutableModel&) = delete;

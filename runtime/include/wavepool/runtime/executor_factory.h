@@ -15,6 +15,7 @@
 #include "wavepool/planner/model.h"
 #include "wavepool/runtime/executor.h"
 #include "wavepool/runtime/launch_pacer.h"
+#include "wavepool/runtime/replica_device.h"
 #include "wavepool/runtime/rendezvous.h"
 #include "wavepool/runtime/sample_source.h"
 
@@ -28,6 +29,10 @@ struct ExecutorSetup {
   StorePtr store;  // after Rendezvous
   LaunchPacer* pacer = nullptr;
   SampleSourcePtr source;
+  // Where the replicas train, and the role whose stream priority they launch with on a GPU
+  // (replica_device.h).
+  torch::Device device = torch::kCPU;
+  agent::Role role = agent::Role::kForeground;
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // any one collective or transfer
   // Gradient buckets (gradient_reducer.h).
   std::int64_t bucket_bytes = std::int64_t{4} << 20;
@@ -35,7 +40,7 @@ struct ExecutorSetup {
 
 // Compiles the plan against the graph (StageProgram::Compile's errors), joins the process groups
 // the plan needs and builds this rank's layers. InvalidArgument for a rank outside the plan's
-// GPUs or a plan whose strategy the runtime cannot run.
+// GPUs or a plan whose strategy the runtime cannot run; ReplicaDevice::Create's errors.
 absl::StatusOr<std::unique_ptr<Executor>> MakeExecutor(const ExecutorSetup& setup);
 
 }  // namespace wavepool::runtime

@@ -37,9 +37,11 @@ class LaunchPacer {
  public:
   virtual ~LaunchPacer() = default;
 
-  // Runs `work` as one launch group, synchronously: Begin, `work`, End with the time `work`
-  // took. Cancelled when the pacer was stopped while waiting (`work` did not run).
-  absl::Status Run(OpGroup group, const std::function<void()>& work);
+  // Runs `work` as one launch group: Begin, `work`, End with the time `work` took. Cancelled
+  // when the pacer was stopped while waiting (`work` did not run). A pacer for a GPU
+  // (gpu_launch_pacer.h) returns once `work` has enqueued its kernels and calls End when they
+  // complete on the device.
+  virtual absl::Status Run(OpGroup group, const std::function<void()>& work);
 
   // The two halves of Run, for a group whose completion is seen later (a CUDA-graph piece
   // finishes when its completion event fires, runtime/piece_launcher.h). Begin waits for a

@@ -6,8 +6,11 @@
 // (token ids for an embedding, labels for a loss): forward on inputs detached from any graph and
 // requiring gradients, then torch::autograd::backward of its output with a gradient of ones (the
 // input and weight gradients), as DeepPool profiles layers (deeppool-burst-parallel §6). Times are
-// the median over the repeats that follow the warm-up runs, on the CPU, with LibTorch's intra-op
-// thread pool.
+// the median over the repeats that follow the warm-up runs. On the CPU they are wall times with
+// LibTorch's intra-op thread pool; on a GPU each layer's forward and backward are captured as
+// CUDA graphs after the warm-up and each replay is timed between CUDA events, as DeepPool's
+// profiler does: the GPU time of the layer's kernels, without the CPU's launch gaps (a dropout
+// layer, whose masks come from the host, is timed eagerly between events).
 //
 // This header pulls in no LibTorch header, so that the command-line code that uses it compiles
 // without it.
@@ -33,9 +36,11 @@ struct ProfileOptions {
   int repeats = 5;                        // timed runs per (layer, batch), >= 1; the median counts
   int threads = 0;  // LibTorch's intra-op threads for the whole process, >= 0 (0: its default)
   std::uint64_t seed = 0;  // initial weights and the random inputs
+  std::string device = "cpu";  // where to time: cpu, cuda, cuda:N (replica_device.h ParseDevice)
 };
 
-// InvalidArgument naming the field ("batch_sizes: ...") when `options` breaks a rule above.
+// InvalidArgument naming the field ("batch_sizes: ...") when `options` breaks a rule above;
+// "device: ..." with ParseDevice's code when the device is not one LibTorch sees.
 absl::Status ValidateProfileOptions(const ProfileOptions& options);
 
 // The median times of one layer at each batch.

@@ -5,8 +5,8 @@
 // blocks on the GPU; each piece's GPU time (between events recorded before and after it) goes to
 // the agent's slowdown feedback loop through LaunchPacer::End.
 //
-// Thread safety: Launch and Drain are called by one thread (the one that owns the stream); the
-// poller is internal. Ownership: borrows the pacer and the stream, which must outlive the
+// Thread safety: Launch, LaunchWork and Drain are called by one thread (the one that owns the
+// stream); the poller is internal. Ownership: borrows the pacer and the stream, which must outlive the
 // launcher; owns its events and its thread.
 #ifndef WAVEPOOL_RUNTIME_PIECE_LAUNCHER_H_
 #define WAVEPOOL_RUNTIME_PIECE_LAUNCHER_H_
@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -47,6 +48,9 @@ class PieceLauncher {
   // is returned). An earlier piece's failure (its events could not be read) is returned here
   // too, once.
   absl::Status Launch(OpGroup group, cudaGraphExec_t piece);
+  // The same for any work: `enqueue` puts the group's work on the stream (a layer's kernels
+  // launched eagerly, gpu_launch_pacer.h); its error is returned and the credit given back.
+  absl::Status LaunchWork(OpGroup group, const std::function<absl::Status()>& enqueue);
   // Blocks until every piece launched so far has completed and been reported; the first error
   // the poller met since the last call.
   absl::Status Drain();

@@ -30,6 +30,7 @@
 #include "wavepool/runtime/executor.h"
 #include "wavepool/runtime/gradient_reducer.h"
 #include "wavepool/runtime/launch_pacer.h"
+#include "wavepool/runtime/replica_device.h"
 #include "wavepool/runtime/stage_program.h"
 
 namespace wavepool::runtime {
@@ -51,6 +52,10 @@ class StageEngine {
     // Broadcast the initial weights through the 3:1 codec (weight_codec.h) when the plan says
     // so (scalednn-data-movement §IV-C).
     bool compress_weights = false;
+    // Where the replica trains, and the role whose stream priority it launches with on a GPU
+    // (replica_device.h).
+    torch::Device device = torch::kCPU;
+    agent::Role role = agent::Role::kForeground;
   };
 
   struct StepResult {
@@ -58,7 +63,9 @@ class StageEngine {
     StepTimes times;
   };
 
-  // Builds the layers this rank runs (seeded: ExecutableModel) and their optimizer.
+  // Builds the layers this rank runs (seeded: ExecutableModel, so the same weights on every
+  // device) on Options::device, and their optimizer. ReplicaDevice::Create's errors;
+  // ResourceExhausted when the layers do not fit the device.
   static absl::StatusOr<std::unique_ptr<StageEngine>> Create(
       std::shared_ptr<const StageProgram> program, std::shared_ptr<const planner::ModelGraph> graph,
       const api::PlanTraining& training, Communicator* communicator, LaunchPacer* pacer,
@@ -90,6 +97,9 @@ class StageEngine {
   absl::Status BroadcastWeights();
 
   ExecutableModel& model() { return *model_; }
+  // The replica's device: executors enter it around a step and synchronise it before another
+  // thread reads the replica's tensors.
+  ReplicaDevice& device() { return *device_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   const StageProgram& program() const { return *program_; }
   int rank() const { return options_.rank; }
@@ -100,11 +110,12 @@ class StageEngine {
   struct InstanceState;
 
   StageEngine(std::shared_ptr<const StageProgram> program, Communicator* communicator,
-              LaunchPacer* pacer, Options options);
+              Options options);
 
   absl::Status Forward(const StageInstance& instance, const std::vector<Batch>& data,
                        std::int64_t step, StepTimes* times);
-  absl::Status Backward(const StageInstance& instance, double loss_scale, double* loss_sum,
+  // Adds the instance's loss terms to `loss_sum` (a tensor on the device: read once per step).
+  absl::Status Backward(const StageInstance& instance, double loss_scale, torch::Tensor* loss_sum,
                         StepTimes* times);
   // Transfers (stage_transfers.cpp).
   absl::StatusOr<torch::Tensor> GatherActivations(const StageEdge& edge, int wave,
@@ -124,8 +135,9 @@ class StageEngine {
 
   const std::shared_ptr<const StageProgram> program_;
   Communicator* const communicator_;
-  LaunchPacer* const pacer_;
   const Options options_;
+  std::unique_ptr<ReplicaDevice> device_;  // before the tensors on it: destroyed after them
+  LaunchPacer* pacer_ = nullptr;           // the device's: launch groups go through it
   std::unique_ptr<ExecutableModel> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<std::unique_ptr<GradientReducer>> reducers_;  // by stage; null: nothing to sum

@@ -60,6 +60,9 @@ struct WorkerOptions {
   std::string data = "synthetic";
   std::int64_t log_every = 10;
   int threads = 0;
+  // Where to train: cpu, cuda, cuda:N or auto (the GPU when LibTorch sees one: in a pod, the one
+  // the device plugin gave it).
+  std::string device = "auto";
   std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(300)};
   std::chrono::milliseconds agent_timeout{std::chrono::seconds(30)};
   // Registration with the node agent.

@@ -5,8 +5,8 @@
 // neither write(2), nor a writable mmap, nor re-opening it O_RDWR through /proc/<pid>/fd gives
 // anyone else write access; the writer's own mapping keeps working).
 //
-// UniqueFd and Mapping own what they hold and release it on destruction; they are movable, not
-// copyable. A SharedFd may be shared by any number of threads (the descriptor is only read).
+// A ScopedFd (wavepool/base/scoped_fd.h) and a Mapping own what they hold and release it on
+// destruction; they are movable, not copyable. A SharedFd may be shared by any number of threads (the descriptor is only read).
 #ifndef WAVEPOOL_AGENT_CLIENT_GATE_MEMORY_H_
 #define WAVEPOOL_AGENT_CLIENT_GATE_MEMORY_H_
 
@@ -20,39 +20,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "wavepool/base/scoped_fd.h"
 
 namespace wavepool::agent {
 
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { Reset(); }
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.Release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = other.Release();
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int Release() { return std::exchange(fd_, -1); }
-  void Reset();
-
- private:
-  int fd_ = -1;
-};
-
 // A descriptor shared by the messages and gates that refer to it; closed with the last owner.
-// A message decoded from bytes alone holds a placeholder (an invalid UniqueFd) until the
+// A message decoded from bytes alone holds a placeholder (an empty ScopedFd) until the
 // transport adopts the descriptor that travelled with it (protocol.h, AdoptDescriptors).
-using SharedFd = std::shared_ptr<const UniqueFd>;
-inline SharedFd ShareFd(UniqueFd fd) { return std::make_shared<const UniqueFd>(std::move(fd)); }
+using SharedFd = std::shared_ptr<const ScopedFd>;
+inline SharedFd ShareFd(ScopedFd fd) { return std::make_shared<const ScopedFd>(std::move(fd)); }
 
 // A MAP_SHARED mapping, unmapped on destruction.
 class Mapping {
@@ -81,7 +57,7 @@ inline constexpr int kGateSeals = kResizeSeals | kWriterSeals;
 
 // A memfd named `name` of exactly `bytes` (zero-filled), sealed against resizing, open
 // read-write. The errno-derived code, naming the syscall, on failure.
-absl::StatusOr<UniqueFd> CreateSealableSegment(const std::string& name, std::size_t bytes);
+absl::StatusOr<ScopedFd> CreateSealableSegment(const std::string& name, std::size_t bytes);
 // Adds F_SEAL_FUTURE_WRITE | F_SEAL_SEAL: from now on only mappings made before stay writable.
 // REQUIRES: `fd` is open for writing.
 absl::Status SealAgainstNewWriters(int fd, const std::string& what);
@@ -121,7 +97,7 @@ class OutgoingDescriptors {
 // kernel dropped descriptors that did not fit (more than kMaxDescriptorsPerReceive at once).
 inline constexpr std::size_t kMaxDescriptorsPerReceive = 64;
 long ReceiveWithDescriptors(int socket, char* buffer, std::size_t size,
-                            std::deque<UniqueFd>* received, bool* truncated);
+                            std::deque<ScopedFd>* received, bool* truncated);
 
 }  // namespace wavepool::agent
 

@@ -207,7 +207,7 @@ absl::StatusOr<Frame> DecodeFrame(std::string_view bytes);
 absl::StatusOr<std::vector<SharedFd>> DescriptorsOf(const Message& message);
 // Replaces the placeholders of a decoded `message` with descriptors taken from the front of
 // `received`, in order. InvalidArgument, naming the field, when fewer arrived.
-absl::Status AdoptDescriptors(Message* message, std::deque<UniqueFd>* received);
+absl::Status AdoptDescriptors(Message* message, std::deque<ScopedFd>* received);
 inline constexpr std::size_t kMaxDescriptorsPerFrame = 33;  // a gate and 32 foreground segments
 
 // Splits a byte stream into frames. Not thread-safe. After the first error it stays failed and
