@@ -58,6 +58,11 @@ JobProcesses::~JobProcesses() {
   if (output_fd_ >= 0) close(output_fd_);
 }
 
+std::map<std::string, std::string> WorkerDeviceEnvironment(bool machine_gpus, std::uint32_t gpu) {
+  if (!machine_gpus) return {{"WAVEPOOL_DEVICE", "cpu"}};
+  return {{"WAVEPOOL_DEVICE", absl::StrCat("cuda:", gpu)}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}};
+}
+
 std::map<std::string, std::string> JobProcesses::Environment(const WorkerSettings& settings,
                                                              int rank, int port) const {
   const api::TrainingJob& j = job_.job;
@@ -75,6 +80,8 @@ std::map<std::string, std::string> JobProcesses::Environment(const WorkerSetting
       {"WAVEPOOL_ROLE", std::string(api::ToString(*j.spec.role))},
       {"WAVEPOOL_GPU_INDEX", std::to_string(job_.gpus[static_cast<std::size_t>(rank)])},
   };
+  env.merge(WorkerDeviceEnvironment(settings.machine_gpus,
+                                    job_.gpus[static_cast<std::size_t>(rank)]));
   if (!job_.background() && j.spec.collocation.max_foreground_slowdown.has_value()) {
     env["WAVEPOOL_MAX_FOREGROUND_SLOWDOWN"] =
         absl::StrCat(*j.spec.collocation.max_foreground_slowdown);

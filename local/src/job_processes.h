@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -23,11 +24,19 @@ struct WorkerSettings {
   std::string checkpoint_root;
   std::string log_dir;
   int threads = 0;
+  // The agent's GPUs are this machine's (NVML): each worker trains on its GPU. Otherwise they are
+  // simulated and the workers train on the CPU.
+  bool machine_gpus = false;
   // Called with each worker's pid and environment after its fork and before it runs (so that the
   // agent knows who it is before it can connect), and with its pid once it was reaped.
   std::function<void(pid_t, const std::map<std::string, std::string>&)> on_started;
   std::function<void(pid_t)> on_reaped;
 };
+
+// Where a worker of GPU `gpu` trains: the CPU under simulated GPUs; with the machine's own, that
+// GPU, numbered as NVML numbers it (CUDA follows NVML's PCI bus order under
+// CUDA_DEVICE_ORDER=PCI_BUS_ID). The worker's WAVEPOOL_DEVICE and what CUDA needs for it.
+std::map<std::string, std::string> WorkerDeviceEnvironment(bool machine_gpus, std::uint32_t gpu);
 
 // Thread-compatible: one thread starts, polls and signals.
 class JobProcesses {

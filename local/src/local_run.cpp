@@ -138,6 +138,7 @@ class LocalRun {
   std::vector<LocalJob> jobs_;
   std::string out_dir_;
   agent::GpuDevicesPtr machine_gpus_;  // NVML's GPUs until the agent takes them; null: simulated
+  bool on_machine_gpus_ = false;       // the agent's GPUs are NVML's: the workers train on them
   agent::CommandRunnerPtr runner_;
   // The workers this run started: the agent's only source of who a worker is.
   agent::LocalPeerIdentity identity_;
@@ -164,6 +165,7 @@ absl::Status LocalRun::Prepare() {
   jobs_ = std::move(jobs);
   WAVEPOOL_ASSIGN_OR_RETURN(MachineGpus machine, OpenMachineGpus(options_.devices, clock_));
   machine_gpus_ = std::move(machine.nvml);
+  on_machine_gpus_ = machine_gpus_ != nullptr;
   std::uint32_t gpus = options_.gpus;
   if (machine.simulated > 0) {
     if (gpus > 0 && gpus != machine.simulated) {
@@ -413,6 +415,7 @@ int LocalRun::Run() {
   settings.checkpoint_root = fs::absolute(options_.checkpoint_root).string();
   settings.log_dir = fs::absolute(out_dir_ + "/logs").string();
   settings.threads = options_.threads;
+  settings.machine_gpus = on_machine_gpus_;
   settings.on_started = [this](pid_t pid, const std::map<std::string, std::string>& env) {
     agent::WorkerIdentity identity;
     identity.namespace_name = env.at("WAVEPOOL_NAMESPACE");
@@ -426,9 +429,8 @@ int LocalRun::Run() {
   };
   settings.on_reaped = [this](pid_t pid) { identity_.Remove(pid); };
   out_ << absl::StrFormat(
-      "wavepool run: %d job(s) on %d simulated GPU(s) of the local agent; "
-      "logs and report in %s\n",
-      jobs_.size(), report_.gpus, out_dir_);
+      "wavepool run: %d job(s) on %d %s GPU(s) of the local agent; logs and report in %s\n",
+      jobs_.size(), report_.gpus, on_machine_gpus_ ? "of this machine's" : "simulated", out_dir_);
   for (const LocalJob& job : jobs_) {
     processes_.push_back(std::make_unique<JobProcesses>(
         job, fs::absolute(out_dir_ + "/plans/" + job.slug + ".json").string()));

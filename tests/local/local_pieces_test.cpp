@@ -2,6 +2,7 @@
 // them on the run's clock and giving the jobs GPUs.
 #include <chrono>
 #include <ctime>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "job_processes.h"
 #include "local_jobs.h"
 #include "progress.h"
 #include "tests/support/simulated_clock.h"
@@ -21,6 +23,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using ::wavepool::testing::StatusIs;
+
+TEST(WorkerDevice, SimulatedGpusTrainOnTheCpuAndTheMachinesOnTheirOwnGpu) {
+  using Env = std::map<std::string, std::string>;
+  EXPECT_EQ(WorkerDeviceEnvironment(false, 3), (Env{{"WAVEPOOL_DEVICE", "cpu"}}));
+  EXPECT_EQ(WorkerDeviceEnvironment(true, 3),
+            (Env{{"WAVEPOOL_DEVICE", "cuda:3"}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}}));
+}
 
 TEST(StepLine, ReadsTheWorkersProgressLine) {
   std::optional<StepLine> line = ParseStepLine(

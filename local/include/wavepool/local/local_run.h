@@ -29,7 +29,8 @@ struct RunOptions {
   std::string checkpoint_root = "wavepool-checkpoints";
   bool fresh = false;
   // The agent's GPUs: "simulated", "simulated:N", "nvml" (this machine's, through NVML) or "auto"
-  // (NVML when it finds a GPU, else simulated). The workers train on the CPU either way.
+  // (NVML when it finds a GPU, else simulated). Under simulated GPUs the workers train on the
+  // CPU; under NVML's each worker trains on its GPU (a LibTorch with CUDA is needed).
   std::string devices = "simulated";
   // GPUs to use; 0: simulated, as many as the foreground jobs need (>= 1); NVML, all of them.
   std::uint32_t gpus = 0;
