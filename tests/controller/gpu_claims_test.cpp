@@ -21,8 +21,10 @@ namespace wavepool::controller {
 namespace {
 
 using nlohmann::json;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::wavepool::testing::IsOk;
 using ::wavepool::testing::SimulatedClock;
 using Time = std::chrono::system_clock::time_point;
@@ -135,6 +137,34 @@ TEST_F(GpuClaimsTest, AssumedPodExpiresAfterTimeout) {
   clock_.Advance(std::chrono::nanoseconds(1));
   EXPECT_THAT(claims_.PodAssignments(), IsEmpty());
   EXPECT_EQ(claims_.AssumedCount(), 0u);
+}
+
+// A pod as the API server returns it, at resourceVersion `version`.
+json AtVersion(json pod, int version) {
+  pod["metadata"]["resourceVersion"] = std::to_string(version);
+  return pod;
+}
+
+TEST_F(GpuClaimsTest, AssumedPodOutlivesTheTimeoutWhileTheCacheIsBehindItsCreation) {
+  claims_.AssumeCreated(AtVersion(BgPod("p", "uid-p", "GPU-0"), 100));
+  // The watch lags: for three timeouts it delivers only events from before the creation.
+  for (int i = 0; i < 6; ++i) {
+    clock_.Advance(kAssumeTimeout / 2);
+    const std::string name = "q" + std::to_string(i);
+    ASSERT_THAT(claims_.ObservePod(AtVersion(BgPod(name, "uid-" + name, "GPU-9"), 50 + i)),
+                IsOk());
+    EXPECT_THAT(PodsOf(claims_.PodAssignments()), Contains("ns/p"));
+  }
+  // Past the creation without showing the pod (it is gone), the timeout holds again.
+  ASSERT_THAT(claims_.ObservePod(AtVersion(BgPod("r", "uid-r", "GPU-8"), 101)), IsOk());
+  EXPECT_THAT(PodsOf(claims_.PodAssignments()), Not(Contains("ns/p")));
+}
+
+TEST_F(GpuClaimsTest, AnAssumptionTimesOutWhenTheCacheBehindItGoesQuiet) {
+  ASSERT_THAT(claims_.ObservePod(AtVersion(BgPod("q", "uid-q", "GPU-9"), 50)), IsOk());
+  claims_.AssumeCreated(AtVersion(BgPod("p", "uid-p", "GPU-0"), 100));
+  clock_.Advance(kAssumeTimeout);  // no event since the one before the creation
+  EXPECT_THAT(PodsOf(claims_.PodAssignments()), ElementsAre("ns/q"));
 }
 
 TEST_F(GpuClaimsTest, AssumptionAboutIncarnationAlreadySeenIsIgnored) {

@@ -42,6 +42,7 @@ TEST(ControllerMetrics, PlacementAndGangSeriesCarryRoleAndReason) {
   metrics.ObservePlacementDecision(api::Role::kForeground, std::chrono::microseconds(250));
   metrics.ObservePlacementLatency(api::Role::kBackground, std::chrono::seconds(2));
   metrics.CountPlacementFailure(api::Role::kForeground, "not_placeable");
+  metrics.CountPlacementConflict("foreground_clash");
   metrics.CountPreemption();
   metrics.CountGangRestart("node_lost");
   metrics.SetJobsByPhase({{"Running", 3}, {"Failed", 1}});
@@ -54,6 +55,8 @@ TEST(ControllerMetrics, PlacementAndGangSeriesCarryRoleAndReason) {
                               "\"background\"} 2"));
   EXPECT_THAT(text, HasSubstr("wavepool_controller_placement_failures_total{reason=\"not_"
                               "placeable\",role=\"foreground\"} 1"));
+  EXPECT_THAT(text, HasSubstr("wavepool_controller_placement_conflicts_total{reason=\"foreground_"
+                              "clash\"} 1"));
   EXPECT_THAT(text, HasSubstr("wavepool_controller_preemptions_total 1"));
   EXPECT_THAT(text, HasSubstr("wavepool_controller_gang_restarts_total{reason=\"node_lost\"} 1"));
   EXPECT_THAT(text, HasSubstr("wavepool_controller_jobs{phase=\"Running\"} 3"));

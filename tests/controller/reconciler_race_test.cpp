@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/controller/fake_cluster.h"
 #include "tests/support/status_matchers.h"
+#include "wavepool/controller/metrics.h"
 #include "wavepool/controller/reconciler.h"
 
 namespace wavepool::controller {
@@ -221,7 +222,8 @@ TEST(ReconcilerGpuClash, TwoForegroundPodsOnOneGpuStopNoPlacementAndTheYoungerGa
   scene.AddNode("node-b", 2);
   scene.AddForeground("first", 1);
   scene.AddForeground("second", 1);
-  Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
+  ControllerMetrics metrics;
+  Reconciler reconciler(scene.cluster, scene.cluster, scene.Options(), &metrics);
   ASSERT_OK(reconciler.Reconcile(kNs, "first").status());
   const std::string gpu = scene.Job("first").status.placement.at(0).gpu_uuids.at(0);
   scene.SetGangPhase("first", "Running");
@@ -257,6 +259,9 @@ TEST(ReconcilerGpuClash, TwoForegroundPodsOnOneGpuStopNoPlacementAndTheYoungerGa
               HasSubstr("also runs foreground pod team/first-g0-0"));
   ASSERT_THAT(scene.cluster.EventsWithReason("GpuConflict"), SizeIs(1));
   EXPECT_TRUE(scene.cluster.EventsWithReason("GpuConflict")[0].warning);
+  EXPECT_THAT(metrics.Serialize(),
+              HasSubstr("wavepool_controller_placement_conflicts_total{reason=\"foreground_"
+                        "clash\"} 1"));
   EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "second-g0-0"));
   scene.cluster.FinishTerminatingPods();
   ASSERT_OK(reconciler.Reconcile(kNs, "second").status());

@@ -67,9 +67,13 @@ class NoTf32 {
   const bool cudnn_;
 };
 
-// Every parameter of every rank equal on the GPU and the CPU, within float32 kernels' rounding
-// (cuDNN and cuBLAS sum in other orders than the CPU).
-void ExpectSameParameters(const std::vector<RankResult>& gpu, const std::vector<RankResult>& cpu) {
+// Trains `plan` of `model` on the CPU and on the GPU: every parameter of every rank equal, within
+// float32 kernels' rounding (cuDNN and cuBLAS sum in other orders than the CPU).
+void ExpectTrainsLikeTheCpu(const std::string& model, const api::Plan& plan) {
+  auto graph = Builtin(model);
+  const NoTf32 exact;
+  ASSERT_OK_AND_ASSIGN(std::vector<RankResult> cpu, TrainRanks(plan, graph));
+  ASSERT_OK_AND_ASSIGN(std::vector<RankResult> gpu, TrainRanks(plan, graph, kGpu));
   ASSERT_EQ(gpu.size(), cpu.size());
   for (std::size_t r = 0; r < gpu.size(); ++r) {
     ASSERT_EQ(gpu[r].parameters.size(), cpu[r].parameters.size());
@@ -83,31 +87,19 @@ void ExpectSameParameters(const std::vector<RankResult>& gpu, const std::vector<
 
 TEST(ReplicaOnGpu, DataParallelTrainsLikeTheCpu) {
   REQUIRE_GPU();
-  auto graph = Builtin("cnn_tiny");
-  const api::Plan plan = PlanOf(*graph, 1, 16, false);
-  const NoTf32 exact;
-  ASSERT_OK_AND_ASSIGN(std::vector<RankResult> cpu, TrainRanks(plan, graph));
-  ASSERT_OK_AND_ASSIGN(std::vector<RankResult> gpu, TrainRanks(plan, graph, kGpu));
-  ExpectSameParameters(gpu, cpu);
+  ExpectTrainsLikeTheCpu("cnn_tiny", PlanOf(*Builtin("cnn_tiny"), 1, 16, false));
 }
 
 TEST(ReplicaOnGpu, TwoRanksSharingOneGpuTrainLikeTheCpu) {
   REQUIRE_GPU();
-  auto graph = Builtin("mlp_tiny");
-  const api::Plan plan = PlanOf(*graph, 2, 16, false);
-  ASSERT_OK_AND_ASSIGN(std::vector<RankResult> cpu, TrainRanks(plan, graph));
-  ASSERT_OK_AND_ASSIGN(std::vector<RankResult> gpu, TrainRanks(plan, graph, kGpu));
-  ExpectSameParameters(gpu, cpu);
+  ExpectTrainsLikeTheCpu("mlp_tiny", PlanOf(*Builtin("mlp_tiny"), 2, 16, false));
 }
 
 TEST(ReplicaOnGpu, TickTockTrainsLikeTheCpu) {
   REQUIRE_GPU();
-  auto graph = Builtin("mlp_tiny");
-  const api::Plan plan = PlanOf(*graph, 2, 16, true);
+  const api::Plan plan = PlanOf(*Builtin("mlp_tiny"), 2, 16, true);
   ASSERT_EQ(plan.strategy, api::Strategy::kTickTock);
-  ASSERT_OK_AND_ASSIGN(std::vector<RankResult> cpu, TrainRanks(plan, graph));
-  ASSERT_OK_AND_ASSIGN(std::vector<RankResult> gpu, TrainRanks(plan, graph, kGpu));
-  ExpectSameParameters(gpu, cpu);
+  ExpectTrainsLikeTheCpu("mlp_tiny", plan);
 }
 
 TEST(ReplicaOnGpu, LaunchGroupsKeepTheirCreditUntilTheGpuIsDone) {

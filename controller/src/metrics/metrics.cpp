@@ -104,6 +104,11 @@ struct ControllerMetrics::Impl {
           .Name("wavepool_controller_placement_failures_total")
           .Help("Placement attempts that placed nothing, by role and reason.")
           .Register(*registry);
+  Family<Counter>& placement_conflicts =
+      prometheus::BuildCounter()
+          .Name("wavepool_controller_placement_conflicts_total")
+          .Help("Placed gangs placed afresh because their placement conflicts, by reason.")
+          .Register(*registry);
   Family<Counter>& preemptions = prometheus::BuildCounter()
                                      .Name("wavepool_controller_preemptions_total")
                                      .Help("Background pods preempted for foreground gangs.")
@@ -174,6 +179,10 @@ void ControllerMetrics::ObservePlacementLatency(api::Role role, Seconds since_cr
 void ControllerMetrics::CountPlacementFailure(api::Role role, std::string_view reason) {
   impl_->placement_failures.Add({{"role", RoleLabel(role)}, {"reason", std::string(reason)}})
       .Increment();
+}
+
+void ControllerMetrics::CountPlacementConflict(std::string_view reason) {
+  impl_->placement_conflicts.Add({{"reason", std::string(reason)}}).Increment();
 }
 
 void ControllerMetrics::CountPreemption() { impl_->preemptions.Add({}).Increment(); }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/core_types.h"
 #include "wavepool/kube/informer.h"
@@ -15,6 +16,14 @@ namespace {
 // The pod's uid; empty when the pod does not decode (no incarnation to tell apart then).
 std::string UidOf(const absl::StatusOr<kube::Pod>& pod) {
   return pod.ok() ? pod->metadata.uid : std::string();
+}
+
+// metadata.resourceVersion as the integer the API server writes; nullopt when the pod does not
+// decode or the version is not one.
+std::optional<std::uint64_t> ResourceVersionOf(const absl::StatusOr<kube::Pod>& pod) {
+  std::uint64_t value = 0;
+  if (!pod.ok() || !absl::SimpleAtoi(pod->metadata.resource_version, &value)) return std::nullopt;
+  return value;
 }
 
 // Its GPUs: the decoding error first, then AssignmentFromPod's.
@@ -73,6 +82,7 @@ absl::Status GpuClaims::ObservePod(const nlohmann::json& pod) {
   absl::StatusOr<std::optional<GpuAssignment>> assignment = AssignmentOf(decoded);
   absl::MutexLock lock(&mu_);
   RememberUidLocked(uid);
+  ObserveProgressLocked(ResourceVersionOf(decoded));
   changes_.Record(key);
   const auto assumed = assumed_.find(key);
   if (assumed != assumed_.end() && assumed->second.uid == uid) assumed_.erase(assumed);
@@ -86,9 +96,11 @@ absl::Status GpuClaims::ObservePod(const nlohmann::json& pod) {
 
 void GpuClaims::ObservePodDeleted(const nlohmann::json& pod) {
   const std::string key = kube::ObjectKey(pod);
-  const std::string uid = UidOf(kube::Pod::FromJson(pod));
+  const absl::StatusOr<kube::Pod> decoded = kube::Pod::FromJson(pod);
+  const std::string uid = UidOf(decoded);
   absl::MutexLock lock(&mu_);
   RememberUidLocked(uid);
+  ObserveProgressLocked(ResourceVersionOf(decoded));
   changes_.Record(key);
   held_.erase(key);
   const auto assumed = assumed_.find(key);
@@ -105,8 +117,21 @@ void GpuClaims::AssumeCreated(const nlohmann::json& pod) {
   const MonotonicTime expires_at = clock_.Now() + assume_timeout_;
   const std::string key = kube::ObjectKey(pod);
   changes_.Record(key);
-  assumed_[key] =
-      Assumed{uid, std::make_shared<const GpuAssignment>(**std::move(assignment)), expires_at};
+  assumed_[key] = Assumed{uid, std::make_shared<const GpuAssignment>(**std::move(assignment)),
+                          expires_at, ResourceVersionOf(decoded)};
+}
+
+void GpuClaims::ObserveProgressLocked(std::optional<std::uint64_t> resource_version) {
+  last_event_ = clock_.Now();
+  if (resource_version.has_value()) {
+    newest_resource_version_ = std::max(newest_resource_version_, *resource_version);
+  }
+}
+
+bool GpuClaims::BehindLocked(const Assumed& assumed, MonotonicTime now) const {
+  return assumed.resource_version.has_value() &&
+         newest_resource_version_ < *assumed.resource_version && last_event_.has_value() &&
+         now - *last_event_ < assume_timeout_;
 }
 
 void GpuClaims::RememberUidLocked(const std::string& uid) {
@@ -121,7 +146,7 @@ void GpuClaims::RememberUidLocked(const std::string& uid) {
 void GpuClaims::ExpireAssumedLocked() const {
   const MonotonicTime now = clock_.Now();
   for (auto it = assumed_.begin(); it != assumed_.end();) {
-    if (it->second.expires_at > now) {
+    if (it->second.expires_at > now || BehindLocked(it->second, now)) {
       ++it;
       continue;
     }

@@ -243,10 +243,12 @@ absl::StatusOr<ReconcileResult> ReconcileGang(ReconcileContext& ctx, const JobPl
     // the younger gang yields rather than both running slowed down and out of memory.
     if (std::optional<std::string> clash = internal::ForegroundGpuClash(ctx, pods)) {
       internal::QueueEvent(ctx, /*warning=*/true, internal::kReasonGpuConflict, *clash);
+      if (ctx.metrics != nullptr) ctx.metrics->CountPlacementConflict("foreground_clash");
       return PlaceAfresh(ctx, pods, *clash);
     }
     if (std::optional<std::string> conflict =
             internal::RecordedPlacementConflict(ctx, plan, pods, node_list)) {
+      if (ctx.metrics != nullptr) ctx.metrics->CountPlacementConflict("recorded_placement");
       return PlaceAfresh(ctx, pods, *conflict);
     }
   }

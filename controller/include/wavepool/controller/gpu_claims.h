@@ -18,7 +18,12 @@
 //      deleted, or after `assume_timeout` on the clock, whichever comes first; an assumption
 //      about an incarnation the cache has shown already is ignored (the watch was faster than
 //      CreatePod's response). A pod deleted before the cache ever saw it holds nothing once the
-//      timeout passes.
+//      timeout passes. But while the cache is behind the creation, the timeout waits: an
+//      assumption whose creation's resourceVersion is above every one the cache has shown stands
+//      as long as pod events keep coming (one within `assume_timeout`), so that a watch that lags
+//      by more than the timeout under load never frees GPUs its pods hold. (resourceVersions are
+//      compared as the integers the API server writes; one that is not an integer times out as
+//      before.)
 //   3. A pod that is gone (deleted, or no longer holding GPUs: finished, or unreadable) holds
 //      nothing: a preempted pod's GPUs are free once the cache shows it gone.
 //   4. A reservation stands while its job exists, is not being deleted, and the cache shows it
@@ -176,12 +181,19 @@ class GpuClaims {
     std::string uid;
     std::shared_ptr<const GpuAssignment> assignment;
     MonotonicTime expires_at;
+    std::optional<std::uint64_t> resource_version;  // the creation's
   };
   // Uids the cache has shown, newest last, so that an assumption that loses the race with the
   // pod's own events (created, seen, even deleted before CreatePod returned) is ignored.
   static constexpr std::size_t kObservedUidsKept = 8192;
   void RememberUidLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireAssumedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Notes how far the cache has got: a pod event (its resourceVersion, when an integer) now.
+  void ObserveProgressLocked(std::optional<std::uint64_t> resource_version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The cache has not shown `assumed`'s creation yet and is still delivering events (invariant 2).
+  bool BehindLocked(const Assumed& assumed, MonotonicTime now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Calls visit(key, assignment) for every pod holding GPUs: held ones by namespace/name, then
   // assumed ones not held (invariant 1).
   template <typename Visit>
@@ -203,6 +215,9 @@ class GpuClaims {
   mutable std::map<std::string, Assumed> assumed_ ABSL_GUARDED_BY(mu_);  // by ns/name
   std::set<std::string> observed_uids_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> observed_order_ ABSL_GUARDED_BY(mu_);
+  // The newest pod event the cache showed: its resourceVersion, and when it came.
+  std::uint64_t newest_resource_version_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<MonotonicTime> last_event_ ABSL_GUARDED_BY(mu_);
   // The pods whose assignment changed, for PodChangesSince. Mutable: expiring an assumption is
   // a change.
   mutable ChangeLog changes_ ABSL_GUARDED_BY(mu_){kPodChangesKept};

@@ -10,6 +10,9 @@
 //   wavepool_controller_placement_duration_seconds{role}     histogram: one placement decision
 //   wavepool_controller_placement_latency_seconds{role}      histogram: job created -> placed
 //   wavepool_controller_placement_failures_total{role,reason} counter: not_placeable, error
+//   wavepool_controller_placement_conflicts_total{reason}   counter: gangs placed afresh:
+//                                                            foreground_clash,
+//                                                            recorded_placement
 //   wavepool_controller_preemptions_total                    counter: bg pods preempted
 //   wavepool_controller_gang_restarts_total{reason}          counter: pod_failed, node_lost,
 //                                                            pod_deleted, heartbeat_lost,
@@ -61,6 +64,9 @@ class ControllerMetrics {
   void ObservePlacementLatency(api::Role role, Seconds since_creation);
   // reason: "not_placeable" (waits for GPUs) or "error".
   void CountPlacementFailure(api::Role role, std::string_view reason);
+  // A placed gang placed afresh. reason: "foreground_clash" (another foreground pod on one of
+  // its GPUs) or "recorded_placement" (its recorded placement no longer fits the cluster).
+  void CountPlacementConflict(std::string_view reason);
   void CountPreemption();
   // reason: "pod_failed", "node_lost", "heartbeat_lost", "pod_deleted", "start_timeout".
   void CountGangRestart(std::string_view reason);
