@@ -41,6 +41,11 @@ class InterleavingReader : public ClusterReader {
     absl::MutexLock lock(&mu_);
     stale_[std::string(kNs) + "/" + job.metadata.name] = job;
   }
+  // The job `key` ("ns/name") as it is again: the cache caught up.
+  void ShowCurrent(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    stale_.erase(key);
+  }
   // Assignments() leaves out the pods of job `key` ("ns/name"): a controller that cannot see them.
   void HidePodsOf(const std::string& key) {
     absl::MutexLock lock(&mu_);
@@ -67,6 +72,22 @@ class InterleavingReader : public ClusterReader {
       if (it != stale_.end()) job = it->second;
     }
     return jobs;
+  }
+  // The next JobChangesSince call runs `hook` after taking its snapshot.
+  void AfterNextJobChanges(std::function<void()> hook) {
+    absl::MutexLock lock(&mu_);
+    after_job_changes_ = std::move(hook);
+  }
+  JobChanges JobChangesSince(std::uint64_t version) const override {
+    JobChanges changes = ClusterReader::JobChangesSince(version);  // every job, as ListJobs
+    std::function<void()> hook;
+    {
+      absl::MutexLock lock(&mu_);
+      hook = std::move(after_job_changes_);
+      after_job_changes_ = nullptr;
+    }
+    if (hook) hook();
+    return changes;
   }
   std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override {
     return source_.PodsOfJob(ns, job);
@@ -104,6 +125,7 @@ class InterleavingReader : public ClusterReader {
   std::map<std::string, api::TrainingJob> stale_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> hidden_jobs_ ABSL_GUARDED_BY(mu_);
   mutable std::function<void()> after_assignments_ ABSL_GUARDED_BY(mu_);
+  mutable std::function<void()> after_job_changes_ ABSL_GUARDED_BY(mu_);
 };
 
 // FakeCluster's writes, where a pod's creation can be held until the test lets it go.
@@ -207,6 +229,35 @@ TEST(ReconcilerRace, AReservationReleasedDuringAnotherDecisionStillCountsItsGpu)
     first_done.WaitForNotificationWithTimeout(absl::Seconds(1));
   });
   ASSERT_OK_AND_ASSIGN(ReconcileResult second, reconciler.Reconcile(kNs, "second"));
+  worker1.join();
+  EXPECT_TRUE(second.waiting_for_gpus);
+  EXPECT_TRUE(scene.cluster.StoredJob(kNs, "second").status.placement.empty());
+  EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("first-g0-0"));
+}
+
+// Worker 1 records gang "first" on the only GPU and is about to create its pod; worker 2 decides
+// for gang "second" meanwhile and reads the job cache twice: the gangs being created while the
+// cache still shows "first" as before its intent write, then the reservations after the cache
+// caught up. "first" must count through one or the other.
+TEST(ReconcilerRace, AnIntentWriteSeenBetweenADecisionsReadsOfTheJobsStillCountsItsGpu) {
+  FakeScene scene;
+  scene.AddNode("node-a", 1);
+  const api::TrainingJob first_before = scene.AddForeground("first", 1);
+  scene.AddForeground("second", 1);
+  InterleavingReader reader(scene.cluster);
+  GatedWriter writer(scene.cluster);
+  Reconciler reconciler(reader, writer, scene.Options());
+  reader.ShowStale(first_before);
+
+  absl::Notification first_creating;
+  absl::Notification let_first_create;
+  writer.GateNextPod(&first_creating, &let_first_create);
+  std::thread worker1([&] { EXPECT_OK(reconciler.Reconcile(kNs, "first").status()); });
+  first_creating.WaitForNotification();  // Intent written, the ledger free, no pod yet.
+
+  reader.AfterNextJobChanges([&] { reader.ShowCurrent(std::string(kNs) + "/first"); });
+  ASSERT_OK_AND_ASSIGN(ReconcileResult second, reconciler.Reconcile(kNs, "second"));
+  let_first_create.Notify();
   worker1.join();
   EXPECT_TRUE(second.waiting_for_gpus);
   EXPECT_TRUE(scene.cluster.StoredJob(kNs, "second").status.placement.empty());

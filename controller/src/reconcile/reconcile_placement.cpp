@@ -62,19 +62,27 @@ bool KnownBefore(const Reservation& r, const std::string& resource_version) {
          r.resource_versions.end();
 }
 
+// The pods of the reservations and nominations that stand (GpuClaims::StandingIntents), read
+// before the gangs being created are: see PrepareInventory. REQUIRES: ctx.ledger.mu held.
+std::vector<GpuAssignment> StandingClaims(const ReconcileContext& ctx)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
+  std::set<std::string> seen;
+  return ctx.ledger.claims.StandingIntents(
+      ctx.key, ctx.now, [&ctx](const std::string& key) { return LookUpClaimant(ctx, key); },
+      seen);
+}
+
 // Pods other jobs recorded in status.placement (or this controller reserved or nominated) that
 // hold no pod yet: a controller stopped between its status write and its pod creations left
 // them; they count as taken so that the job re-creating them later finds its GPUs free. Pods
 // `counted` holds, and those in `seen`, are left out. REQUIRES: ctx.ledger.mu held.
 std::vector<GpuAssignment> Intents(const ReconcileContext& ctx, const Inventory& counted,
-                                   std::set<std::string> seen)
+                                   std::vector<GpuAssignment> standing, std::set<std::string> seen)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   std::vector<GpuAssignment> intents;
   // A reservation whose write's outcome the cache shows is counted by the loop over the jobs.
-  for (GpuAssignment& a : ctx.ledger.claims.StandingIntents(
-           ctx.key, ctx.now, [&ctx](const std::string& key) { return LookUpClaimant(ctx, key); },
-           seen)) {
-    if (!counted.Holds(a.pod)) intents.push_back(std::move(a));
+  for (GpuAssignment& a : standing) {
+    if (!counted.Holds(a.pod) && seen.insert(a.pod).second) intents.push_back(std::move(a));
   }
   // Only a gang being created (phase Placed) holds GPUs without pods; a Running gang's missing
   // pod was lost, a Preempted one's is gone, and both are placed afresh. Kept between decisions
@@ -119,6 +127,11 @@ absl::Status PrepareInventory(const ReconcileContext& ctx, const GpuNodeList& no
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   WAVEPOOL_RETURN_IF_ERROR(ctx.ledger.inventory.Sync(
       ctx.reader, nodes, NodeStatesWithHeartbeats(ctx, nodes), ctx.options.placement));
+  // The reservations first, then the gangs being created: both read the job cache, and a job
+  // whose intent write the cache shows between the two reads is then counted by both (its pods
+  // once) rather than by neither (its reservation dropped for the newer version while the list
+  // of gangs, read before, lacks it). Several workers make that window real.
+  std::vector<GpuAssignment> standing = StandingClaims(ctx);
   ctx.ledger.placed_gangs.Sync(ctx.reader, ctx.ledger.inventory);
   trial.emplace(ctx.ledger.inventory);
   Inventory& inventory = trial->inventory();
@@ -136,7 +149,8 @@ absl::Status PrepareInventory(const ReconcileContext& ctx, const GpuNodeList& no
     if (own_current.count(a->pod) > 0) continue;
     WAVEPOOL_RETURN_IF_ERROR(AddKeptOut(ctx, inventory, a, clashing));
   }
-  for (GpuAssignment& intent : Intents(ctx, inventory, std::move(clashing))) {
+  for (GpuAssignment& intent :
+       Intents(ctx, inventory, std::move(standing), std::move(clashing))) {
     // An intent that clashes with a real pod lost its GPU: its job re-places when it looks.
     inventory.Add(std::make_shared<const GpuAssignment>(std::move(intent))).IgnoreError();
   }
