@@ -180,8 +180,10 @@ class HttpLineReader : public LineReader {
       if (cancelled_.load()) return absl::CancelledError("stream cancelled");
       if (std::optional<std::string> line = TakeLine()) return line;
       if (eof_) {
-        if (pending_.empty()) return std::optional<std::string>();
-        return std::optional<std::string>(Trimmed(std::exchange(pending_, {})));
+        if (start_ == pending_.size()) return std::optional<std::string>();
+        std::string rest = pending_.substr(start_);
+        start_ = pending_.size();
+        return std::optional<std::string>(Trimmed(std::move(rest)));
       }
       try {
         ReadArrived();
@@ -204,21 +206,26 @@ class HttpLineReader : public LineReader {
     return line;
   }
 
-  // The first complete line in pending_, without its end of line.
+  // The first complete line in pending_ from start_, without its end of line. Lines are taken
+  // by moving start_, not by erasing them from pending_'s front: a block of many small events
+  // would otherwise be shifted once per event.
   std::optional<std::string> TakeLine() {
-    const std::size_t end = pending_.find('\n', scanned_);
+    const std::size_t end = pending_.find('\n', std::max(start_, scanned_));
     if (end == std::string::npos) {
       scanned_ = pending_.size();
       return std::nullopt;
     }
-    std::string line = pending_.substr(0, end);
-    pending_.erase(0, end + 1);
-    scanned_ = 0;
+    std::string line = pending_.substr(start_, end - start_);
+    start_ = end + 1;
     return Trimmed(std::move(line));
   }
 
-  // Waits for one byte, then takes whatever else has arrived with it.
+  // Waits for one byte, then takes whatever else has arrived with it. What was taken already is
+  // dropped first, once per block.
   void ReadArrived() {
+    pending_.erase(0, start_);
+    scanned_ -= std::min(scanned_, start_);
+    start_ = 0;
     std::uint8_t block[kBlockBytes];
     std::size_t got = body_.getn(block, 1).get();
     if (got == 0) {
@@ -236,7 +243,8 @@ class HttpLineReader : public LineReader {
   std::atomic<bool> cancelled_{false};
   // Read but not yet returned; only NextLine's caller touches these.
   std::string pending_;
-  std::size_t scanned_ = 0;  // pending_[0, scanned_) holds no newline.
+  std::size_t start_ = 0;    // pending_[0, start_) was returned already.
+  std::size_t scanned_ = 0;  // pending_[start_, scanned_) holds no newline.
   bool eof_ = false;
 };
 

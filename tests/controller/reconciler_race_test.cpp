@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -28,6 +29,27 @@ using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
 constexpr std::string_view kNs = FakeScene::kNamespace;
+
+// A hook a test arms and the next call of a read runs once, after that read took its snapshot.
+class OnceHook {
+ public:
+  void Arm(std::function<void()> hook) {
+    absl::MutexLock lock(&mu_);
+    hook_ = std::move(hook);
+  }
+  void RunIfArmed() {
+    std::function<void()> hook;
+    {
+      absl::MutexLock lock(&mu_);
+      hook = std::exchange(hook_, nullptr);
+    }
+    if (hook) hook();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::function<void()> hook_ ABSL_GUARDED_BY(mu_);
+};
 
 // FakeCluster's reads, with two informer-cache effects a test switches on: jobs shown as an
 // earlier copy (the job cache behind the API server), and a hook that runs right after
@@ -52,10 +74,7 @@ class InterleavingReader : public ClusterReader {
     hidden_jobs_.insert(key);
   }
   // The next Assignments() call runs `hook` after taking its snapshot.
-  void AfterNextAssignments(std::function<void()> hook) {
-    absl::MutexLock lock(&mu_);
-    after_assignments_ = std::move(hook);
-  }
+  void AfterNextAssignments(std::function<void()> hook) { after_assignments_.Arm(std::move(hook)); }
 
   std::optional<api::TrainingJob> GetJob(std::string_view ns,
                                          std::string_view name) const override {
@@ -74,19 +93,10 @@ class InterleavingReader : public ClusterReader {
     return jobs;
   }
   // The next JobChangesSince call runs `hook` after taking its snapshot.
-  void AfterNextJobChanges(std::function<void()> hook) {
-    absl::MutexLock lock(&mu_);
-    after_job_changes_ = std::move(hook);
-  }
+  void AfterNextJobChanges(std::function<void()> hook) { after_job_changes_.Arm(std::move(hook)); }
   JobChanges JobChangesSince(std::uint64_t version) const override {
     JobChanges changes = ClusterReader::JobChangesSince(version);  // every job, as ListJobs
-    std::function<void()> hook;
-    {
-      absl::MutexLock lock(&mu_);
-      hook = std::move(after_job_changes_);
-      after_job_changes_ = nullptr;
-    }
-    if (hook) hook();
+    after_job_changes_.RunIfArmed();
     return changes;
   }
   std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override {
@@ -104,7 +114,6 @@ class InterleavingReader : public ClusterReader {
   std::map<std::string, NodeState> NodeStates() const override { return source_.NodeStates(); }
   std::vector<GpuAssignment> Assignments() const override {
     std::vector<GpuAssignment> snapshot = source_.Assignments();
-    std::function<void()> hook;
     {
       absl::MutexLock lock(&mu_);
       std::vector<GpuAssignment> shown;
@@ -112,10 +121,8 @@ class InterleavingReader : public ClusterReader {
         if (hidden_jobs_.count(a.job) == 0) shown.push_back(std::move(a));
       }
       snapshot = std::move(shown);
-      hook = std::move(after_assignments_);
-      after_assignments_ = nullptr;
     }
-    if (hook) hook();
+    after_assignments_.RunIfArmed();
     return snapshot;
   }
 
@@ -124,8 +131,8 @@ class InterleavingReader : public ClusterReader {
   mutable absl::Mutex mu_;
   std::map<std::string, api::TrainingJob> stale_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> hidden_jobs_ ABSL_GUARDED_BY(mu_);
-  mutable std::function<void()> after_assignments_ ABSL_GUARDED_BY(mu_);
-  mutable std::function<void()> after_job_changes_ ABSL_GUARDED_BY(mu_);
+  mutable OnceHook after_assignments_;
+  mutable OnceHook after_job_changes_;
 };
 
 // FakeCluster's writes, where a pod's creation can be held until the test lets it go.
@@ -195,73 +202,80 @@ class GatedWriter : public ClusterWriter {
   absl::Notification* proceed_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
-// Worker 1 records gang "first" on the only GPU and creates its pod; worker 2 decides for gang
-// "second" meanwhile, its job cache still showing "first" as before the intent write. Worker 2
-// reads the pods before the pod exists; worker 1 then creates it and releases its reservation
-// before worker 2 reads the reservations. Neither the pod nor the reservation may be missed.
-TEST(ReconcilerRace, AReservationReleasedDuringAnotherDecisionStillCountsItsGpu) {
-  FakeScene scene;
-  scene.AddNode("node-a", 1);
-  const api::TrainingJob first_before = scene.AddForeground("first", 1);
-  scene.AddForeground("second", 1);
-  InterleavingReader reader(scene.cluster);
-  GatedWriter writer(scene.cluster);
-  Reconciler reconciler(reader, writer, scene.Options());
-  // The job cache has not seen any of first's writes yet: reservation intact, placement unseen.
-  reader.ShowStale(first_before);
+// Gangs "first" and "second" each want the only GPU, and the job cache shows "first" as before
+// any of its writes (reservation intact, placement unseen). Worker 1 reconciles "first" on its
+// own thread; worker 2 reconciles "second" on the test's.
+class ReconcilerRace : public ::testing::Test {
+ protected:
+  ReconcilerRace() {
+    scene_.AddNode("node-a", 1);
+    const api::TrainingJob first_before = scene_.AddForeground("first", 1);
+    scene_.AddForeground("second", 1);
+    reader_.ShowStale(first_before);
+  }
+  ~ReconcilerRace() override { FinishFirst(); }
 
-  absl::Notification first_creating;
-  absl::Notification let_first_create;
-  absl::Notification first_done;
-  writer.GateNextPod(&first_creating, &let_first_create);
-  std::thread worker1([&] {
-    // Reads "first" through the stale view too: that is the version its reservation names.
-    EXPECT_OK(reconciler.Reconcile(kNs, "first").status());
-    first_done.Notify();
-  });
-  first_creating.WaitForNotification();  // Intent written, the ledger free, no pod yet.
-  ASSERT_EQ(scene.cluster.StoredJob(kNs, "first").status.placement.size(), 1u);
+  // Starts worker 1 and returns once it has written its intent and waits to create its pod (the
+  // ledger free, no pod yet). first_done_ is notified when its reconcile returns.
+  void StartFirstUpToItsPod() {
+    writer_.GateNextPod(&first_creating_, &let_first_create_);
+    worker1_ = std::thread([this] {
+      // Reads "first" through the stale view too: that is the version its reservation names.
+      EXPECT_OK(reconciler_.Reconcile(kNs, "first").status());
+      first_done_.Notify();
+    });
+    first_creating_.WaitForNotification();
+  }
+  // Lets worker 1 create its pod and waits for it to finish.
+  void FinishFirst() {
+    if (!let_first_create_.HasBeenNotified()) let_first_create_.Notify();
+    if (worker1_.joinable()) worker1_.join();
+  }
+  // "second" found no free GPU, and "first" alone holds one.
+  void ExpectOnlyFirstPlaced(const ReconcileResult& second) {
+    EXPECT_TRUE(second.waiting_for_gpus);
+    EXPECT_TRUE(scene_.cluster.StoredJob(kNs, "second").status.placement.empty());
+    EXPECT_THAT(PodNames(scene_.cluster.AllPods()), ElementsAre("first-g0-0"));
+  }
 
-  reader.AfterNextAssignments([&] {
+  FakeScene scene_;
+  InterleavingReader reader_{scene_.cluster};
+  GatedWriter writer_{scene_.cluster};
+  Reconciler reconciler_{reader_, writer_, scene_.Options()};
+  absl::Notification first_creating_;
+  absl::Notification let_first_create_;
+  absl::Notification first_done_;
+  std::thread worker1_;
+};
+
+// Worker 2 reads the pods before first's pod exists; worker 1 then creates it and releases its
+// reservation before worker 2 reads the reservations. Neither the pod nor the reservation may be
+// missed.
+TEST_F(ReconcilerRace, AReservationReleasedDuringAnotherDecisionStillCountsItsGpu) {
+  StartFirstUpToItsPod();
+  ASSERT_EQ(scene_.cluster.StoredJob(kNs, "first").status.placement.size(), 1u);
+
+  reader_.AfterNextAssignments([&] {
     // Worker 1 creates its pod and finishes while worker 2 is between its reads. Where the
     // ledger keeps worker 1 from releasing mid-decision, it waits for worker 2 instead.
-    let_first_create.Notify();
-    first_done.WaitForNotificationWithTimeout(absl::Seconds(1));
+    let_first_create_.Notify();
+    first_done_.WaitForNotificationWithTimeout(absl::Seconds(1));
   });
-  ASSERT_OK_AND_ASSIGN(ReconcileResult second, reconciler.Reconcile(kNs, "second"));
-  worker1.join();
-  EXPECT_TRUE(second.waiting_for_gpus);
-  EXPECT_TRUE(scene.cluster.StoredJob(kNs, "second").status.placement.empty());
-  EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("first-g0-0"));
+  ASSERT_OK_AND_ASSIGN(ReconcileResult second, reconciler_.Reconcile(kNs, "second"));
+  FinishFirst();
+  ExpectOnlyFirstPlaced(second);
 }
 
-// Worker 1 records gang "first" on the only GPU and is about to create its pod; worker 2 decides
-// for gang "second" meanwhile and reads the job cache twice: the gangs being created while the
-// cache still shows "first" as before its intent write, then the reservations after the cache
-// caught up. "first" must count through one or the other.
-TEST(ReconcilerRace, AnIntentWriteSeenBetweenADecisionsReadsOfTheJobsStillCountsItsGpu) {
-  FakeScene scene;
-  scene.AddNode("node-a", 1);
-  const api::TrainingJob first_before = scene.AddForeground("first", 1);
-  scene.AddForeground("second", 1);
-  InterleavingReader reader(scene.cluster);
-  GatedWriter writer(scene.cluster);
-  Reconciler reconciler(reader, writer, scene.Options());
-  reader.ShowStale(first_before);
+// Worker 2 reads the job cache twice: the gangs being created while the cache still shows
+// "first" as before its intent write, then the reservations after the cache caught up. "first"
+// must count through one or the other.
+TEST_F(ReconcilerRace, AnIntentWriteSeenBetweenADecisionsReadsOfTheJobsStillCountsItsGpu) {
+  StartFirstUpToItsPod();
 
-  absl::Notification first_creating;
-  absl::Notification let_first_create;
-  writer.GateNextPod(&first_creating, &let_first_create);
-  std::thread worker1([&] { EXPECT_OK(reconciler.Reconcile(kNs, "first").status()); });
-  first_creating.WaitForNotification();  // Intent written, the ledger free, no pod yet.
-
-  reader.AfterNextJobChanges([&] { reader.ShowCurrent(std::string(kNs) + "/first"); });
-  ASSERT_OK_AND_ASSIGN(ReconcileResult second, reconciler.Reconcile(kNs, "second"));
-  let_first_create.Notify();
-  worker1.join();
-  EXPECT_TRUE(second.waiting_for_gpus);
-  EXPECT_TRUE(scene.cluster.StoredJob(kNs, "second").status.placement.empty());
-  EXPECT_THAT(PodNames(scene.cluster.AllPods()), ElementsAre("first-g0-0"));
+  reader_.AfterNextJobChanges([&] { reader_.ShowCurrent(std::string(kNs) + "/first"); });
+  ASSERT_OK_AND_ASSIGN(ReconcileResult second, reconciler_.Reconcile(kNs, "second"));
+  FinishFirst();
+  ExpectOnlyFirstPlaced(second);
 }
 
 // Two fg gangs on one GPU (a controller that could not see the first pod placed the second):

@@ -2,8 +2,8 @@
 
 #include <map>
 #include <string_view>
+#include <tuple>
 
-#include "absl/strings/str_cat.h"
 #include "wavepool/api/gpu_node_conditions.h"
 #include "wavepool/api/object_key.h"
 #include "wavepool/controller/owned_objects.h"
@@ -28,9 +28,19 @@ bool Terminal(const nlohmann::json& pod) {
   return phase == "Succeeded" || phase == "Failed";
 }
 
-// Task entries by "<namespace>/<job>/<pod>", with their progress.
-std::map<std::string, nlohmann::json> Tasks(const nlohmann::json& node) {
-  std::map<std::string, nlohmann::json> out;
+// A task on a GPUNode: its pod, of its job.
+struct TaskKey {
+  api::ObjectKey job;
+  std::string pod;
+
+  friend bool operator<(const TaskKey& a, const TaskKey& b) {
+    return std::tie(a.job, a.pod) < std::tie(b.job, b.pod);
+  }
+};
+
+// The GPUNode's task entries, with their progress.
+std::map<TaskKey, nlohmann::json> Tasks(const nlohmann::json& node) {
+  std::map<TaskKey, nlohmann::json> out;
   const nlohmann::json& gpus = Field(Field(node, "status"), "gpus");
   if (!gpus.is_array()) return out;
   for (const nlohmann::json& gpu : gpus) {
@@ -40,14 +50,10 @@ std::map<std::string, nlohmann::json> Tasks(const nlohmann::json& node) {
       const std::string ns = StringField(task, "namespace");
       const std::string job = StringField(task, "job");
       if (ns.empty() || job.empty()) continue;
-      out[absl::StrCat(ns, "/", job, "/", StringField(task, "pod"))] = Field(task, "progress");
+      out[TaskKey{{ns, job}, StringField(task, "pod")}] = Field(task, "progress");
     }
   }
   return out;
-}
-
-std::string JobOfTask(const std::string& task_key) {
-  return task_key.substr(0, task_key.rfind('/'));
 }
 
 }  // namespace
@@ -116,15 +122,15 @@ bool JobDeletionStarted(const nlohmann::json& old_job, const nlohmann::json& new
 
 std::set<std::string> JobsWithChangedTasks(const nlohmann::json& old_node,
                                            const nlohmann::json& new_node) {
-  const std::map<std::string, nlohmann::json> before = Tasks(old_node);
-  const std::map<std::string, nlohmann::json> after = Tasks(new_node);
+  const std::map<TaskKey, nlohmann::json> before = Tasks(old_node);
+  const std::map<TaskKey, nlohmann::json> after = Tasks(new_node);
   std::set<std::string> jobs;
   for (const auto& [task, progress] : after) {
     const auto it = before.find(task);
-    if (it == before.end() || it->second != progress) jobs.insert(JobOfTask(task));
+    if (it == before.end() || it->second != progress) jobs.insert(task.job.ToString());
   }
   for (const auto& [task, progress] : before) {
-    if (after.count(task) == 0) jobs.insert(JobOfTask(task));
+    if (after.count(task) == 0) jobs.insert(task.job.ToString());
   }
   return jobs;
 }
@@ -144,9 +150,8 @@ std::set<std::string> JobsFlaggedCheating(const nlohmann::json& gpu_node) {
   const std::set<std::string> flagged(pods.begin(), pods.end());
   std::set<std::string> jobs;
   for (const auto& [task, progress] : Tasks(gpu_node)) {
-    const std::string job = JobOfTask(task);  // "<namespace>/<job>"
-    const std::string pod = task.substr(task.rfind('/') + 1);
-    if (flagged.count(absl::StrCat(job.substr(0, job.find('/')), "/", pod)) > 0) jobs.insert(job);
+    const api::ObjectKey pod{task.job.namespace_, task.pod};
+    if (flagged.count(pod.ToString()) > 0) jobs.insert(task.job.ToString());
   }
   return jobs;
 }

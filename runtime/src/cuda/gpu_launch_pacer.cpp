@@ -7,8 +7,8 @@
 namespace wavepool::runtime {
 
 absl::StatusOr<std::unique_ptr<GpuLaunchPacer>> GpuLaunchPacer::Create(LaunchPacer& paced,
-                                                                      cudaStream_t stream,
-                                                                      std::size_t max_pending) {
+                                                                       cudaStream_t stream,
+                                                                       std::size_t max_pending) {
   WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<PieceLauncher> launcher,
                             PieceLauncher::Create(paced, stream, max_pending));
   return std::unique_ptr<GpuLaunchPacer>(new GpuLaunchPacer(paced, std::move(launcher)));

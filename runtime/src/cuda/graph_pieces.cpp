@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda_status.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -65,9 +66,8 @@ struct Run {
 
 absl::StatusOr<Run> MakeRun(cudaGraph_t graph, const std::vector<cudaGraphNode_t>& order,
                             std::size_t first, std::size_t last) {
-  absl::StatusOr<OwnedExec> exec = InstantiateRange(graph, order, first, last);
-  if (!exec.ok()) return exec.status();
-  return Run{first, last, *std::move(exec), nanoseconds(0)};
+  WAVEPOOL_ASSIGN_OR_RETURN(OwnedExec exec, InstantiateRange(graph, order, first, last));
+  return Run{first, last, std::move(exec), nanoseconds(0)};
 }
 
 // Events created on construction and destroyed with it.
@@ -103,7 +103,7 @@ class EventSet {
 // timed with cold caches.
 absl::Status TimeInSequence(std::vector<Run>& runs, cudaStream_t stream, int repeats) {
   EventSet events(runs.size() + 1);
-  if (absl::Status s = events.Create(); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(events.Create());
   std::vector<std::vector<float>> times_ms(runs.size());
   for (int pass = 0; pass <= repeats; ++pass) {
     absl::Status s = CudaStatus(cudaEventRecord(events[0], stream), "cudaEventRecord");
@@ -135,12 +135,11 @@ absl::StatusOr<std::vector<Run>> SplitToMax(cudaGraph_t graph,
                                             const std::vector<cudaGraphNode_t>& order,
                                             cudaStream_t stream, const PieceTargets& targets) {
   std::vector<Run> runs;
-  absl::StatusOr<Run> whole = MakeRun(graph, order, 0, order.size());
-  if (!whole.ok()) return whole.status();
-  runs.push_back(*std::move(whole));
+  WAVEPOOL_ASSIGN_OR_RETURN(Run whole, MakeRun(graph, order, 0, order.size()));
+  runs.push_back(std::move(whole));
   bool halved = true;
   while (halved) {
-    if (absl::Status s = TimeInSequence(runs, stream, targets.timing_repeats); !s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(TimeInSequence(runs, stream, targets.timing_repeats));
     halved = false;
     std::vector<Run> next;
     for (Run& run : runs) {
@@ -151,9 +150,8 @@ absl::StatusOr<std::vector<Run>> SplitToMax(cudaGraph_t graph,
       const std::size_t middle = run.first + (run.last - run.first) / 2;
       run.exec.reset();
       for (auto [first, last] : {std::pair{run.first, middle}, std::pair{middle, run.last}}) {
-        absl::StatusOr<Run> half = MakeRun(graph, order, first, last);
-        if (!half.ok()) return half.status();
-        next.push_back(*std::move(half));
+        WAVEPOOL_ASSIGN_OR_RETURN(Run half, MakeRun(graph, order, first, last));
+        next.push_back(std::move(half));
       }
       halved = true;
     }
@@ -180,13 +178,12 @@ absl::StatusOr<std::vector<Run>> MergeToMin(cudaGraph_t graph,
     if (j == i + 1) {
       merged.push_back(std::move(runs[i]));
     } else {
-      absl::StatusOr<Run> piece = MakeRun(graph, order, runs[i].first, runs[j - 1].last);
-      if (!piece.ok()) return piece.status();
-      merged.push_back(*std::move(piece));
+      WAVEPOOL_ASSIGN_OR_RETURN(Run piece, MakeRun(graph, order, runs[i].first, runs[j - 1].last));
+      merged.push_back(std::move(piece));
     }
     i = j;
   }
-  if (absl::Status s = TimeInSequence(merged, stream, targets.timing_repeats); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(TimeInSequence(merged, stream, targets.timing_repeats));
   return merged;
 }
 
@@ -274,23 +271,21 @@ absl::StatusOr<std::vector<cudaGraphNode_t>> TopologicalOrder(cudaGraph_t graph)
 
 absl::StatusOr<std::unique_ptr<GraphPieces>> GraphPieces::SplitByNodeCounts(
     cudaGraph_t graph, const std::vector<std::size_t>& piece_nodes) {
-  absl::StatusOr<std::vector<cudaGraphNode_t>> order = TopologicalOrder(graph);
-  if (!order.ok()) return order.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(const std::vector<cudaGraphNode_t> order, TopologicalOrder(graph));
   std::size_t total = 0;
   for (std::size_t count : piece_nodes) {
     if (count == 0) return absl::InvalidArgumentError("piece_nodes: a piece of 0 nodes");
     total += count;
   }
-  if (total != order->size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "piece_nodes: add up to ", total, ", but the graph has ", order->size(), " nodes"));
+  if (total != order.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("piece_nodes: add up to ", total,
+                                                   ", but the graph has ", order.size(), " nodes"));
   }
   std::unique_ptr<GraphPieces> pieces(new GraphPieces());
   std::size_t first = 0;
   for (std::size_t count : piece_nodes) {
-    absl::StatusOr<OwnedExec> exec = InstantiateRange(graph, *order, first, first + count);
-    if (!exec.ok()) return exec.status();
-    pieces->pieces_.push_back({exec->release(), count, nanoseconds(0)});
+    WAVEPOOL_ASSIGN_OR_RETURN(OwnedExec exec, InstantiateRange(graph, order, first, first + count));
+    pieces->pieces_.push_back({exec.release(), count, nanoseconds(0)});
     first += count;
   }
   return pieces;
@@ -298,17 +293,14 @@ absl::StatusOr<std::unique_ptr<GraphPieces>> GraphPieces::SplitByNodeCounts(
 
 absl::StatusOr<std::unique_ptr<GraphPieces>> GraphPieces::SplitByDuration(
     cudaGraph_t graph, cudaStream_t stream, const PieceTargets& targets) {
-  if (absl::Status s = CheckTargets(targets); !s.ok()) return s;
-  absl::StatusOr<std::vector<cudaGraphNode_t>> order = TopologicalOrder(graph);
-  if (!order.ok()) return order.status();
-  if (order->empty()) return absl::InvalidArgumentError("CUDA graph has no nodes");
-  absl::StatusOr<std::vector<Run>> runs = SplitToMax(graph, *order, stream, targets);
-  if (!runs.ok()) return runs.status();
-  absl::StatusOr<std::vector<Run>> merged =
-      MergeToMin(graph, *order, *std::move(runs), stream, targets);
-  if (!merged.ok()) return merged.status();
+  WAVEPOOL_RETURN_IF_ERROR(CheckTargets(targets));
+  WAVEPOOL_ASSIGN_OR_RETURN(const std::vector<cudaGraphNode_t> order, TopologicalOrder(graph));
+  if (order.empty()) return absl::InvalidArgumentError("CUDA graph has no nodes");
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<Run> runs, SplitToMax(graph, order, stream, targets));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::vector<Run> merged,
+                            MergeToMin(graph, order, std::move(runs), stream, targets));
   std::unique_ptr<GraphPieces> pieces(new GraphPieces());
-  for (Run& run : *merged) {
+  for (Run& run : merged) {
     pieces->pieces_.push_back({run.exec.release(), run.last - run.first, run.duration});
   }
   return pieces;

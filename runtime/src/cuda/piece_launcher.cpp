@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "cuda_status.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::runtime {
 namespace {
@@ -56,7 +57,7 @@ absl::Status PieceLauncher::Launch(OpGroup group, cudaGraphExec_t piece) {
 
 absl::Status PieceLauncher::LaunchWork(OpGroup group,
                                        const std::function<absl::Status()>& enqueue) {
-  if (absl::Status s = TakeError(); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(TakeError());
   std::size_t index = 0;
   {
     absl::MutexLock lock(&mu_);

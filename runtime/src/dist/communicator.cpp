@@ -15,8 +15,8 @@ struct PendingWork {
   compat::WorkPtr work;
   std::chrono::milliseconds timeout{0};
   std::string what;
-  // Device tensors sent through host copies (StageThroughHost): after the work, the received
-  // host values go back to the device tensors.
+  // Device tensors sent through host copies (StageThroughHost): after the work, host_tensors[i]
+  // goes back to device_tensors[i]; device_tensors stays empty when the operation only reads.
   std::vector<torch::Tensor> device_tensors;
   std::vector<torch::Tensor> host_tensors;
   bool waited = false;
@@ -38,10 +38,18 @@ struct ProcessGroups {
 
 namespace {
 
+// What a collective does with the caller's tensors.
+enum class Access {
+  kReads,           // send, a broadcast's root
+  kWrites,          // receive, a broadcast's other members
+  kReadsAndWrites,  // all-reduce
+};
+
 // Gloo moves host memory: device tensors (a replica on a GPU) travel as host copies, made on the
 // caller's current stream, so after the kernels that wrote them. Correct on any device, and the
-// one copy each way is what Gloo's own CUDA path does too.
-std::vector<torch::Tensor> StageThroughHost(std::vector<torch::Tensor>& tensors,
+// one copy each way is what Gloo's own CUDA path does too. An operation that only writes gets
+// uninitialised host buffers: copying the device values out would be wasted.
+std::vector<torch::Tensor> StageThroughHost(std::vector<torch::Tensor>& tensors, Access access,
                                             internal::PendingWork& pending) {
   std::vector<torch::Tensor> sent;
   sent.reserve(tensors.size());
@@ -50,9 +58,12 @@ std::vector<torch::Tensor> StageThroughHost(std::vector<torch::Tensor>& tensors,
       sent.push_back(t);
       continue;
     }
-    torch::Tensor host = t.to(torch::kCPU);
-    pending.device_tensors.push_back(t);
+    torch::Tensor host = access == Access::kWrites
+                             ? torch::empty(t.sizes(), t.options().device(torch::kCPU))
+                             : t.to(torch::kCPU);
+    // The host copies live as long as the work, which reads or writes them.
     pending.host_tensors.push_back(host);
+    if (access != Access::kReads) pending.device_tensors.push_back(t);
     sent.push_back(std::move(host));
   }
   return sent;
@@ -151,16 +162,13 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(
 
 namespace {
 
-// Runs `issue` (a c10d call that may throw) on host copies of `tensors` and wraps its Work;
-// `copy_back` when the operation writes the tensors (all not sent).
+// Runs `issue` (a c10d call that may throw) on host copies of `tensors` and wraps its Work.
 template <typename Issue>
 absl::StatusOr<Pending> Start(std::string what, std::chrono::milliseconds timeout,
-                              std::vector<torch::Tensor> tensors, bool copy_back, Issue issue) {
+                              std::vector<torch::Tensor> tensors, Access access, Issue issue) {
   try {
     auto pending = std::make_shared<internal::PendingWork>();
-    std::vector<torch::Tensor> staged = StageThroughHost(tensors, *pending);
-    // The host copies live as long as the work, which reads or writes them.
-    if (!copy_back) pending->device_tensors.clear();
+    std::vector<torch::Tensor> staged = StageThroughHost(tensors, access, *pending);
     pending->work = issue(staged);
     pending->timeout = timeout;
     pending->what = std::move(what);
@@ -186,7 +194,8 @@ absl::StatusOr<Pending> Communicator::AllReduceSum(const std::vector<int>& ranks
         absl::StrCat("no group {", absl::StrJoin(ranks, ","), "} on rank ", rank_));
   }
   return Start(absl::StrCat("all-reduce in {", absl::StrJoin(ranks, ","), "}"), options_.timeout,
-               std::move(tensors), /*copy_back=*/true, [&](std::vector<torch::Tensor>& staged) {
+               std::move(tensors), Access::kReadsAndWrites,
+               [&](std::vector<torch::Tensor>& staged) {
                  c10d::AllreduceOptions options;
                  options.reduceOp = c10d::ReduceOp::SUM;
                  return group->group->allreduce(staged, options);
@@ -201,7 +210,8 @@ absl::StatusOr<Pending> Communicator::Broadcast(const std::vector<int>& ranks, i
                                                    "} with root ", root, " on rank ", rank_));
   }
   return Start(absl::StrCat("broadcast from rank ", root, " in {", absl::StrJoin(ranks, ","), "}"),
-               options_.timeout, std::move(tensors), /*copy_back=*/root != rank_,
+               options_.timeout, std::move(tensors),
+               root == rank_ ? Access::kReads : Access::kWrites,
                [&](std::vector<torch::Tensor>& staged) {
                  c10d::BroadcastOptions options;
                  options.rootRank = IndexIn(group->members, root);
@@ -211,24 +221,23 @@ absl::StatusOr<Pending> Communicator::Broadcast(const std::vector<int>& ranks, i
 
 absl::StatusOr<Pending> Communicator::Send(torch::Tensor tensor, int peer, int tag) {
   return Start(absl::StrCat("send to rank ", peer, " (tag ", tag, ")"), options_.timeout,
-               {std::move(tensor)}, /*copy_back=*/false, [&](std::vector<torch::Tensor>& staged) {
+               {std::move(tensor)}, Access::kReads, [&](std::vector<torch::Tensor>& staged) {
                  return groups_->world.group->send(staged, peer, tag);
                });
 }
 
 absl::StatusOr<Pending> Communicator::Recv(torch::Tensor tensor, int peer, int tag) {
   return Start(absl::StrCat("receive from rank ", peer, " (tag ", tag, ")"), options_.timeout,
-               {std::move(tensor)}, /*copy_back=*/true, [&](std::vector<torch::Tensor>& staged) {
+               {std::move(tensor)}, Access::kWrites, [&](std::vector<torch::Tensor>& staged) {
                  return groups_->world.group->recv(staged, peer, tag);
                });
 }
 
 absl::Status Communicator::Barrier() {
-  WAVEPOOL_ASSIGN_OR_RETURN(Pending pending,
-                            Start("barrier", options_.timeout, {}, /*copy_back=*/false,
-                                  [&](std::vector<torch::Tensor>&) {
-                                    return groups_->world.group->barrier();
-                                  }));
+  WAVEPOOL_ASSIGN_OR_RETURN(Pending pending, Start("barrier", options_.timeout, {}, Access::kReads,
+                                                   [&](std::vector<torch::Tensor>&) {
+                                                     return groups_->world.group->barrier();
+                                                   }));
   return pending.Wait();
 }
 
