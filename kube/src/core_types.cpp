@@ -121,6 +121,12 @@ absl::StatusOr<Service> Service::FromJson(const json& input) {
   });
 }
 
+void DropRawJson(Service& service) {
+  internal::DropRawMetadata(service.metadata);
+  service.raw = nullptr;
+  service.spec.raw = nullptr;
+}
+
 json ToJson(const Service& service) {
   json out = internal::EncodeTop(service.raw, "v1", "Service", service.metadata);
   json spec = internal::Base(service.spec.raw);

@@ -183,6 +183,11 @@ nlohmann::json EncodeTop(const nlohmann::json& raw, const char* api_version, con
   return out;
 }
 
+void DropRawMetadata(ObjectMeta& metadata) {
+  metadata.unknown_fields = nullptr;
+  for (api::OwnerReference& owner : metadata.owner_references) owner.unknown_fields = nullptr;
+}
+
 absl::Status Named(const std::string& name, const absl::Status& status) {
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat(name, ": ", status.message()));

@@ -54,6 +54,9 @@ absl::Status DecodeTop(const nlohmann::json& json, const char* kind, ObjectMeta*
 nlohmann::json EncodeTop(const nlohmann::json& raw, const char* api_version, const char* kind,
                          const ObjectMeta& metadata);
 
+// Empties the metadata's unknown fields and its owner references' (DropRawJson).
+void DropRawMetadata(ObjectMeta& metadata);
+
 // "Pod default/w-0: <error>".
 absl::Status Named(const std::string& name, const absl::Status& status);
 

@@ -235,6 +235,19 @@ absl::StatusOr<Pod> Pod::FromJson(const json& input) {
   return pod;
 }
 
+void DropRawJson(Pod& pod) {
+  internal::DropRawMetadata(pod.metadata);
+  pod.raw = nullptr;
+  pod.spec.raw = nullptr;
+  for (Container& container : pod.spec.containers) {
+    container.raw = nullptr;
+    for (EnvVar& env : container.env) env.raw = nullptr;
+    for (VolumeMount& mount : container.volume_mounts) mount.raw = nullptr;
+  }
+  for (Volume& volume : pod.spec.volumes) volume.raw = nullptr;
+  pod.status.raw = nullptr;
+}
+
 json ToJson(const Pod& pod) {
   json out = internal::EncodeTop(pod.raw, "v1", "Pod", pod.metadata);
   json spec = internal::Base(pod.spec.raw);

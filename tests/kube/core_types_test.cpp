@@ -96,6 +96,41 @@ TEST(CoreTypes, PodRoundTripKeepsUnknownFieldsAndWritesChanges) {
   EXPECT_EQ(out["metadata"]["labels"]["wave"], "2");
 }
 
+TEST(CoreTypes, APodWithoutItsRawJsonKeepsItsTypedFieldsAndEncodesOnlyThem) {
+  ASSERT_OK_AND_ASSIGN(const Pod decoded, Pod::FromJson(kPodJson));
+  Pod pod = decoded;
+  DropRawJson(pod);
+  EXPECT_TRUE(pod.raw.is_null());
+  EXPECT_TRUE(pod.spec.raw.is_null());
+  EXPECT_TRUE(pod.status.raw.is_null());
+  EXPECT_TRUE(pod.metadata.unknown_fields.is_null());
+  EXPECT_TRUE(pod.metadata.owner_references[0].unknown_fields.is_null());
+  EXPECT_TRUE(pod.spec.containers[0].raw.is_null());
+  EXPECT_TRUE(pod.spec.containers[0].env[1].raw.is_null());
+  EXPECT_TRUE(pod.spec.containers[0].volume_mounts[0].raw.is_null());
+  EXPECT_TRUE(pod.spec.volumes[0].raw.is_null());
+
+  // The typed fields are untouched.
+  EXPECT_EQ(pod.metadata.uid, decoded.metadata.uid);
+  EXPECT_EQ(pod.metadata.owner_references[0].controller, true);
+  EXPECT_EQ(pod.spec.containers[0].env[0].value, "0");
+  EXPECT_EQ(pod.spec.containers[0].resources.limits, decoded.spec.containers[0].resources.limits);
+  EXPECT_EQ(pod.spec.node_name, "gpu-1");
+  EXPECT_EQ(pod.status.container_statuses[0].last_state.exit_code, 137);
+
+  // Encoding writes them alone: what only the raw JSON held is gone.
+  const json out = ToJson(pod);
+  EXPECT_EQ(out["metadata"]["uid"], "u-1");
+  EXPECT_EQ(out["spec"]["containers"][0]["env"][0]["value"], "0");
+  EXPECT_EQ(out["spec"]["nodeName"], "gpu-1");
+  EXPECT_EQ(out["status"]["phase"], "Running");
+  EXPECT_FALSE(out["metadata"].contains("managedFields"));
+  EXPECT_FALSE(out["spec"]["containers"][0].contains("ports"));
+  EXPECT_FALSE(out["spec"]["containers"][0]["env"][1].contains("valueFrom"));
+  EXPECT_FALSE(out["spec"].contains("schedulerName"));
+  EXPECT_FALSE(out["status"].contains("podIP"));
+}
+
 TEST(CoreTypes, NewPodEncodesWithTypeMeta) {
   Pod pod;
   pod.metadata.name = "p";
@@ -213,6 +248,13 @@ TEST(CoreTypes, ServiceKeepsItsPortsAndReportsABadSelectorByPath) {
   EXPECT_TRUE(service.spec.publish_not_ready_addresses);
   EXPECT_EQ(service.spec.selector.at("wavepool.dev/job"), "vgg");
   EXPECT_EQ(ToJson(service), service_json);  // ports kept from raw
+  Service lean = service;
+  DropRawJson(lean);
+  EXPECT_TRUE(lean.raw.is_null());
+  EXPECT_TRUE(lean.spec.raw.is_null());
+  EXPECT_TRUE(lean.metadata.owner_references[0].unknown_fields.is_null());
+  EXPECT_EQ(lean.spec.selector, service.spec.selector);
+  EXPECT_FALSE(ToJson(lean)["spec"].contains("ports"));
 
   json bad = service_json;
   bad["spec"]["selector"]["wavepool.dev/job"] = json::array();

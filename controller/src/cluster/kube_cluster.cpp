@@ -108,13 +108,41 @@ std::vector<T> ObjectsOfJob(const internal::DecodedCache<T>& objects, std::strin
   return out;
 }
 
-// The same for the pods or Services of each job, indexed by JobIndex.
+// The same for the Services of each job, indexed by JobIndex.
 template <typename T, typename Log>
-kube::ResourceEventHandlers JobObjectHandlers(internal::DecodedCache<T>& objects,
-                                              std::string_view kind, Log log) {
+kube::ResourceEventHandlers JobServiceHandlers(internal::DecodedCache<T>& objects,
+                                               std::string_view kind, Log log) {
   return DecodingHandlers(
       [&objects](const nlohmann::json& object) { return objects.Upsert(object, JobIndex(object)); },
       [&objects](const std::string& key) { objects.Remove(key); }, std::string(kind), log);
+}
+
+// Pod events, each pod decoded once for both the claims on GPUs and the jobs' pod cache. A pod
+// whose GPUs cannot be read is reported on add only; one that does not decode is left out of
+// the cache and reported on every event, as DecodingHandlers does.
+template <typename Log>
+kube::ResourceEventHandlers PodHandlers(GpuClaims& claims, internal::DecodedCache<kube::Pod>& pods,
+                                        Log log) {
+  const auto observe = [&claims, &pods, log](const nlohmann::json& pod, bool added) {
+    const std::string key = kube::ObjectKey(pod);
+    absl::StatusOr<kube::Pod> decoded = kube::Pod::FromJson(pod);
+    const absl::Status claimed = claims.ObservePod(key, decoded);
+    if (added && !claimed.ok()) {
+      log(absl::StrCat("pod ", key, " holds no GPUs we can count: ", claimed.message()));
+    }
+    const absl::Status cached = pods.Upsert(pod, JobIndex(pod), std::move(decoded));
+    if (!cached.ok()) log(absl::StrCat("Pod ", key, " ignored: ", cached.message()));
+  };
+  kube::ResourceEventHandlers handlers;
+  handlers.on_add = [observe](const nlohmann::json& pod) { observe(pod, /*added=*/true); };
+  handlers.on_update = [observe](const nlohmann::json&, const nlohmann::json& pod) {
+    observe(pod, /*added=*/false);
+  };
+  handlers.on_delete = [&claims, &pods](const nlohmann::json& pod) {
+    claims.ObservePodDeleted(pod);
+    pods.Remove(kube::ObjectKey(pod));
+  };
+  return handlers;
 }
 
 }  // namespace
@@ -179,22 +207,10 @@ absl::StatusOr<std::unique_ptr<KubeCluster>> KubeCluster::Create(kube::Client& c
   State* s = state.get();
   absl::Status status = s->pods.AddIndexer(kJobPodIndex, JobIndex);
   if (status.ok()) status = s->services.AddIndexer(kJobPodIndex, JobIndex);
-  kube::ResourceEventHandlers pod_handlers;
-  pod_handlers.on_add = [s](const nlohmann::json& pod) {
-    if (absl::Status st = s->claims.ObservePod(pod); !st.ok()) {
-      s->Log(absl::StrCat("pod ", kube::ObjectKey(pod),
-                          " holds no GPUs we can count: ", st.message()));
-    }
-  };
-  pod_handlers.on_update = [s](const nlohmann::json&, const nlohmann::json& pod) {
-    s->claims.ObservePod(pod).IgnoreError();  // reported once, on add
-  };
-  pod_handlers.on_delete = [s](const nlohmann::json& pod) { s->claims.ObservePodDeleted(pod); };
-  if (status.ok()) status = s->pods.AddEventHandler(pod_handlers);
   const auto log = [s](std::string_view message) { s->Log(message); };
-  if (status.ok()) status = s->pods.AddEventHandler(JobObjectHandlers(s->job_pods, "Pod", log));
+  if (status.ok()) status = s->pods.AddEventHandler(PodHandlers(s->claims, s->job_pods, log));
   if (status.ok()) {
-    status = s->services.AddEventHandler(JobObjectHandlers(s->job_services, "Service", log));
+    status = s->services.AddEventHandler(JobServiceHandlers(s->job_services, "Service", log));
   }
   if (status.ok()) {
     status = s->jobs.AddEventHandler(DecodedCacheHandlers(s->job_cache, "TrainingJob", log));

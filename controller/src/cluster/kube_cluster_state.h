@@ -45,6 +45,14 @@ inline std::string ResourceVersionOf(const nlohmann::json& object) {
   return version != meta->end() && version->is_string() ? version->get<std::string>() : "";
 }
 
+// What a decoded cache keeps of an object: all of it, except that pods and Services lose the JSON
+// kept for re-encoding (kube::DropRawJson). The controller reads their typed fields only and
+// never writes a cached one back, and that JSON was most of the cache's memory.
+template <typename T>
+void TrimForCache(T&) {}
+inline void TrimForCache(kube::Pod& pod) { kube::DropRawJson(pod); }
+inline void TrimForCache(kube::Service& service) { kube::DropRawJson(service); }
+
 // Objects of one kind decoded once per resourceVersion, so that readers copy typed values
 // instead of decoding JSON on every call (1,000 jobs and 100 GPUNodes are read on every
 // placement decision), optionally indexed (the pods and Services of each job, by the informer's
@@ -63,16 +71,22 @@ class DecodedCache {
   // Decodes `object` unless the entry under its key already has its resourceVersion, and files
   // it under `index_keys` and its value's own.
   absl::Status Upsert(const nlohmann::json& object, std::vector<std::string> index_keys = {}) {
-    const std::string key = kube::ObjectKey(object);
-    const std::string version = ResourceVersionOf(object);
     {
       absl::MutexLock lock(&mu_);
-      const auto it = entries_.find(key);
+      const auto it = entries_.find(kube::ObjectKey(object));
+      const std::string version = ResourceVersionOf(object);
       if (it != entries_.end() && !version.empty() && it->second.resource_version == version) {
         return absl::OkStatus();
       }
     }
-    absl::StatusOr<T> decoded = T::FromJson(object);
+    return Upsert(object, std::move(index_keys), T::FromJson(object));
+  }
+  // The same with `object` decoded already (`decoded`, T::FromJson's result), for a caller that
+  // reads the decoded value too.
+  absl::Status Upsert(const nlohmann::json& object, std::vector<std::string> index_keys,
+                      absl::StatusOr<T> decoded) {
+    const std::string key = kube::ObjectKey(object);
+    if (decoded.ok()) TrimForCache(*decoded);
     absl::MutexLock lock(&mu_);
     RemoveLocked(key);
     if (!decoded.ok()) return decoded.status();
@@ -83,7 +97,7 @@ class DecodedCache {
     }
     auto value = std::make_shared<const T>(*std::move(decoded));
     for (const std::string& index_key : index_keys) by_index_[index_key][key] = value;
-    entries_[key] = Entry{version, std::move(value), std::move(index_keys)};
+    entries_[key] = Entry{ResourceVersionOf(object), std::move(value), std::move(index_keys)};
     return absl::OkStatus();
   }
   void Remove(const std::string& key) {

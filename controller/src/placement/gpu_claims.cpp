@@ -76,8 +76,11 @@ GpuClaims::GpuClaims(Clock& clock, std::chrono::nanoseconds assume_timeout,
     : clock_(clock), assume_timeout_(assume_timeout), preempted_memory_(preempted_memory) {}
 
 absl::Status GpuClaims::ObservePod(const nlohmann::json& pod) {
-  const std::string key = kube::ObjectKey(pod);
-  const absl::StatusOr<kube::Pod> decoded = kube::Pod::FromJson(pod);
+  return ObservePod(kube::ObjectKey(pod), kube::Pod::FromJson(pod));
+}
+
+absl::Status GpuClaims::ObservePod(const std::string& key,
+                                   const absl::StatusOr<kube::Pod>& decoded) {
   const std::string uid = UidOf(decoded);
   absl::StatusOr<std::optional<GpuAssignment>> assignment = AssignmentOf(decoded);
   absl::MutexLock lock(&mu_);

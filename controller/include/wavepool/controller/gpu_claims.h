@@ -64,12 +64,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/api/training_job.h"
 #include "wavepool/base/change_log.h"
 #include "wavepool/base/clock.h"
 #include "wavepool/controller/placement.h"
+#include "wavepool/kube/core_types.h"
 
 namespace wavepool::controller {
 
@@ -129,6 +131,9 @@ class GpuClaims {
   // A pod the cache shows (added or updated). Returns the decoding error (naming the pod and the
   // field) or AssignmentFromPod's for a pod it cannot read; that pod then holds nothing.
   absl::Status ObservePod(const nlohmann::json& pod);
+  // The same for the pod under `key` ("namespace/name") decoded already (`decoded`,
+  // kube::Pod::FromJson's result), for a caller that reads the decoded pod too.
+  absl::Status ObservePod(const std::string& key, const absl::StatusOr<kube::Pod>& decoded);
   // A pod the cache shows deleted.
   void ObservePodDeleted(const nlohmann::json& pod);
   // A pod this controller just created (the API server's response, with its uid).

@@ -242,6 +242,14 @@ nlohmann::json ToJson(const Service& service);
 nlohmann::json ToJson(const Event& event);
 nlohmann::json ToJson(const Lease& lease);
 
+// Empty the JSON an object keeps for re-encoding: each `raw` member (for a pod: its own, its
+// spec's and status's, and each container's, env var's, volume mount's and volume's) and the
+// metadata's unknown fields (managedFields and the like). For a cache that reads only the typed
+// fields, where that JSON would repeat what the informer holds several times over. ToJson of the
+// result writes the typed fields alone, so it must not be written back.
+void DropRawJson(Pod& pod);
+void DropRawJson(Service& service);
+
 }  // namespace wavepool::kube
 
 #endif  // WAVEPOOL_KUBE_CORE_TYPES_H_
