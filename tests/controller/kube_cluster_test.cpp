@@ -151,6 +151,13 @@ TEST_F(KubeClusterTest, ReadsJobsPodsConfigMapsGpuNodesAndNodesFromTheServer) {
   EXPECT_THAT(PodNames(cluster->PodsOfJob("default", "resnet")),
               ElementsAre("resnet-g0-0", "resnet-g0-1"));
   EXPECT_THAT(cluster->PodsOfJob("default", "other"), IsEmpty());
+  // The cached pods keep their typed fields only, not the JSON kept for re-encoding.
+  for (const kube::Pod& pod : cluster->PodsOfJob("default", "resnet")) {
+    EXPECT_FALSE(pod.metadata.uid.empty());
+    EXPECT_FALSE(pod.spec.containers.empty());
+    EXPECT_TRUE(pod.raw.is_null());
+    EXPECT_TRUE(pod.spec.raw.is_null());
+  }
 
   ASSERT_OK_AND_ASSIGN(std::optional<kube::ConfigMap> cm,
                        cluster->GetConfigMap("default", "layers"));

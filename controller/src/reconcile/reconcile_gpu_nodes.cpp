@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -25,11 +26,16 @@ struct Problems {
 };
 
 // How many times each UUID is reported, over every GPUNode with a node name (one without is
-// left out whole). Counted, not listed: only a duplicate needs its places named.
-using UuidCounts = std::unordered_map<std::string, int>;
+// left out whole). Counted, not listed: only a duplicate needs its places named. The keys view
+// the nodes' own strings: the list is screened again on every GPUNode change, so copying each
+// UUID was most of the screening.
+using UuidCounts = std::unordered_map<std::string_view, int>;
 
 UuidCounts CountUuids(const std::vector<api::GpuNode>& nodes) {
   UuidCounts counts;
+  std::size_t gpus = 0;
+  for (const api::GpuNode& node : nodes) gpus += node.status.gpus.size();
+  counts.reserve(gpus);
   for (const api::GpuNode& node : nodes) {
     if (node.spec.node_name.empty()) continue;
     for (const api::GpuStatus& gpu : node.status.gpus) {
