@@ -71,10 +71,11 @@ class DecodedCache {
   // Decodes `object` unless the entry under its key already has its resourceVersion, and files
   // it under `index_keys` and its value's own.
   absl::Status Upsert(const nlohmann::json& object, std::vector<std::string> index_keys = {}) {
+    const std::string key = kube::ObjectKey(object);
+    const std::string version = ResourceVersionOf(object);
     {
       absl::MutexLock lock(&mu_);
-      const auto it = entries_.find(kube::ObjectKey(object));
-      const std::string version = ResourceVersionOf(object);
+      const auto it = entries_.find(key);
       if (it != entries_.end() && !version.empty() && it->second.resource_version == version) {
         return absl::OkStatus();
       }
