@@ -80,8 +80,8 @@ std::map<std::string, std::string> JobProcesses::Environment(const WorkerSetting
       {"WAVEPOOL_ROLE", std::string(api::ToString(*j.spec.role))},
       {"WAVEPOOL_GPU_INDEX", std::to_string(job_.gpus[static_cast<std::size_t>(rank)])},
   };
-  env.merge(WorkerDeviceEnvironment(settings.machine_gpus,
-                                    job_.gpus[static_cast<std::size_t>(rank)]));
+  env.merge(
+      WorkerDeviceEnvironment(settings.machine_gpus, job_.gpus[static_cast<std::size_t>(rank)]));
   if (!job_.background() && j.spec.collocation.max_foreground_slowdown.has_value()) {
     env["WAVEPOOL_MAX_FOREGROUND_SLOWDOWN"] =
         absl::StrCat(*j.spec.collocation.max_foreground_slowdown);

@@ -232,16 +232,16 @@ TEST_F(AgentEndToEnd, AFlatDeviceTakesItsMemoryWaveFromTheForegroundsAllocator) 
     const auto allocated = static_cast<std::uint64_t>(kGiB * (1 + 2 * rise));
     ASSERT_OK(foreground->ReportMemory({start + t, allocated, 3 * kGiB}));
   }
-  ASSERT_TRUE(Eventually([&] { return agent_->Status().gpus[0].memory_wave.has_value(); },
-                         kCatchUp));
+  ASSERT_TRUE(
+      Eventually([&] { return agent_->Status().gpus[0].memory_wave.has_value(); }, kCatchUp));
   const MemoryWave wave = *agent_->Status().gpus[0].memory_wave;
   EXPECT_NEAR(wave.period.count(), 0.1, 0.01);
   EXPECT_NEAR(static_cast<double>(wave.peak_bytes), 3.0 * kGiB, 0.1 * kGiB);
   EXPECT_NEAR(static_cast<double>(wave.trough_bytes), 1.0 * kGiB, 0.1 * kGiB);
   // What other tasks may use is under the peak of what the device handed out.
   ASSERT_TRUE(wave.headroom_bytes.has_value());
-  EXPECT_LE(*wave.headroom_bytes, static_cast<std::int64_t>(
-                                      agent_->Status().gpus[0].info.memory_total_bytes - 3 * kGiB));
+  EXPECT_LE(*wave.headroom_bytes,
+            static_cast<std::int64_t>(agent_->Status().gpus[0].info.memory_total_bytes - 3 * kGiB));
   EXPECT_FALSE(agent_->Status().gpus[1].memory_wave.has_value());  // no foreground there
 }
 

@@ -151,8 +151,7 @@ TEST_F(GpuClaimsTest, AssumedPodOutlivesTheTimeoutWhileTheCacheIsBehindItsCreati
   for (int i = 0; i < 6; ++i) {
     clock_.Advance(kAssumeTimeout / 2);
     const std::string name = "q" + std::to_string(i);
-    ASSERT_THAT(claims_.ObservePod(AtVersion(BgPod(name, "uid-" + name, "GPU-9"), 50 + i)),
-                IsOk());
+    ASSERT_THAT(claims_.ObservePod(AtVersion(BgPod(name, "uid-" + name, "GPU-9"), 50 + i)), IsOk());
     EXPECT_THAT(PodsOf(claims_.PodAssignments()), Contains("ns/p"));
   }
   // Past the creation without showing the pod (it is gone), the timeout holds again.

@@ -308,9 +308,7 @@ TEST(GpuLaunchPacerTest, EagerWorkKeepsItsCreditUntilTheGpuIsDone) {
                        GpuLaunchPacer::Create(pacer, buffers.stream()));
   buffers.Clear();
   for (int i = 0; i < kGroups; ++i) {
-    ASSERT_OK(gpu->Run(OpGroup{static_cast<std::uint32_t>(i)}, [&] {
-      buffers.EnqueueStep(i);
-    }));
+    ASSERT_OK(gpu->Run(OpGroup{static_cast<std::uint32_t>(i)}, [&] { buffers.EnqueueStep(i); }));
   }
   ASSERT_OK(gpu->Drain());
   EXPECT_THAT(buffers.Result(), ElementsAreArray(buffers.Expected()));

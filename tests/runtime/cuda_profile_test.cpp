@@ -33,8 +33,7 @@ TEST(GpuProfile, EveryLayerIsTimedOnTheGpuAndItsRowsBind) {
     options.warmup = 1;
     options.repeats = 5;
     options.device = "cuda";
-    ASSERT_OK_AND_ASSIGN(const std::vector<MeasuredLayer> measured,
-                         ProfileLayers(*graph, options));
+    ASSERT_OK_AND_ASSIGN(const std::vector<MeasuredLayer> measured, ProfileLayers(*graph, options));
     ASSERT_THAT(measured, SizeIs(graph->size()));
     for (const MeasuredLayer& layer : measured) {
       for (const auto& [batch, time] : layer.by_batch) {

@@ -54,6 +54,12 @@ constexpr std::size_t kMaxTaskMemorySamples = 1 << 16;
 // trust_register, where every worker may be a thread of one process.
 constexpr std::size_t kMaxConnectionsPerPod = 16;
 
+// The memory a worker's allocator reports holding, as points for the memory-wave analysis.
+std::vector<MemoryPoint> AllocatedPoints(const std::deque<MemorySample>& reports) {
+  return PointsFromAllocatorSamples(std::vector<MemorySample>(reports.begin(), reports.end()),
+                                    AllocatorField::kAllocated);
+}
+
 }  // namespace
 
 absl::Status Validate(const AgentOptions& o) {
@@ -316,12 +322,8 @@ void Agent::AnalyzeWaves(Gpu& gpu) {
           waves[a]->labels.namespace_name != waves[b]->labels.namespace_name) {
         continue;
       }
-      auto points = [](const Task* t) {
-        return PointsFromAllocatorSamples(
-            std::vector<MemorySample>(t->memory.begin(), t->memory.end()),
-            AllocatorField::kAllocated);
-      };
-      absl::StatusOr<PhaseOffset> offset = MeasurePhaseOffset(points(waves[a]), points(waves[b]));
+      absl::StatusOr<PhaseOffset> offset =
+          MeasurePhaseOffset(AllocatedPoints(waves[a]->memory), AllocatedPoints(waves[b]->memory));
       if (offset.ok()) summary.phase_offset = offset->offset;
       if (offset.ok()) gpu.phase_offset = offset->offset;
     }
@@ -340,23 +342,20 @@ absl::StatusOr<MemoryWave> Agent::AnalyzeForegroundAllocatorWave(
         task->memory.empty()) {
       continue;
     }
-    if (largest == nullptr || task->memory.back().allocated_bytes >
-                                  largest->memory.back().allocated_bytes) {
+    if (largest == nullptr ||
+        task->memory.back().allocated_bytes > largest->memory.back().allocated_bytes) {
       largest = task.get();
     }
   }
   if (largest == nullptr) return absl::NotFoundError("no foreground allocator reports");
-  absl::StatusOr<MemoryWave> wave = AnalyzeMemoryWave(
-      PointsFromAllocatorSamples(
-          std::vector<MemorySample>(largest->memory.begin(), largest->memory.end()),
-          AllocatorField::kAllocated),
-      options);
+  absl::StatusOr<MemoryWave> wave = AnalyzeMemoryWave(AllocatedPoints(largest->memory), options);
   // The headroom others may use is under what the device has handed out, reserved included.
   if (wave.ok() && options.capacity_bytes.has_value() && !samples.empty()) {
     std::uint64_t used = 0;
     for (const GpuSample& sample : samples) used = std::max(used, sample.memory_used_bytes);
-    wave->headroom_bytes = static_cast<std::int64_t>(*options.capacity_bytes) -
-                           static_cast<std::int64_t>(std::max<std::uint64_t>(used, wave->peak_bytes));
+    wave->headroom_bytes =
+        static_cast<std::int64_t>(*options.capacity_bytes) -
+        static_cast<std::int64_t>(std::max<std::uint64_t>(used, wave->peak_bytes));
   }
   return wave;
 }

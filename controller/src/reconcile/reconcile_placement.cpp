@@ -68,8 +68,7 @@ std::vector<GpuAssignment> StandingClaims(const ReconcileContext& ctx)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx.ledger.mu) {
   std::set<std::string> seen;
   return ctx.ledger.claims.StandingIntents(
-      ctx.key, ctx.now, [&ctx](const std::string& key) { return LookUpClaimant(ctx, key); },
-      seen);
+      ctx.key, ctx.now, [&ctx](const std::string& key) { return LookUpClaimant(ctx, key); }, seen);
 }
 
 // Pods other jobs recorded in status.placement (or this controller reserved or nominated) that
@@ -149,8 +148,7 @@ absl::Status PrepareInventory(const ReconcileContext& ctx, const GpuNodeList& no
     if (own_current.count(a->pod) > 0) continue;
     WAVEPOOL_RETURN_IF_ERROR(AddKeptOut(ctx, inventory, a, clashing));
   }
-  for (GpuAssignment& intent :
-       Intents(ctx, inventory, std::move(standing), std::move(clashing))) {
+  for (GpuAssignment& intent : Intents(ctx, inventory, std::move(standing), std::move(clashing))) {
     // An intent that clashes with a real pod lost its GPU: its job re-places when it looks.
     inventory.Add(std::make_shared<const GpuAssignment>(std::move(intent))).IgnoreError();
   }

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <memory>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -55,8 +55,8 @@ absl::Status Validate(const SampleSourcePtr& source, const SampleOrder& order,
   const auto cuda_index = static_cast<std::size_t>(std::max<int>(0, options.device.index()));
   if (options.device.is_cuda() &&
       !(torch::cuda::is_available() && cuda_index < torch::cuda::device_count())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "batch loader: device ", options.device.str(), " is not a CUDA device LibTorch sees"));
+    return absl::FailedPreconditionError(absl::StrCat("batch loader: device ", options.device.str(),
+                                                      " is not a CUDA device LibTorch sees"));
   }
   if (options.first_step < 0 || options.step_stride < 1) {
     return invalid("options.first_step must be >= 0 and options.step_stride >= 1, got ",

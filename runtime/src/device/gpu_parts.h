@@ -9,7 +9,7 @@ namespace wavepool::runtime::internal {
 // A stream with `role`'s priority on `device` (a CUDA device with an index), as a LibTorch
 // stream, and a GpuLaunchPacer over `pacer` on it.
 absl::StatusOr<ReplicaDevice::Gpu> MakeGpu(torch::Device device, agent::Role role,
-                                          LaunchPacer& pacer);
+                                           LaunchPacer& pacer);
 
 }  // namespace wavepool::runtime::internal
 

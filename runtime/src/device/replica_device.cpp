@@ -14,8 +14,8 @@ namespace wavepool::runtime {
 namespace {
 
 absl::StatusOr<torch::Device> CudaDevice(const std::string& name, int index) {
-  const int visible = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count())
-                                                  : 0;
+  const int visible =
+      torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
   if (visible == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "device '", name, "': LibTorch sees no CUDA device",
@@ -45,8 +45,9 @@ absl::StatusOr<torch::Device> ParseDevice(std::string_view name) {
   if (name.substr(0, kCudaPrefix.size()) == kCudaPrefix) {
     const std::string_view digits = name.substr(kCudaPrefix.size());
     const bool all_digits = !digits.empty() && digits.size() <= 4 &&
-                            std::all_of(digits.begin(), digits.end(),
-                                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+                            std::all_of(digits.begin(), digits.end(), [](char c) {
+                              return std::isdigit(static_cast<unsigned char>(c));
+                            });
     if (all_digits && absl::SimpleAtoi(std::string(digits), &index)) {
       return CudaDevice(std::string(name), index);
     }
@@ -67,7 +68,6 @@ absl::StatusOr<std::unique_ptr<ReplicaDevice>> ReplicaDevice::Create(torch::Devi
   }
 #if WAVEPOOL_TORCH_CUDA
   WAVEPOOL_ASSIGN_OR_RETURN(Gpu gpu, internal::MakeGpu(device, role, *pacer));
-  replica->stream_ = gpu.stream;
   replica->pacer_ = gpu.pacer.get();
   replica->gpu_ = std::move(gpu);
   return replica;

@@ -12,13 +12,12 @@
 namespace wavepool::runtime::internal {
 
 absl::StatusOr<ReplicaDevice::Gpu> MakeGpu(torch::Device device, agent::Role role,
-                                          LaunchPacer& pacer) {
+                                           LaunchPacer& pacer) {
   const c10::cuda::CUDAGuard on_device(device.index());  // the stream belongs to `device`
   WAVEPOOL_ASSIGN_OR_RETURN(OwnedStream owned, CreateRoleStream(role));
   cudaStream_t raw = owned.get();
-  std::shared_ptr<void> owner(owned.release(), [](void* stream) {
-    cudaStreamDestroy(static_cast<cudaStream_t>(stream));
-  });
+  std::shared_ptr<void> owner(
+      owned.release(), [](void* stream) { cudaStreamDestroy(static_cast<cudaStream_t>(stream)); });
   // LibTorch launches on it once it is the current stream (ReplicaDevice::Enter).
   const c10::Stream stream = c10::cuda::getStreamFromExternal(raw, device.index()).unwrap();
   WAVEPOOL_ASSIGN_OR_RETURN(std::unique_ptr<GpuLaunchPacer> gpu_pacer,

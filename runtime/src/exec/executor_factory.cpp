@@ -66,8 +66,8 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeExecutor(const ExecutorSetup& setu
   for (int wave = 0; wave < 2; ++wave) {
     ExecutorSetup wave_setup = setup;
     wave_setup.pacer = memory->view(wave);
-    WAVEPOOL_ASSIGN_OR_RETURN(
-        Parts parts, MakeParts(wave_setup, program, wave == 0 ? "tick" : "tock", false));
+    WAVEPOOL_ASSIGN_OR_RETURN(Parts parts,
+                              MakeParts(wave_setup, program, wave == 0 ? "tick" : "tock", false));
     waves[static_cast<std::size_t>(wave)] = {std::move(parts.communicator),
                                              std::move(parts.engine)};
   }

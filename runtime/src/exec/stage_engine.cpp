@@ -48,7 +48,6 @@ absl::StatusOr<std::unique_ptr<StageEngine>> StageEngine::Create(
   const StageProgram& p = *engine->program_;
   WAVEPOOL_ASSIGN_OR_RETURN(engine->device_,
                             ReplicaDevice::Create(options.device, options.role, pacer));
-  engine->pacer_ = engine->device_->pacer();
   WAVEPOOL_ASSIGN_OR_RETURN(
       std::unique_ptr<ExecutableModel> model,
       ExecutableModel::Build(std::move(graph), p.LayersOn(options.rank), options.seed));
@@ -58,9 +57,8 @@ absl::StatusOr<std::unique_ptr<StageEngine>> StageEngine::Create(
     const c10::OptionalStreamGuard on_device = engine->device_->Enter();
     engine->model_->To(options.device);
   } catch (const c10::Error& e) {
-    return absl::ResourceExhaustedError(absl::StrCat("moving the model's layers to ",
-                                                     options.device.str(), ": ",
-                                                     e.what_without_backtrace()));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "moving the model's layers to ", options.device.str(), ": ", e.what_without_backtrace()));
   }
   engine->optimizer_ = MakeOptimizer(training, engine->model_->Parameters());
   for (const torch::Tensor& t : engine->model_->Parameters()) {
@@ -152,8 +150,8 @@ absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
     for (std::size_t s = 0; s < reducers_.size(); ++s) {
       if (reducers_[s] == nullptr) continue;
       absl::Status reduced;
-      WAVEPOOL_RETURN_IF_ERROR(pacer_->Run(AllReduceGroup(static_cast<int>(s)),
-                                           [&] { reduced = reducers_[s]->Finish(); }));
+      WAVEPOOL_RETURN_IF_ERROR(device_->pacer()->Run(AllReduceGroup(static_cast<int>(s)),
+                                                     [&] { reduced = reducers_[s]->Finish(); }));
       if (!reduced.ok()) return reduced;
     }
     WAVEPOOL_RETURN_IF_ERROR(WaitForSends());
@@ -245,6 +243,6 @@ absl::Status StageEngine::BroadcastCompressed(const std::vector<int>& group, tor
 
 std::uint64_t StageEngine::held_bytes() const { return parameter_bytes_ + activation_bytes_; }
 
-void StageEngine::ReportMemory() { pacer_->ReportMemory(held_bytes()); }
+void StageEngine::ReportMemory() { device_->pacer()->ReportMemory(held_bytes()); }
 
 }  // namespace wavepool::runtime

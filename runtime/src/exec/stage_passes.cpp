@@ -42,7 +42,7 @@ absl::Status StageEngine::Forward(const StageInstance& instance, const std::vect
     if (inputs.empty()) inputs.push_back(state->input);
     torch::Tensor output;
     absl::Status computed;
-    absl::Status ran = pacer_->Run(ForwardGroup(id), [&] {
+    absl::Status ran = device_->pacer()->Run(ForwardGroup(id), [&] {
       try {
         output = model_->Forward(id, inputs, context);
       } catch (const std::exception& e) {
@@ -129,7 +129,7 @@ absl::Status StageEngine::Backward(const StageInstance& instance, double loss_sc
         continue;
       }
       absl::Status computed;
-      absl::Status ran = pacer_->Run(BackwardGroup(id), [&] {
+      absl::Status ran = device_->pacer()->Run(BackwardGroup(id), [&] {
         try {
           if (gradient.defined()) {
             torch::autograd::backward({root}, {gradient});

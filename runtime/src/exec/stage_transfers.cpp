@@ -118,7 +118,7 @@ absl::Status StageEngine::WaitForReceives(std::vector<Pending>& receives, int st
   // long one (DeepPool §5).
   StepTimer timer(&times->transfer);
   absl::Status waited;
-  absl::Status ran = pacer_->Run(ReceiveGroup(stage), [&] {
+  absl::Status ran = device_->pacer()->Run(ReceiveGroup(stage), [&] {
     for (Pending& pending : receives) {
       if (absl::Status s = pending.Wait(); !s.ok() && waited.ok()) waited = s;
     }

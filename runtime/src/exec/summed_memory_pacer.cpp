@@ -2,29 +2,20 @@
 
 namespace wavepool::runtime {
 
-class SummedMemoryPacers::View final : public LaunchPacer {
+class SummedMemoryPacers::View final : public ForwardingLaunchPacer {
  public:
-  View(const SummedMemoryPacers& owner, int index) : owner_(owner), index_(index) {}
+  View(const SummedMemoryPacers& owner, int index)
+      : ForwardingLaunchPacer(*owner.pacer_), owner_(owner), index_(index) {}
 
-  absl::StatusOr<LaunchTicket> Begin(OpGroup group) override {
-    return owner_.pacer_->Begin(group);
-  }
-  void End(const LaunchTicket& ticket, std::chrono::nanoseconds duration) override {
-    owner_.pacer_->End(ticket, duration);
-  }
-  void ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) override {
-    owner_.pacer_->ReportIteration(iteration, seconds, samples);
-  }
   void ReportMemory(std::uint64_t allocated_bytes) override {
     owner_.bytes_[static_cast<std::size_t>(index_)].store(allocated_bytes,
-                                                         std::memory_order_relaxed);
+                                                          std::memory_order_relaxed);
     std::uint64_t sum = 0;
     for (std::size_t i = 0; i < owner_.views_.size(); ++i) {
       sum += owner_.bytes_[i].load(std::memory_order_relaxed);
     }
-    owner_.pacer_->ReportMemory(sum);
+    ForwardingLaunchPacer::ReportMemory(sum);
   }
-  void Stop() override { owner_.pacer_->Stop(); }
 
  private:
   const SummedMemoryPacers& owner_;

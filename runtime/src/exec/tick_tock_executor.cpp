@@ -169,8 +169,8 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
   // Eq. 1-2 (class comment): one all-reduce carries the combined gradient, the loss and the
   // ranks' requests.
   // A resumed run's previous gradient comes from the checkpoint, on the host.
-  torch::Tensor combined = previous.sum.defined() ? mine.sum + previous.sum.to(mine.sum.device())
-                                                  : mine.sum.clone();
+  torch::Tensor combined =
+      previous.sum.defined() ? mine.sum + previous.sum.to(mine.sum.device()) : mine.sum.clone();
   const StepRequests requests = hooks.requests(step);
   torch::Tensor flat = torch::cat(
       {combined, torch::tensor({static_cast<float>(result->loss_sum),

@@ -26,8 +26,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "wavepool/runtime/batch_loader.h"
 #include "summed_memory_pacer.h"
+#include "wavepool/runtime/batch_loader.h"
 #include "wavepool/runtime/communicator.h"
 #include "wavepool/runtime/executor.h"
 #include "wavepool/runtime/stage_engine.h"

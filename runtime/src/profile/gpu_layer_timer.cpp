@@ -106,9 +106,8 @@ absl::StatusOr<planner::LayerTime> TimeLayerOnGpu(ExecutableModel& model,
   planner::LayerTime time;
   time.forward = MedianGpuTime(options.repeats, [&] { y = forward(); });
   if (has_backward) {
-    time.backward = MedianGpuTime(options.repeats, [&] {
-      torch::autograd::backward({y}, {grad}, /*retain_graph=*/true);
-    });
+    time.backward = MedianGpuTime(
+        options.repeats, [&] { torch::autograd::backward({y}, {grad}, /*retain_graph=*/true); });
   }
   return time;
 }

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "wavepool/base/status_macros.h"
 #include "gpu_layer_timer.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/executable_model.h"
 #include "wavepool/runtime/replica_device.h"
 
@@ -70,7 +70,8 @@ planner::LayerTime TimeLayer(ExecutableModel& model, planner::LayerId id,
     forward.push_back(Since(start, forward_end));
     backward.push_back(Since(backward_start, end));
   }
-  return {internal::MedianSeconds(std::move(forward)), internal::MedianSeconds(std::move(backward))};
+  return {internal::MedianSeconds(std::move(forward)),
+          internal::MedianSeconds(std::move(backward))};
 }
 
 // Times every layer at one batch size into `measured` (graph order).
@@ -155,9 +156,8 @@ absl::StatusOr<std::vector<MeasuredLayer>> ProfileLayers(const planner::ModelGra
     try {
       model->To(device);
     } catch (const c10::Error& e) {
-      return absl::ResourceExhaustedError(absl::StrCat("moving model '", graph.name(), "' to ",
-                                                       device.str(), ": ",
-                                                       e.what_without_backtrace()));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "moving model '", graph.name(), "' to ", device.str(), ": ", e.what_without_backtrace()));
     }
   }
   std::vector<MeasuredLayer> measured;

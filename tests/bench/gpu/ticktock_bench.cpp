@@ -99,8 +99,9 @@ class PooledSource final : public SampleSource {
     pooled->inputs_.resize(bytes * static_cast<std::size_t>(pool));
     pooled->labels_.resize(static_cast<std::size_t>(pool));
     for (std::int64_t i = 0; i < pool; ++i) {
-      absl::Status read = source->Read(i, pooled->inputs_.data() + bytes * static_cast<std::size_t>(i),
-                                       &pooled->labels_[static_cast<std::size_t>(i)]);
+      absl::Status read =
+          source->Read(i, pooled->inputs_.data() + bytes * static_cast<std::size_t>(i),
+                       &pooled->labels_[static_cast<std::size_t>(i)]);
       if (!read.ok()) return read;
     }
     return pooled;
@@ -124,7 +125,7 @@ class PooledSource final : public SampleSource {
         pool_(pool),
         sample_bytes_(static_cast<std::size_t>(source_->spec().Elements()) *
                       (source_->spec().kind == SampleSpec::Kind::kTokens ? sizeof(std::int64_t)
-                                                                          : sizeof(float))) {}
+                                                                         : sizeof(float))) {}
 
   SampleSourcePtr source_;
   std::int64_t pool_;
@@ -148,16 +149,17 @@ absl::StatusOr<api::Plan> PlanOf(const planner::ModelGraph& graph, const Options
       planner::MakePlan(planner::PlanContext{graph, *device, *compute, comm}, request);
   if (!report.ok()) return report.status();
   if (report->plan.strategy != strategy) {
-    return absl::InternalError(absl::StrCat(
-        "the planner made a ", std::string(api::ToString(report->plan.strategy)), " plan, not ",
-        std::string(api::ToString(strategy))));
+    return absl::InternalError(absl::StrCat("the planner made a ",
+                                            std::string(api::ToString(report->plan.strategy)),
+                                            " plan, not ", std::string(api::ToString(strategy))));
   }
   report->plan.training.steps = options.warmup + options.steps;
   report->plan.training.seed = 5;
   return report->plan;
 }
 
-absl::StatusOr<std::unique_ptr<LaunchPacer>> Pacer(const Options& options, const std::string& mode) {
+absl::StatusOr<std::unique_ptr<LaunchPacer>> Pacer(const Options& options,
+                                                   const std::string& mode) {
   if (options.agent_dir.empty()) return MakeUnpacedLauncher();
   agent::RegisterRequest identity;
   identity.namespace_name = "bench";
@@ -206,16 +208,17 @@ absl::StatusOr<nlohmann::json> RunMode(const Options& options, const std::string
   }
   std::sort(intervals.begin(), intervals.end());
   const double median = intervals[intervals.size() / 2];
-  return nlohmann::json{{"mode", mode},
-                        {"model", options.model},
-                        {"batch_per_wave", options.batch},
-                        {"device", device.str()},
-                        {"timed_steps", options.steps},
-                        {"samples_per_s", static_cast<double>(options.steps * options.batch) / window},
-                        {"median_step_interval_s", median},
-                        {"median_samples_per_s", static_cast<double>(options.batch) / median},
-                        {"first_loss", losses.front()},
-                        {"last_loss", losses.back()}};
+  return nlohmann::json{
+      {"mode", mode},
+      {"model", options.model},
+      {"batch_per_wave", options.batch},
+      {"device", device.str()},
+      {"timed_steps", options.steps},
+      {"samples_per_s", static_cast<double>(options.steps * options.batch) / window},
+      {"median_step_interval_s", median},
+      {"median_samples_per_s", static_cast<double>(options.batch) / median},
+      {"first_loss", losses.front()},
+      {"last_loss", losses.back()}};
 }
 
 absl::Status Run(const Options& options) {
@@ -250,8 +253,7 @@ absl::Status Run(const Options& options) {
 }  // namespace wavepool::runtime
 
 int main(int argc, char** argv) {
-  absl::StatusOr<wavepool::runtime::Options> options =
-      wavepool::runtime::ParseOptions(argc, argv);
+  absl::StatusOr<wavepool::runtime::Options> options = wavepool::runtime::ParseOptions(argc, argv);
   absl::Status status = options.ok() ? wavepool::runtime::Run(*options) : options.status();
   if (!status.ok()) {
     std::cerr << "ticktock_bench: " << status << std::endl;

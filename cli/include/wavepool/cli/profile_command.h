@@ -21,7 +21,7 @@ struct ProfileFlags {
   std::string out;          // the profile CSV to write
   int warmup = 2;
   int repeats = 5;
-  int threads = 0;  // LibTorch intra-op threads; 0: its default
+  int threads = 0;             // LibTorch intra-op threads; 0: its default
   std::string device = "cpu";  // cpu, cuda or cuda:N
 };
 

@@ -1,7 +1,7 @@
 // Collectives and point-to-point transfers among the ranks of a gang, over c10d process groups
-// (Gloo; tensors on a GPU travel through host copies). One group spans the world; one more exists for every distinct set of
-// ranks that must all-reduce together (a burst-parallel stage's sync group, a tick-tock wave), so
-// that each set's collectives never wait for ranks outside it.
+// (Gloo; tensors on a GPU travel through host copies). One group spans the world; one more exists
+// for every distinct set of ranks that must all-reduce together (a burst-parallel stage's sync
+// group, a tick-tock wave), so that each set's collectives never wait for ranks outside it.
 //
 // Every operation is asynchronous: it returns a Pending that the caller waits on, so that sends,
 // receives and all-reduces of one iteration overlap with compute. Messages between two ranks

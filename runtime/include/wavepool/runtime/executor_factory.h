@@ -15,8 +15,8 @@
 #include "wavepool/planner/model.h"
 #include "wavepool/runtime/executor.h"
 #include "wavepool/runtime/launch_pacer.h"
-#include "wavepool/runtime/replica_device.h"
 #include "wavepool/runtime/rendezvous.h"
+#include "wavepool/runtime/replica_device.h"
 #include "wavepool/runtime/sample_source.h"
 
 namespace wavepool::runtime {

@@ -24,7 +24,7 @@
 
 namespace wavepool::runtime {
 
-class GpuLaunchPacer final : public LaunchPacer {
+class GpuLaunchPacer final : public ForwardingLaunchPacer {
  public:
   // `max_pending`: groups enqueued and not yet complete, at most (PieceLauncher::Create). Internal
   // naming the CUDA call when its events cannot be created.
@@ -40,27 +40,14 @@ class GpuLaunchPacer final : public LaunchPacer {
   // Blocks until every group enqueued so far has completed and been reported.
   absl::Status Drain();
 
-  absl::StatusOr<LaunchTicket> Begin(OpGroup group) override { return paced_.Begin(group); }
-  void End(const LaunchTicket& ticket, std::chrono::nanoseconds duration) override {
-    paced_.End(ticket, duration);
-  }
-  void ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) override {
-    paced_.ReportIteration(iteration, seconds, samples);
-  }
-  void ReportMemory(std::uint64_t allocated_bytes) override {
-    paced_.ReportMemory(allocated_bytes);
-  }
-  void Stop() override { paced_.Stop(); }
-
   // Groups completed so far, and their GPU time.
   std::int64_t completed() const { return launcher_->completed(); }
   std::chrono::nanoseconds gpu_time() const { return launcher_->gpu_time(); }
 
  private:
   GpuLaunchPacer(LaunchPacer& paced, std::unique_ptr<PieceLauncher> launcher)
-      : paced_(paced), launcher_(std::move(launcher)) {}
+      : ForwardingLaunchPacer(paced), launcher_(std::move(launcher)) {}
 
-  LaunchPacer& paced_;
   std::unique_ptr<PieceLauncher> launcher_;
 };
 

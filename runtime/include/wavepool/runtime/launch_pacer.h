@@ -62,6 +62,32 @@ class LaunchPacer {
   virtual void Stop() = 0;
 };
 
+// A pacer that passes every call to another, for a wrapper that changes one or two of them (how
+// a group runs on a GPU, gpu_launch_pacer.h; what memory a task reports). Borrows `paced`, which
+// must outlive it.
+class ForwardingLaunchPacer : public LaunchPacer {
+ public:
+  explicit ForwardingLaunchPacer(LaunchPacer& paced) : paced_(paced) {}
+
+  absl::Status Run(OpGroup group, const std::function<void()>& work) override {
+    return paced_.Run(group, work);
+  }
+  absl::StatusOr<LaunchTicket> Begin(OpGroup group) override { return paced_.Begin(group); }
+  void End(const LaunchTicket& ticket, std::chrono::nanoseconds duration) override {
+    paced_.End(ticket, duration);
+  }
+  void ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) override {
+    paced_.ReportIteration(iteration, seconds, samples);
+  }
+  void ReportMemory(std::uint64_t allocated_bytes) override {
+    paced_.ReportMemory(allocated_bytes);
+  }
+  void Stop() override { paced_.Stop(); }
+
+ private:
+  LaunchPacer& paced_;
+};
+
 // A pacer for a worker without a node agent: runs every group at once and reports nothing.
 std::unique_ptr<LaunchPacer> MakeUnpacedLauncher();
 

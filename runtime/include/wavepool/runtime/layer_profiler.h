@@ -35,7 +35,7 @@ struct ProfileOptions {
   int warmup = 2;                         // untimed runs before the timed ones, >= 0
   int repeats = 5;                        // timed runs per (layer, batch), >= 1; the median counts
   int threads = 0;  // LibTorch's intra-op threads for the whole process, >= 0 (0: its default)
-  std::uint64_t seed = 0;  // initial weights and the random inputs
+  std::uint64_t seed = 0;      // initial weights and the random inputs
   std::string device = "cpu";  // where to time: cpu, cuda, cuda:N (replica_device.h ParseDevice)
 };
 

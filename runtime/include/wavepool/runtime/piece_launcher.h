@@ -6,8 +6,8 @@
 // the agent's slowdown feedback loop through LaunchPacer::End.
 //
 // Thread safety: Launch, LaunchWork and Drain are called by one thread (the one that owns the
-// stream); the poller is internal. Ownership: borrows the pacer and the stream, which must outlive the
-// launcher; owns its events and its thread.
+// stream); the poller is internal. Ownership: borrows the pacer and the stream, which must outlive
+// the launcher; owns its events and its thread.
 #ifndef WAVEPOOL_RUNTIME_PIECE_LAUNCHER_H_
 #define WAVEPOOL_RUNTIME_PIECE_LAUNCHER_H_
 

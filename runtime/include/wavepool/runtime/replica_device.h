@@ -48,7 +48,9 @@ class ReplicaDevice {
 
   // Makes the replica's stream (and its device) current on the calling thread for the guard's
   // life; on the CPU it changes nothing.
-  c10::OptionalStreamGuard Enter() const { return c10::OptionalStreamGuard(stream_); }
+  c10::OptionalStreamGuard Enter() const {
+    return gpu_.has_value() ? c10::OptionalStreamGuard(gpu_->stream) : c10::OptionalStreamGuard();
+  }
   // Blocks until the work the replica launched so far is done and every launch group reported:
   // before another thread or another stream reads its tensors. Internal naming the failure.
   absl::Status Synchronize();
@@ -67,7 +69,6 @@ class ReplicaDevice {
   const torch::Device device_;
   LaunchPacer* pacer_;
   std::optional<Gpu> gpu_;
-  c10::optional<c10::Stream> stream_;  // on a GPU
 };
 
 }  // namespace wavepool::runtime

@@ -136,8 +136,8 @@ class StageEngine {
   const std::shared_ptr<const StageProgram> program_;
   Communicator* const communicator_;
   const Options options_;
-  std::unique_ptr<ReplicaDevice> device_;  // before the tensors on it: destroyed after them
-  LaunchPacer* pacer_ = nullptr;           // the device's: launch groups go through it
+  // Before the tensors on it: destroyed after them. Launch groups go through its pacer.
+  std::unique_ptr<ReplicaDevice> device_;
   std::unique_ptr<ExecutableModel> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<std::unique_ptr<GradientReducer>> reducers_;  // by stage; null: nothing to sum

@@ -6,7 +6,8 @@
 // anyone else write access; the writer's own mapping keeps working).
 //
 // A ScopedFd (wavepool/base/scoped_fd.h) and a Mapping own what they hold and release it on
-// destruction; they are movable, not copyable. A SharedFd may be shared by any number of threads (the descriptor is only read).
+// destruction; they are movable, not copyable. A SharedFd may be shared by any number of threads
+// (the descriptor is only read).
 #ifndef WAVEPOOL_AGENT_CLIENT_GATE_MEMORY_H_
 #define WAVEPOOL_AGENT_CLIENT_GATE_MEMORY_H_
 
