@@ -368,13 +368,18 @@ std::vector<std::string> FakeCluster::DecodeWarnings() const {
   return decode_warnings_;
 }
 
-std::vector<api::GpuNode> FakeCluster::ListGpuNodes() const { return *GpuNodes(); }
+std::vector<api::GpuNode> FakeCluster::ListGpuNodes() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<api::GpuNode> nodes;
+  for (const auto& [name, node] : gpu_nodes_) nodes.push_back(node);
+  return nodes;
+}
 
 std::shared_ptr<const std::vector<api::GpuNode>> FakeCluster::GpuNodes() const {
   absl::MutexLock lock(&mu_);
   if (gpu_node_list_ == nullptr) {
     auto nodes = std::make_shared<std::vector<api::GpuNode>>();
-    for (const auto& [name, node] : gpu_nodes_) nodes->push_back(node);
+    for (const auto& [name, node] : gpu_nodes_) nodes->push_back(PlacementPartOf(node));
     gpu_node_list_ = std::move(nodes);
   }
   return gpu_node_list_;

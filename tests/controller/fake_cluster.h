@@ -117,7 +117,8 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(std::string_view ns,
                                                               std::string_view name) const override;
   std::vector<api::GpuNode> ListGpuNodes() const override;
-  // As KubeCluster: the same list until a GPUNode changes.
+  // As KubeCluster: the placement parts, the same list until a GPUNode changes. The other GPUNode
+  // reads are ClusterReader's defaults, derived from ListGpuNodes.
   std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const override;
   std::map<std::string, NodeState> NodeStates() const override;
   NodeStateMap SharedNodeStates() const override;

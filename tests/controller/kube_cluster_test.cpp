@@ -411,14 +411,74 @@ TEST_F(KubeClusterTest, JobsAreVisitedByPhaseAndChangesAndGpuNodesSharedUntilOne
   const std::shared_ptr<const std::vector<api::GpuNode>> listed = cluster->GpuNodes();
   ASSERT_THAT(*listed, SizeIs(1));
   EXPECT_EQ(cluster->GpuNodes(), listed) << "one shared list while nothing changes";
-  api::GpuNode changed = listed->at(0);
-  changed.status.gpus.at(0).memory_bytes = 12345;
-  ASSERT_OK(cluster->UpdateGpuNodeStatus(changed));
+  std::optional<api::GpuNode> changed = cluster->GetGpuNode(listed->at(0).metadata.name);
+  ASSERT_TRUE(changed.has_value());
+  changed->status.gpus.at(0).memory_bytes = 12345;
+  ASSERT_OK(cluster->UpdateGpuNodeStatus(*changed));
   EXPECT_TRUE(
       Eventually([&] { return cluster->GpuNodes()->at(0).status.gpus.at(0).memory_bytes == 12345; },
                  kCatchUp));
   EXPECT_NE(cluster->GpuNodes(), listed);
   EXPECT_NE(listed->at(0).status.gpus.at(0).memory_bytes, 12345) << "a list handed out stays";
+}
+
+TEST_F(KubeClusterTest, HeartbeatsAndTasksMoveOnWithoutChangingThePlacementList) {
+  ::wavepool::testing::SimulatedClock agent_clock;
+  ::wavepool::testing::SimulatedNodeAgents::Options agent_options;
+  agent_options.clock = &agent_clock;
+  ASSERT_OK_AND_ASSIGN(SimulatedNodes nodes,
+                       StartSimulatedNodes(*client_, {"node-a", "node-b"}, 2, agent_options));
+  std::unique_ptr<KubeCluster> cluster = MakeCluster();
+  ASSERT_NE(cluster, nullptr);
+  cluster->Start();
+  ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
+  ASSERT_TRUE(Eventually([&] { return cluster->GpuNodeHeartbeatTimes()->size() == 2; }, kCatchUp));
+
+  const std::shared_ptr<const std::vector<api::GpuNode>> listed = cluster->GpuNodes();
+  ASSERT_THAT(*listed, SizeIs(2));
+  EXPECT_TRUE(listed->at(0).status.heartbeat_time.empty()) << "not a placement read";
+  const std::string first_beat = cluster->GpuNodeHeartbeatTimes()->at("node-a");
+  EXPECT_FALSE(first_beat.empty());
+
+  // A heartbeat, then a task with progress: both are seen, and the placement list stays.
+  agent_clock.Advance(std::chrono::seconds(10));
+  ASSERT_OK(nodes.agents->Heartbeat("node-a"));
+  ASSERT_TRUE(Eventually(
+      [&] { return cluster->GpuNodeHeartbeatTimes()->at("node-a") != first_beat; }, kCatchUp));
+  api::GpuTask task;
+  task.namespace_ = "default";
+  task.job = "resnet";
+  task.pod = "resnet-g0-0";
+  task.pid = 4242;
+  task.progress = api::TrainingProgress{};
+  task.progress->step = 7;
+  ASSERT_OK(nodes.agents->SetTasks("node-a", 1, {task}));
+  ASSERT_TRUE(Eventually(
+      [&] { return cluster->GpuNodesWithTasksOf("default", "resnet").size() == 1; }, kCatchUp));
+  const std::vector<api::GpuNode> running = cluster->GpuNodesWithTasksOf("default", "resnet");
+  EXPECT_EQ(running.at(0).metadata.name, "node-a");
+  ASSERT_THAT(running.at(0).status.gpus.at(1).tasks, SizeIs(1));
+  EXPECT_EQ(running.at(0).status.gpus.at(1).tasks.at(0).progress->step, 7);
+  EXPECT_THAT(cluster->GpuNodesWithTasksOf("default", "other"), IsEmpty());
+  EXPECT_THAT(cluster->GpuNodesWithTasksOf("other", "resnet"), IsEmpty());
+  EXPECT_EQ(cluster->GpuNodes(), listed) << "neither changes what placement reads";
+
+  // GetGpuNode is the whole object, for writes.
+  std::optional<api::GpuNode> whole = cluster->GetGpuNode("node-a");
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->status.heartbeat_time, cluster->GpuNodeHeartbeatTimes()->at("node-a"));
+  EXPECT_THAT(whole->status.gpus.at(1).tasks, SizeIs(1));
+  EXPECT_FALSE(cluster->GetGpuNode("node-c").has_value());
+
+  // The task gone: the job's index entry goes with it.
+  ASSERT_OK(nodes.agents->SetTasks("node-a", 1, {}));
+  EXPECT_TRUE(Eventually([&] { return cluster->GpuNodesWithTasksOf("default", "resnet").empty(); },
+                         kCatchUp));
+
+  // A GPU's memory is what placement reads: a new list.
+  ASSERT_OK(
+      nodes.agents->UpdateGpu("node-b", 0, [](api::GpuStatus& gpu) { gpu.memory_bytes /= 2; }));
+  EXPECT_TRUE(Eventually([&] { return cluster->GpuNodes() != listed; }, kCatchUp));
 }
 
 TEST_F(KubeClusterTest, MistypedPodAndConfigMapAreNamedWithTheFieldAndNeverCrashAReader) {

@@ -112,6 +112,34 @@ TEST(InvalidGpuNodes, DuplicateUuidsWithholdBothNodesGpusWhileTheGoodNodePlacesJ
   }
 }
 
+// The condition is written on the GPUNode as its agent last published it, not on the placement
+// part the screening read: the write replaces the whole status, and must not clear what placement
+// leaves out (the heartbeat time, the tasks and their progress).
+TEST(InvalidGpuNodes, TheConditionWriteKeepsWhatTheAgentReported) {
+  FakeScene scene;
+  AddNodesWithDuplicateUuids(scene);
+  api::GpuNode b = NodeNamed(scene.cluster, "node-b");
+  api::GpuTask task;
+  task.namespace_ = std::string(kNs);
+  task.job = "elsewhere";
+  task.pod = "elsewhere-g0-0";
+  task.progress = api::TrainingProgress{};
+  task.progress->step = 42;
+  b.status.gpus.at(1).tasks.push_back(task);
+  b.status.gpus.at(1).occupancy.background = 0.5;
+  scene.cluster.PutGpuNode(b);
+  scene.AddForeground("first", 2);
+  Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
+
+  ASSERT_OK(reconciler.Reconcile(kNs, "first").status());
+  const api::GpuNode written = NodeNamed(scene.cluster, "node-b");
+  ASSERT_NE(InvalidCondition(scene.cluster, "node-b"), nullptr);
+  EXPECT_EQ(written.status.heartbeat_time, b.status.heartbeat_time);
+  ASSERT_THAT(written.status.gpus.at(1).tasks, SizeIs(1));
+  EXPECT_EQ(written.status.gpus.at(1).tasks.at(0).progress->step, 42);
+  EXPECT_EQ(written.status.gpus.at(1).occupancy.background, 0.5);
+}
+
 // The screening is kept while the GPUNodes stay as they are, but only once its reports are
 // written: a failed write is retried by the next reconcile, not held back until a node changes.
 TEST(InvalidGpuNodes, AFailedConditionWriteIsRetriedThoughNoGpuNodeChanged) {

@@ -70,9 +70,8 @@ kube::ResourceEventHandlers DecodingHandlers(Upsert upsert, Remove remove, std::
   return handlers;
 }
 
-template <typename T, typename Log>
-kube::ResourceEventHandlers DecodedCacheHandlers(internal::DecodedCache<T>& cache,
-                                                 std::string_view kind, Log log) {
+template <typename Cache, typename Log>
+kube::ResourceEventHandlers DecodedCacheHandlers(Cache& cache, std::string_view kind, Log log) {
   return DecodingHandlers([&cache](const nlohmann::json& object) { return cache.Upsert(object); },
                           [&cache](const std::string& key) { cache.Remove(key); },
                           std::string(kind), log);
@@ -347,10 +346,25 @@ absl::StatusOr<std::optional<kube::ConfigMap>> KubeCluster::GetConfigMap(
   return std::optional<kube::ConfigMap>(std::move(decoded));
 }
 
-std::vector<api::GpuNode> KubeCluster::ListGpuNodes() const { return *GpuNodes(); }
+std::vector<api::GpuNode> KubeCluster::ListGpuNodes() const {
+  return state_->gpu_node_cache.List();
+}
+
+std::optional<api::GpuNode> KubeCluster::GetGpuNode(std::string_view name) const {
+  return state_->gpu_node_cache.Get(name);
+}
 
 std::shared_ptr<const std::vector<api::GpuNode>> KubeCluster::GpuNodes() const {
-  return state_->gpu_node_cache.Snapshot();
+  return state_->gpu_node_cache.PlacementParts();
+}
+
+GpuNodeHeartbeats KubeCluster::GpuNodeHeartbeatTimes() const {
+  return state_->gpu_node_cache.HeartbeatTimes();
+}
+
+std::vector<api::GpuNode> KubeCluster::GpuNodesWithTasksOf(std::string_view ns,
+                                                           std::string_view job) const {
+  return state_->gpu_node_cache.WithTasksOf(ns, job);
 }
 
 std::map<std::string, NodeState> KubeCluster::NodeStates() const {

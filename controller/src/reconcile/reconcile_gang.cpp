@@ -280,10 +280,11 @@ absl::Status DeletePods(ReconcileContext& ctx, const std::vector<kube::Pod>& pod
 
 NodeStateMap NodeStatesWithHeartbeats(const ReconcileContext& ctx, const GpuNodeList& nodes) {
   const NodeStateMap from = ctx.reader.SharedNodeStates();
+  const GpuNodeHeartbeats times = ctx.reader.GpuNodeHeartbeatTimes();
   PlacementLedger& ledger = ctx.ledger;
   {
     absl::MutexLock lock(&ledger.node_states_mu);
-    if (ledger.node_states.Answers(nodes, from, ctx.now)) return ledger.node_states.states;
+    if (ledger.node_states.Answers(nodes, times, from, ctx.now)) return ledger.node_states.states;
   }
   auto states = std::make_shared<std::map<std::string, NodeState>>(*from);
   WallTime fresh_until = WallTime::max();
@@ -292,15 +293,17 @@ NodeStateMap NodeStatesWithHeartbeats(const ReconcileContext& ctx, const GpuNode
     seen.insert(node.metadata.name);
     // The value is compared as an opaque token: when it changes on the controller's clock, not
     // what time the node's clock wrote into it (heartbeat_observations.h).
+    const auto time = times->find(node.metadata.name);
     const std::optional<WallTime> until = ledger.heartbeats.ObserveFreshUntil(
-        node.metadata.name, node.status.heartbeat_time, ctx.now, ctx.options.heartbeat_timeout);
+        node.metadata.name, time == times->end() ? std::string() : time->second, ctx.now,
+        ctx.options.heartbeat_timeout);
     if (until.has_value()) fresh_until = std::min(fresh_until, *until);
     const auto it = states->find(node.spec.node_name);
     if (it != states->end()) it->second.heartbeat_fresh = until.has_value();
   }
   ledger.heartbeats.RetainOnly(seen);
   absl::MutexLock lock(&ledger.node_states_mu);
-  ledger.node_states = {nodes, from, ctx.now, fresh_until, std::move(states)};
+  ledger.node_states = {nodes, times, from, ctx.now, fresh_until, std::move(states)};
   return ledger.node_states.states;
 }
 

@@ -116,11 +116,14 @@ bool Report(ReconcileContext& ctx, const api::GpuNode& seen, const Problems& pro
   const bool invalid = desired->status == ConditionStatus::kTrue;
   const std::string reason = desired->reason;
   const std::string message = desired->message;
-  api::GpuNode node = seen;  // Copied only to write.
-  api::SetCondition(&node.status.conditions, *std::move(desired), ctx.now);
+  // Written on the whole GPUNode as last observed: `seen` is its placement part, without the
+  // fields the write would otherwise clear, and with a resourceVersion an earlier heartbeat's.
+  std::optional<api::GpuNode> node = ctx.reader.GetGpuNode(seen.metadata.name);
+  if (!node.has_value()) return true;  // Deleted: nothing to report on.
+  api::SetCondition(&node->status.conditions, *std::move(desired), ctx.now);
   // Conflict (the agent published meanwhile) and the like: the next reconcile tries again.
-  if (!ctx.writer.UpdateGpuNodeStatus(node).ok()) return false;
-  ctx.writer.RecordGpuNodeEvent(node, invalid, reason, message);
+  if (!ctx.writer.UpdateGpuNodeStatus(*node).ok()) return false;
+  ctx.writer.RecordGpuNodeEvent(*node, invalid, reason, message);
   return true;
 }
 

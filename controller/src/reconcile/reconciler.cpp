@@ -161,8 +161,7 @@ void ReportSlowdown(ReconcileContext& ctx) {
 }
 
 // Step 8: phase, Running, progress and Degraded from the current gang.
-ReconcileResult ReportGang(ReconcileContext& ctx, const std::vector<kube::Pod>& pods,
-                           const std::vector<api::GpuNode>& nodes) {
+ReconcileResult ReportGang(ReconcileContext& ctx, const std::vector<kube::Pod>& pods) {
   std::vector<std::string> names;
   std::size_t running = 0;
   std::size_t done = 0;
@@ -197,7 +196,8 @@ ReconcileResult ReportGang(ReconcileContext& ctx, const std::vector<kube::Pod>& 
                                   : std::string()));
     if (ctx.options.start_timeout.count() > 0) result.requeue_after = ctx.options.start_timeout;
   }
-  ctx.job.status.progress = JobProgress(nodes, ctx.ns(), ctx.name(), names);
+  ctx.job.status.progress = JobProgress(ctx.reader.GpuNodesWithTasksOf(ctx.ns(), ctx.name()),
+                                        ctx.ns(), ctx.name(), names);
   if (ctx.foreground()) ReportSlowdown(ctx);
   return result;
 }
@@ -272,7 +272,7 @@ absl::StatusOr<ReconcileResult> ReconcileGang(ReconcileContext& ctx, const JobPl
                  absl::StrCat("placed again (gang generation ", ctx.job.status.gang_generation,
                               "); resumes from its checkpoint"));
   }
-  ReconcileResult result = ReportGang(ctx, pods, nodes);
+  ReconcileResult result = ReportGang(ctx, pods);
   WAVEPOOL_RETURN_IF_ERROR(internal::WriteStatus(ctx));
   return result;
 }

@@ -40,6 +40,19 @@ inline constexpr std::string_view kGpuNodeConditionInvalid = "Invalid";
 // it is now (nullptr: deleted); ClusterReader::JobChangesSince.
 using JobChanges = ChangeSet<api::TrainingJob>;
 
+// status.heartbeatTime of every GPUNode, by name, as the agents wrote it (ClusterReader::
+// GpuNodeHeartbeats); compared only for change, never with a clock.
+using GpuNodeHeartbeats = std::shared_ptr<const std::map<std::string, std::string>>;
+
+// A GPUNode as placement reads it (ClusterReader::GpuNodes): the whole object but for what its
+// agent rewrites on every heartbeat, which placement never reads: status.heartbeatTime, each GPU's
+// occupancy and tasks, and its memory wave but for the peak. A list of these changes only when a
+// placement decision could come out differently.
+api::GpuNode PlacementPartOf(api::GpuNode node);
+// Whether two placement parts are the same but for metadata.resourceVersion, which moves with
+// every heartbeat.
+bool SamePlacementPart(const api::GpuNode& a, const api::GpuNode& b);
+
 // Read access to the objects the controller watches. Implementations are thread-safe; every
 // result is a copy the caller owns or an immutable value shared with the reader (GpuNodes,
 // SharedNodeStates, the change sets' objects), and ForEachJob and
@@ -86,15 +99,27 @@ class ClusterReader {
   // strings, say) is an error naming it and the field: InvalidArgument.
   virtual absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(
       std::string_view ns, std::string_view name) const = 0;
-  // Every GPUNode, sorted by name.
+  // Every GPUNode, whole and as last observed, sorted by name.
   virtual std::vector<api::GpuNode> ListGpuNodes() const = 0;
-  // ListGpuNodes() as an immutable value. KubeCluster hands out the same pointer until a GPUNode
-  // changes, so that what a caller derives from it (the GPUNodes screened for placement) can be
-  // kept under the pointer instead of being redone on every reconcile. The default copies
-  // ListGpuNodes() on each call.
-  virtual std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const {
-    return std::make_shared<const std::vector<api::GpuNode>>(ListGpuNodes());
-  }
+  // The GPUNode named `name`, whole and as last observed: for a status write, which replaces the
+  // whole status; nullopt when it does not exist. The default searches ListGpuNodes().
+  virtual std::optional<api::GpuNode> GetGpuNode(std::string_view name) const;
+  // Every GPUNode's placement part (PlacementPartOf), sorted by name, as an immutable value.
+  // KubeCluster hands out the same pointer until a placement part changes, not on every
+  // heartbeat, so that what a caller derives from it (the GPUNodes screened for placement) can be
+  // kept under the pointer instead of being redone on every reconcile. A placement part keeps
+  // the resourceVersion of the change that made it, so a write from one gets Conflict once the
+  // agent has published again; write from GetGpuNode instead. The default takes the placement
+  // parts of ListGpuNodes() on each call.
+  virtual std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const;
+  // Every GPUNode's status.heartbeatTime as an immutable value; KubeCluster hands out the same
+  // pointer until a heartbeat changes. The default reads ListGpuNodes() on each call.
+  virtual GpuNodeHeartbeats GpuNodeHeartbeatTimes() const;
+  // The GPUNodes, whole, that list a task of the job (`ns`/`job`) on one of their GPUs, sorted by
+  // name: where its workers' progress is. KubeCluster keeps them indexed by job, so a job's
+  // reconcile does not read every GPUNode in the cluster. The default filters ListGpuNodes().
+  virtual std::vector<api::GpuNode> GpuNodesWithTasksOf(std::string_view ns,
+                                                        std::string_view job) const;
   // The Node's readiness and labels as placement needs them, for every Node, by name. The
   // heartbeat verdict (NodeState::heartbeat_fresh) is left false: the reconciler decides it
   // from GPUNode heartbeats and its own clock.

@@ -11,8 +11,10 @@
 //   ConfigMaps     every ConfigMap (the Plan ConfigMaps and the layer tables jobs reference)
 //   Services       labelled app.kubernetes.io/managed-by=wavepool-controller (the gangs'
 //                  rendezvous Services), indexed like the pods (ServicesOfJob)
-//   GPUNodes       decoded once per resourceVersion, listed in one shared copy per change
-//                  (GpuNodes)
+//   GPUNodes       decoded once per resourceVersion (ListGpuNodes, GetGpuNode), indexed by
+//                  the jobs of their tasks (GpuNodesWithTasksOf); their placement parts
+//                  listed in one shared copy per change to one (GpuNodes), their heartbeat
+//                  times likewise (GpuNodeHeartbeatTimes)
 //   Nodes          Ready condition and wavepool.dev/managed label, kept per Node from its
 //                  events (NodeStates)
 //
@@ -126,7 +128,11 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
   absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(std::string_view ns,
                                                               std::string_view name) const override;
   std::vector<api::GpuNode> ListGpuNodes() const override;
+  std::optional<api::GpuNode> GetGpuNode(std::string_view name) const override;
   std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const override;
+  GpuNodeHeartbeats GpuNodeHeartbeatTimes() const override;
+  std::vector<api::GpuNode> GpuNodesWithTasksOf(std::string_view ns,
+                                                std::string_view job) const override;
   std::map<std::string, NodeState> NodeStates() const override;
   NodeStateMap SharedNodeStates() const override;
   std::vector<GpuAssignment> Assignments() const override;

@@ -1,0 +1,65 @@
+// KubeCluster's GPUNodes, decoded once per resourceVersion and kept in the parts that change at
+// different rates (cluster.h): an agent rewrites its heartbeat time, its GPUs' occupancy and its
+// tasks' progress on every heartbeat, while what placement reads changes only when GPUs,
+// memory or conditions do. With a heartbeat every 30 s from each of 1,000 nodes, a list rebuilt
+// on every GPUNode change would be rebuilt (and screened, and its node states worked out again)
+// 33 times a second. Internal to the controller library; safe for concurrent use.
+#ifndef WAVEPOOL_CONTROLLER_SRC_CLUSTER_GPU_NODE_CACHE_H_
+#define WAVEPOOL_CONTROLLER_SRC_CLUSTER_GPU_NODE_CACHE_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
+#include "wavepool/api/gpu_node.h"
+#include "wavepool/controller/cluster.h"
+
+namespace wavepool::controller::internal {
+
+class GpuNodeCache {
+ public:
+  // Decodes `object` (a GPUNode from the informer) unless its entry has that resourceVersion
+  // already. One that does not decode is dropped and the error returned, for the log.
+  absl::Status Upsert(const nlohmann::json& object);
+  void Remove(const std::string& name);
+
+  // ClusterReader::GetGpuNode, ListGpuNodes, GpuNodes, GpuNodeHeartbeatTimes and
+  // GpuNodesWithTasksOf. The shared values are built once after each change to what they show.
+  std::optional<api::GpuNode> Get(std::string_view name) const;
+  std::vector<api::GpuNode> List() const;
+  std::shared_ptr<const std::vector<api::GpuNode>> PlacementParts() const;
+  GpuNodeHeartbeats HeartbeatTimes() const;
+  std::vector<api::GpuNode> WithTasksOf(std::string_view ns, std::string_view job) const;
+
+ private:
+  struct Entry {
+    std::string resource_version;
+    std::shared_ptr<const api::GpuNode> whole;
+    std::shared_ptr<const api::GpuNode> placement_part;  // Kept while it stays the same.
+    std::set<std::string> jobs;                          // "ns/job" of its tasks.
+  };
+
+  // Takes the GPUNode `name` out of by_job_ under each of `jobs`.
+  void Unindex(const std::string& name, const std::set<std::string>& jobs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);  // By name.
+  // "ns/job" -> the names of the GPUNodes with a task of that job.
+  std::map<std::string, std::set<std::string>> by_job_ ABSL_GUARDED_BY(mu_);
+  // The shared values handed out; null: stale.
+  mutable std::shared_ptr<const std::vector<api::GpuNode>> placement_parts_ ABSL_GUARDED_BY(mu_);
+  mutable GpuNodeHeartbeats heartbeat_times_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace wavepool::controller::internal
+
+#endif  // WAVEPOOL_CONTROLLER_SRC_CLUSTER_GPU_NODE_CACHE_H_
