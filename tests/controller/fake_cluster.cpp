@@ -146,9 +146,20 @@ void FakeCluster::RemoveConfigMap(std::string_view ns, std::string_view name) {
 
 void FakeCluster::PutGpuNode(api::GpuNode node) {
   absl::MutexLock lock(&mu_);
+  StoreGpuNode(std::move(node));
+}
+
+void FakeCluster::StoreGpuNode(api::GpuNode node) {
   node.metadata.resource_version = NextResourceVersion();
+  const auto it = gpu_nodes_.find(node.metadata.name);
+  if (it == gpu_nodes_.end() ||
+      !SamePlacementPart(PlacementPartOf(it->second), PlacementPartOf(node))) {
+    gpu_node_list_.reset();
+  }
+  if (it == gpu_nodes_.end() || it->second.status.heartbeat_time != node.status.heartbeat_time) {
+    heartbeat_changes_.Record(node.metadata.name);
+  }
   gpu_nodes_[node.metadata.name] = std::move(node);
-  gpu_node_list_.reset();
 }
 
 void FakeCluster::SetNodeState(const std::string& node, NodeState state) {
@@ -383,6 +394,26 @@ std::shared_ptr<const std::vector<api::GpuNode>> FakeCluster::GpuNodes() const {
     gpu_node_list_ = std::move(nodes);
   }
   return gpu_node_list_;
+}
+
+HeartbeatChanges FakeCluster::GpuNodeHeartbeatsSince(std::uint64_t version) const {
+  absl::MutexLock lock(&mu_);
+  HeartbeatChanges changes;
+  changes.version = heartbeat_changes_.version();
+  std::optional<std::vector<std::string>> names = heartbeat_changes_.KeysSince(version);
+  changes.complete = !names.has_value();
+  if (changes.complete) {
+    names.emplace();
+    for (const auto& [name, node] : gpu_nodes_) names->push_back(name);
+  }
+  for (std::string& name : *names) {
+    const auto it = gpu_nodes_.find(name);
+    changes.changed.emplace_back(std::move(name), it == gpu_nodes_.end()
+                                                      ? nullptr
+                                                      : std::make_shared<const std::string>(
+                                                            it->second.status.heartbeat_time));
+  }
+  return changes;
 }
 
 std::map<std::string, NodeState> FakeCluster::NodeStates() const { return *SharedNodeStates(); }

@@ -117,9 +117,11 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(std::string_view ns,
                                                               std::string_view name) const override;
   std::vector<api::GpuNode> ListGpuNodes() const override;
-  // As KubeCluster: the placement parts, the same list until a GPUNode changes. The other GPUNode
-  // reads are ClusterReader's defaults, derived from ListGpuNodes.
+  // As KubeCluster: the placement parts, the same list until one changes (a heartbeat does not),
+  // and the heartbeat times as changes since a version. The other GPUNode reads are
+  // ClusterReader's defaults, derived from ListGpuNodes.
   std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const override;
+  HeartbeatChanges GpuNodeHeartbeatsSince(std::uint64_t version) const override;
   std::map<std::string, NodeState> NodeStates() const override;
   NodeStateMap SharedNodeStates() const override;
   std::vector<GpuAssignment> Assignments() const override;
@@ -156,6 +158,9 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
                                               std::string_view uid_prefix)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Now() const;
+  // Stores the GPUNode at a new resourceVersion, and notes what changed for GpuNodes and
+  // GpuNodeHeartbeatsSince.
+  void StoreGpuNode(api::GpuNode node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   Clock& clock_;
@@ -177,8 +182,9 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::map<std::string, nlohmann::json> config_maps_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, nlohmann::json> services_ ABSL_GUARDED_BY(mu_);  // "ns/name" -> Service.
   std::map<std::string, api::GpuNode> gpu_nodes_ ABSL_GUARDED_BY(mu_);   // By name.
-  // GpuNodes(); null after a change to gpu_nodes_.
+  // GpuNodes(); null after a change to a placement part in gpu_nodes_.
   mutable std::shared_ptr<const std::vector<api::GpuNode>> gpu_node_list_ ABSL_GUARDED_BY(mu_);
+  ChangeLog heartbeat_changes_ ABSL_GUARDED_BY(mu_);  // Of gpu_nodes_' heartbeat times.
   std::map<std::string, NodeState> node_states_ ABSL_GUARDED_BY(mu_);
   // SharedNodeStates(); null after a change to node_states_.
   mutable NodeStateMap node_state_map_ ABSL_GUARDED_BY(mu_);

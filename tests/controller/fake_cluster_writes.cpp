@@ -188,9 +188,9 @@ absl::Status FakeCluster::UpdateGpuNodeStatus(const api::GpuNode& node) {
     return Conflict("gpunodes.wavepool.dev", node.metadata.name, request);
   }
   if (absl::Status fault = NextWrite(); !fault.ok()) return fault;
-  it->second.status = node.status;  // The status subresource: only status changes.
-  it->second.metadata.resource_version = NextResourceVersion();
-  gpu_node_list_.reset();
+  api::GpuNode stored = it->second;
+  stored.status = node.status;  // The status subresource: only status changes.
+  StoreGpuNode(std::move(stored));
   ++writes_;
   return absl::OkStatus();
 }

@@ -1,7 +1,10 @@
 // What a ClusterReader hands out of a GPUNode (controller/cluster.h): the placement part, and
-// the reads ClusterReader derives from ListGpuNodes by default (here through FakeCluster, which
-// keeps those defaults).
+// the reads ClusterReader derives from ListGpuNodes by default.
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -101,21 +104,53 @@ TEST(PlacementPart, AHeartbeatLeavesItTheSameAndAPlacementChangeDoesNot) {
   EXPECT_FALSE(SamePlacementPart(before, PlacementPartOf(uuid)));
 }
 
+// A reader with ClusterReader's default GPUNode reads over a FakeCluster's GPUNodes.
+class DefaultReads : public ClusterReader {
+ public:
+  explicit DefaultReads(const FakeCluster& source) : source_(source) {}
+
+  std::optional<api::TrainingJob> GetJob(std::string_view ns,
+                                         std::string_view name) const override {
+    return source_.GetJob(ns, name);
+  }
+  std::vector<api::TrainingJob> ListJobs() const override { return source_.ListJobs(); }
+  std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override {
+    return source_.PodsOfJob(ns, job);
+  }
+  std::vector<kube::Service> ServicesOfJob(std::string_view ns,
+                                           std::string_view job) const override {
+    return source_.ServicesOfJob(ns, job);
+  }
+  absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(
+      std::string_view ns, std::string_view name) const override {
+    return source_.GetConfigMap(ns, name);
+  }
+  std::vector<api::GpuNode> ListGpuNodes() const override { return source_.ListGpuNodes(); }
+  std::map<std::string, NodeState> NodeStates() const override { return source_.NodeStates(); }
+  std::vector<GpuAssignment> Assignments() const override { return source_.Assignments(); }
+
+ private:
+  const FakeCluster& source_;
+};
+
 TEST(ClusterReaderGpuNodes, TheDefaultsReadTheWholeGpuNodes) {
-  FakeCluster cluster;
-  cluster.PutGpuNode(Published("node-a"));
+  FakeCluster source;
+  source.PutGpuNode(Published("node-a"));
   api::GpuNode b = Published("node-b");
   b.status.gpus[1].tasks = {Task("team", "bert")};
-  cluster.PutGpuNode(b);
+  source.PutGpuNode(b);
+  const DefaultReads cluster(source);
 
   const std::optional<api::GpuNode> a = cluster.GetGpuNode("node-a");
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->status.heartbeat_time, "2026-05-01T10:00:00Z");
   EXPECT_FALSE(cluster.GetGpuNode("node-c").has_value());
 
-  const GpuNodeHeartbeats times = cluster.GpuNodeHeartbeatTimes();
-  ASSERT_THAT(*times, SizeIs(2));
-  EXPECT_EQ(times->at("node-b"), "2026-05-01T10:00:00Z");
+  const HeartbeatChanges times = cluster.GpuNodeHeartbeatsSince(0);
+  EXPECT_TRUE(times.complete);
+  ASSERT_THAT(times.changed, SizeIs(2));
+  EXPECT_EQ(times.changed[1].first, "node-b");
+  EXPECT_EQ(*times.changed[1].second, "2026-05-01T10:00:00Z");
 
   const std::vector<api::GpuNode> resnet = cluster.GpuNodesWithTasksOf("team", "resnet");
   ASSERT_THAT(resnet, SizeIs(1));
@@ -124,7 +159,8 @@ TEST(ClusterReaderGpuNodes, TheDefaultsReadTheWholeGpuNodes) {
   EXPECT_THAT(cluster.GpuNodesWithTasksOf("other", "resnet"), IsEmpty());
 
   std::vector<std::string> listed;
-  for (const api::GpuNode& node : *cluster.GpuNodes()) {
+  const std::shared_ptr<const std::vector<api::GpuNode>> parts = cluster.GpuNodes();
+  for (const api::GpuNode& node : *parts) {
     listed.push_back(node.metadata.name);
     EXPECT_TRUE(node.status.heartbeat_time.empty());
   }

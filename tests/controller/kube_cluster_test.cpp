@@ -4,6 +4,7 @@
 #include "wavepool/controller/kube_cluster.h"
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -432,19 +433,32 @@ TEST_F(KubeClusterTest, HeartbeatsAndTasksMoveOnWithoutChangingThePlacementList)
   ASSERT_NE(cluster, nullptr);
   cluster->Start();
   ASSERT_TRUE(cluster->WaitForSync(std::chrono::seconds(20)));
-  ASSERT_TRUE(Eventually([&] { return cluster->GpuNodeHeartbeatTimes()->size() == 2; }, kCatchUp));
+  // Every GPUNode's heartbeat time, from the change log's start.
+  const auto heartbeats = [&] {
+    std::map<std::string, std::string> times;
+    for (const auto& [name, time] : cluster->GpuNodeHeartbeatsSince(0).changed) {
+      if (time != nullptr) times[name] = *time;
+    }
+    return times;
+  };
+  ASSERT_TRUE(Eventually([&] { return heartbeats().size() == 2; }, kCatchUp));
 
   const std::shared_ptr<const std::vector<api::GpuNode>> listed = cluster->GpuNodes();
   ASSERT_THAT(*listed, SizeIs(2));
   EXPECT_TRUE(listed->at(0).status.heartbeat_time.empty()) << "not a placement read";
-  const std::string first_beat = cluster->GpuNodeHeartbeatTimes()->at("node-a");
+  const std::string first_beat = heartbeats().at("node-a");
+  const std::uint64_t version = cluster->GpuNodeHeartbeatsSince(0).version;
   EXPECT_FALSE(first_beat.empty());
 
   // A heartbeat, then a task with progress: both are seen, and the placement list stays.
   agent_clock.Advance(std::chrono::seconds(10));
   ASSERT_OK(nodes.agents->Heartbeat("node-a"));
-  ASSERT_TRUE(Eventually(
-      [&] { return cluster->GpuNodeHeartbeatTimes()->at("node-a") != first_beat; }, kCatchUp));
+  ASSERT_TRUE(Eventually([&] { return heartbeats().at("node-a") != first_beat; }, kCatchUp));
+  const HeartbeatChanges since = cluster->GpuNodeHeartbeatsSince(version);
+  EXPECT_FALSE(since.complete);
+  ASSERT_THAT(since.changed, SizeIs(1)) << "only the node that beat";
+  EXPECT_EQ(since.changed[0].first, "node-a");
+  EXPECT_THAT(cluster->GpuNodeHeartbeatsSince(since.version).changed, IsEmpty());
   api::GpuTask task;
   task.namespace_ = "default";
   task.job = "resnet";
@@ -466,7 +480,7 @@ TEST_F(KubeClusterTest, HeartbeatsAndTasksMoveOnWithoutChangingThePlacementList)
   // GetGpuNode is the whole object, for writes.
   std::optional<api::GpuNode> whole = cluster->GetGpuNode("node-a");
   ASSERT_TRUE(whole.has_value());
-  EXPECT_EQ(whole->status.heartbeat_time, cluster->GpuNodeHeartbeatTimes()->at("node-a"));
+  EXPECT_EQ(whole->status.heartbeat_time, heartbeats().at("node-a"));
   EXPECT_THAT(whole->status.gpus.at(1).tasks, SizeIs(1));
   EXPECT_FALSE(cluster->GetGpuNode("node-c").has_value());
 

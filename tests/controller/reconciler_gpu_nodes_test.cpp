@@ -271,5 +271,43 @@ TEST(HeartbeatFreshness, ARestartedControllerGivesEveryNodeOneTimeoutBeforeJudgi
   EXPECT_EQ(scene.Job("train").status.gang_generation, 1);
 }
 
+// The verdicts are kept between reconciles and moved by each heartbeat alone: a node that keeps
+// beating stays fresh, one that stops goes stale after the timeout, and one that beats again is
+// fresh at once.
+TEST(HeartbeatFreshness, ANodeWhoseHeartbeatMovesAgainIsPlacedOnAgain) {
+  FakeScene scene;
+  scene.AddNode("node-a", 2);
+  scene.AddNode("node-b", 2);
+  scene.AddForeground("first", 2);
+  Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());  // heartbeat_timeout 60 s
+  ASSERT_OK(reconciler.Reconcile(kNs, "first").status());
+  const std::string busy = scene.Job("first").status.placement.at(0).node;
+  const std::string idle = busy == "node-a" ? "node-b" : "node-a";
+  scene.SetGangPhase("first", "Running");
+  const auto beat = [&](const std::string& name) {
+    api::GpuNode node = NodeNamed(scene.cluster, name);
+    node.status.heartbeat_time = api::FormatRfc3339(scene.Now());
+    scene.cluster.PutGpuNode(node);
+  };
+
+  // The idle node's agent stops; the busy one's beats every 30 s.
+  for (int i = 0; i < 3; ++i) {
+    scene.clock.Advance(std::chrono::seconds(30));
+    beat(busy);
+    ASSERT_OK(reconciler.Reconcile(kNs, "first").status());
+    ASSERT_EQ(scene.Job("first").status.phase, api::JobPhase::kRunning) << "after " << i + 1;
+  }
+  scene.AddForeground("second", 2);
+  ASSERT_OK(reconciler.Reconcile(kNs, "second").status());
+  EXPECT_TRUE(scene.Job("second").status.placement.empty()) << "nothing fresh is free";
+
+  scene.clock.Advance(std::chrono::seconds(5));
+  beat(idle);
+  ASSERT_OK(reconciler.Reconcile(kNs, "second").status());
+  ASSERT_FALSE(scene.Job("second").status.placement.empty());
+  EXPECT_EQ(scene.Job("second").status.placement.at(0).node, idle);
+  EXPECT_EQ(scene.Job("first").status.gang_generation, 0);
+}
+
 }  // namespace
 }  // namespace wavepool::controller

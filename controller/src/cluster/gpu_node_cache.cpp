@@ -55,7 +55,7 @@ absl::Status GpuNodeCache::Upsert(const nlohmann::json& object) {
   }
   if (it == entries_.end() ||
       it->second.whole->status.heartbeat_time != entry.whole->status.heartbeat_time) {
-    heartbeat_times_.reset();
+    heartbeat_changes_.Record(name);
   }
   if (it != entries_.end()) Unindex(name, it->second.jobs);
   for (const std::string& job : entry.jobs) by_job_[job].insert(name);
@@ -70,7 +70,7 @@ void GpuNodeCache::Remove(const std::string& name) {
   Unindex(name, it->second.jobs);
   entries_.erase(it);
   placement_parts_.reset();
-  heartbeat_times_.reset();
+  heartbeat_changes_.Record(name);
 }
 
 void GpuNodeCache::Unindex(const std::string& name, const std::set<std::string>& jobs) {
@@ -116,16 +116,24 @@ std::shared_ptr<const std::vector<api::GpuNode>> GpuNodeCache::PlacementParts() 
   return placement_parts_;
 }
 
-GpuNodeHeartbeats GpuNodeCache::HeartbeatTimes() const {
+HeartbeatChanges GpuNodeCache::HeartbeatsSince(std::uint64_t version) const {
   absl::MutexLock lock(&mu_);
-  if (heartbeat_times_ == nullptr) {
-    auto times = std::make_shared<std::map<std::string, std::string>>();
-    for (const auto& [name, entry] : entries_) {
-      times->emplace_hint(times->end(), name, entry.whole->status.heartbeat_time);
+  HeartbeatChanges out;
+  out.version = heartbeat_changes_.version();
+  const auto time_of = [](const Entry& entry) {
+    return std::make_shared<const std::string>(entry.whole->status.heartbeat_time);
+  };
+  if (std::optional<std::vector<std::string>> names = heartbeat_changes_.KeysSince(version)) {
+    for (std::string& name : *names) {
+      const auto it = entries_.find(name);
+      out.changed.emplace_back(std::move(name),
+                               it == entries_.end() ? nullptr : time_of(it->second));
     }
-    heartbeat_times_ = std::move(times);
+    return out;
   }
-  return heartbeat_times_;
+  out.complete = true;
+  for (const auto& [name, entry] : entries_) out.changed.emplace_back(name, time_of(entry));
+  return out;
 }
 
 std::vector<api::GpuNode> GpuNodeCache::WithTasksOf(std::string_view ns,

@@ -7,6 +7,7 @@
 #ifndef WAVEPOOL_CONTROLLER_SRC_CLUSTER_GPU_NODE_CACHE_H_
 #define WAVEPOOL_CONTROLLER_SRC_CLUSTER_GPU_NODE_CACHE_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/api/gpu_node.h"
+#include "wavepool/base/change_log.h"
 #include "wavepool/controller/cluster.h"
 
 namespace wavepool::controller::internal {
@@ -31,12 +33,12 @@ class GpuNodeCache {
   absl::Status Upsert(const nlohmann::json& object);
   void Remove(const std::string& name);
 
-  // ClusterReader::GetGpuNode, ListGpuNodes, GpuNodes, GpuNodeHeartbeatTimes and
-  // GpuNodesWithTasksOf. The shared values are built once after each change to what they show.
+  // ClusterReader::GetGpuNode, ListGpuNodes, GpuNodes, GpuNodeHeartbeatsSince and
+  // GpuNodesWithTasksOf. The placement list is built once after each change to a placement part.
   std::optional<api::GpuNode> Get(std::string_view name) const;
   std::vector<api::GpuNode> List() const;
   std::shared_ptr<const std::vector<api::GpuNode>> PlacementParts() const;
-  GpuNodeHeartbeats HeartbeatTimes() const;
+  HeartbeatChanges HeartbeatsSince(std::uint64_t version) const;
   std::vector<api::GpuNode> WithTasksOf(std::string_view ns, std::string_view job) const;
 
  private:
@@ -55,9 +57,10 @@ class GpuNodeCache {
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);  // By name.
   // "ns/job" -> the names of the GPUNodes with a task of that job.
   std::map<std::string, std::set<std::string>> by_job_ ABSL_GUARDED_BY(mu_);
-  // The shared values handed out; null: stale.
+  // The placement list handed out; null: stale.
   mutable std::shared_ptr<const std::vector<api::GpuNode>> placement_parts_ ABSL_GUARDED_BY(mu_);
-  mutable GpuNodeHeartbeats heartbeat_times_ ABSL_GUARDED_BY(mu_);
+  // Every change to a GPUNode's heartbeat time, its first and its removal included.
+  ChangeLog heartbeat_changes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace wavepool::controller::internal

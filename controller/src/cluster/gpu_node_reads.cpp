@@ -56,12 +56,15 @@ std::shared_ptr<const std::vector<api::GpuNode>> ClusterReader::GpuNodes() const
   return std::make_shared<const std::vector<api::GpuNode>>(std::move(parts));
 }
 
-GpuNodeHeartbeats ClusterReader::GpuNodeHeartbeatTimes() const {
-  auto times = std::make_shared<std::map<std::string, std::string>>();
+HeartbeatChanges ClusterReader::GpuNodeHeartbeatsSince(std::uint64_t version) const {
+  (void)version;
+  HeartbeatChanges changes;
+  changes.complete = true;
   for (api::GpuNode& node : ListGpuNodes()) {
-    (*times)[node.metadata.name] = std::move(node.status.heartbeat_time);
+    changes.changed.emplace_back(node.metadata.name, std::make_shared<const std::string>(
+                                                         std::move(node.status.heartbeat_time)));
   }
-  return times;
+  return changes;
 }
 
 std::vector<api::GpuNode> ClusterReader::GpuNodesWithTasksOf(std::string_view ns,

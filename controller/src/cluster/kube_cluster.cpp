@@ -358,8 +358,8 @@ std::shared_ptr<const std::vector<api::GpuNode>> KubeCluster::GpuNodes() const {
   return state_->gpu_node_cache.PlacementParts();
 }
 
-GpuNodeHeartbeats KubeCluster::GpuNodeHeartbeatTimes() const {
-  return state_->gpu_node_cache.HeartbeatTimes();
+HeartbeatChanges KubeCluster::GpuNodeHeartbeatsSince(std::uint64_t version) const {
+  return state_->gpu_node_cache.HeartbeatsSince(version);
 }
 
 std::vector<api::GpuNode> KubeCluster::GpuNodesWithTasksOf(std::string_view ns,

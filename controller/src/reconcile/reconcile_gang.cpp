@@ -280,31 +280,55 @@ absl::Status DeletePods(ReconcileContext& ctx, const std::vector<kube::Pod>& pod
 
 NodeStateMap NodeStatesWithHeartbeats(const ReconcileContext& ctx, const GpuNodeList& nodes) {
   const NodeStateMap from = ctx.reader.SharedNodeStates();
-  const GpuNodeHeartbeats times = ctx.reader.GpuNodeHeartbeatTimes();
   PlacementLedger& ledger = ctx.ledger;
-  {
-    absl::MutexLock lock(&ledger.node_states_mu);
-    if (ledger.node_states.Answers(nodes, times, from, ctx.now)) return ledger.node_states.states;
-  }
-  auto states = std::make_shared<std::map<std::string, NodeState>>(*from);
-  WallTime fresh_until = WallTime::max();
-  std::set<std::string> seen;
-  for (const api::GpuNode& node : *nodes) {
-    seen.insert(node.metadata.name);
+  absl::MutexLock lock(&ledger.node_states_mu);
+  PlacementLedger::NodeStatesMemo& memo = ledger.node_states;
+  HeartbeatChanges changes = ctx.reader.GpuNodeHeartbeatsSince(memo.heartbeats_version);
+  memo.heartbeats_version = changes.version;
+  if (changes.complete) memo.heartbeats.clear();
+  bool again = memo.states == nullptr || memo.nodes != nodes || memo.from != from ||
+               changes.complete || ctx.now < memo.computed_at || ctx.now > memo.fresh_until;
+  for (auto& [name, time] : changes.changed) {
+    if (time == nullptr) {
+      memo.heartbeats.erase(name);
+      continue;
+    }
+    PlacementLedger::NodeStatesMemo::Heartbeat& beat = memo.heartbeats[name];
+    beat.time = *time;
+    if (again) continue;  // Observed below with every other GPUNode.
     // The value is compared as an opaque token: when it changes on the controller's clock, not
     // what time the node's clock wrote into it (heartbeat_observations.h).
-    const auto time = times->find(node.metadata.name);
+    const bool fresh =
+        ledger.heartbeats.ObserveFresh(name, beat.time, ctx.now, ctx.options.heartbeat_timeout);
+    // A verdict that changes changes the states; a fresh node that beats again only stays fresh
+    // for longer, so fresh_until still holds.
+    if (fresh != beat.fresh) again = true;
+    beat.fresh = fresh;
+  }
+  if (!again) return memo.states;
+
+  auto states = std::make_shared<std::map<std::string, NodeState>>(*from);
+  WallTime fresh_until = WallTime::max();
+  for (const api::GpuNode& node : *nodes) {
+    PlacementLedger::NodeStatesMemo::Heartbeat& beat = memo.heartbeats[node.metadata.name];
     const std::optional<WallTime> until = ledger.heartbeats.ObserveFreshUntil(
-        node.metadata.name, time == times->end() ? std::string() : time->second, ctx.now,
-        ctx.options.heartbeat_timeout);
+        node.metadata.name, beat.time, ctx.now, ctx.options.heartbeat_timeout);
+    beat.fresh = until.has_value();
     if (until.has_value()) fresh_until = std::min(fresh_until, *until);
     const auto it = states->find(node.spec.node_name);
     if (it != states->end()) it->second.heartbeat_fresh = until.has_value();
   }
-  ledger.heartbeats.RetainOnly(seen);
-  absl::MutexLock lock(&ledger.node_states_mu);
-  ledger.node_states = {nodes, times, from, ctx.now, fresh_until, std::move(states)};
-  return ledger.node_states.states;
+  if (memo.nodes != nodes) {  // GPUNodes may have gone: forget them.
+    std::set<std::string> listed;
+    for (const api::GpuNode& node : *nodes) listed.insert(node.metadata.name);
+    ledger.heartbeats.RetainOnly(listed);
+  }
+  memo.nodes = nodes;
+  memo.from = from;
+  memo.computed_at = ctx.now;
+  memo.fresh_until = fresh_until;
+  memo.states = std::move(states);
+  return memo.states;
 }
 
 absl::StatusOr<std::optional<ReconcileResult>> ObserveGang(ReconcileContext& ctx,

@@ -14,7 +14,7 @@
 //   GPUNodes       decoded once per resourceVersion (ListGpuNodes, GetGpuNode), indexed by
 //                  the jobs of their tasks (GpuNodesWithTasksOf); their placement parts
 //                  listed in one shared copy per change to one (GpuNodes), their heartbeat
-//                  times likewise (GpuNodeHeartbeatTimes)
+//                  times as changes since a version (GpuNodeHeartbeatsSince)
 //   Nodes          Ready condition and wavepool.dev/managed label, kept per Node from its
 //                  events (NodeStates)
 //
@@ -130,7 +130,7 @@ class KubeCluster final : public ClusterReader, public ClusterWriter {
   std::vector<api::GpuNode> ListGpuNodes() const override;
   std::optional<api::GpuNode> GetGpuNode(std::string_view name) const override;
   std::shared_ptr<const std::vector<api::GpuNode>> GpuNodes() const override;
-  GpuNodeHeartbeats GpuNodeHeartbeatTimes() const override;
+  HeartbeatChanges GpuNodeHeartbeatsSince(std::uint64_t version) const override;
   std::vector<api::GpuNode> GpuNodesWithTasksOf(std::string_view ns,
                                                 std::string_view job) const override;
   std::map<std::string, NodeState> NodeStates() const override;
