@@ -35,6 +35,9 @@ absl::Status LiveInventory::Sync(const ClusterReader& reader,
     WAVEPOOL_RETURN_IF_ERROR(inventory_->SetGpus(*nodes, *states));
     nodes_ = std::move(nodes);
     states_ = std::move(states);
+  } else {
+    // Other states that say the same: kept, so that the next decision compares pointers only.
+    states_ = std::move(states);
   }
   const AssignmentChanges changes = reader.AssignmentChangesSince(pods_version_);
   ApplyChanges(changes);
