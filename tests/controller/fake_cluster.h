@@ -199,6 +199,37 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::int64_t status_writes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// A reader over a FakeCluster with ClusterReader's defaults for every read it may leave to them
+// (the shared lists, the change logs, the GPUNode reads past ListGpuNodes): a test derives from
+// it to change one read, such as a cache that lags.
+class ForwardingReader : public ClusterReader {
+ public:
+  explicit ForwardingReader(const FakeCluster& source) : source_(source) {}
+
+  std::optional<api::TrainingJob> GetJob(std::string_view ns,
+                                         std::string_view name) const override {
+    return source_.GetJob(ns, name);
+  }
+  std::vector<api::TrainingJob> ListJobs() const override { return source_.ListJobs(); }
+  std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override {
+    return source_.PodsOfJob(ns, job);
+  }
+  std::vector<kube::Service> ServicesOfJob(std::string_view ns,
+                                           std::string_view job) const override {
+    return source_.ServicesOfJob(ns, job);
+  }
+  absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(
+      std::string_view ns, std::string_view name) const override {
+    return source_.GetConfigMap(ns, name);
+  }
+  std::vector<api::GpuNode> ListGpuNodes() const override { return source_.ListGpuNodes(); }
+  std::map<std::string, NodeState> NodeStates() const override { return source_.NodeStates(); }
+  std::vector<GpuAssignment> Assignments() const override { return source_.Assignments(); }
+
+ protected:
+  const FakeCluster& source_;
+};
+
 // A small scene for reconciler tests: one simulated clock shared by the fake and the reconciler,
 // nodes with H100 GPUs, and TrainingJobs in namespace "team" that plan quickly (mlp_tiny).
 struct FakeScene {

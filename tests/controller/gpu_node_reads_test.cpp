@@ -1,10 +1,7 @@
 // What a ClusterReader hands out of a GPUNode (controller/cluster.h): the placement part, and
 // the reads ClusterReader derives from ListGpuNodes by default.
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -104,42 +101,13 @@ TEST(PlacementPart, AHeartbeatLeavesItTheSameAndAPlacementChangeDoesNot) {
   EXPECT_FALSE(SamePlacementPart(before, PlacementPartOf(uuid)));
 }
 
-// A reader with ClusterReader's default GPUNode reads over a FakeCluster's GPUNodes.
-class DefaultReads : public ClusterReader {
- public:
-  explicit DefaultReads(const FakeCluster& source) : source_(source) {}
-
-  std::optional<api::TrainingJob> GetJob(std::string_view ns,
-                                         std::string_view name) const override {
-    return source_.GetJob(ns, name);
-  }
-  std::vector<api::TrainingJob> ListJobs() const override { return source_.ListJobs(); }
-  std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override {
-    return source_.PodsOfJob(ns, job);
-  }
-  std::vector<kube::Service> ServicesOfJob(std::string_view ns,
-                                           std::string_view job) const override {
-    return source_.ServicesOfJob(ns, job);
-  }
-  absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(
-      std::string_view ns, std::string_view name) const override {
-    return source_.GetConfigMap(ns, name);
-  }
-  std::vector<api::GpuNode> ListGpuNodes() const override { return source_.ListGpuNodes(); }
-  std::map<std::string, NodeState> NodeStates() const override { return source_.NodeStates(); }
-  std::vector<GpuAssignment> Assignments() const override { return source_.Assignments(); }
-
- private:
-  const FakeCluster& source_;
-};
-
 TEST(ClusterReaderGpuNodes, TheDefaultsReadTheWholeGpuNodes) {
   FakeCluster source;
   source.PutGpuNode(Published("node-a"));
   api::GpuNode b = Published("node-b");
   b.status.gpus[1].tasks = {Task("team", "bert")};
   source.PutGpuNode(b);
-  const DefaultReads cluster(source);
+  const ForwardingReader cluster(source);  // ClusterReader's defaults.
 
   const std::optional<api::GpuNode> a = cluster.GetGpuNode("node-a");
   ASSERT_TRUE(a.has_value());

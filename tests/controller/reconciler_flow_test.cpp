@@ -312,27 +312,16 @@ TEST(ReconcilerPlacement, NotPlaceableSetsPlacedFalseAndTheWaitingFlag) {
 }
 
 // Reads the job as it was when the reader was made: a lagging informer cache.
-class StaleJobReader : public FakeCluster {
+class StaleJobReader : public ForwardingReader {
  public:
-  explicit StaleJobReader(const FakeCluster& source) : source_(source) {}
+  using ForwardingReader::ForwardingReader;
   std::optional<api::TrainingJob> GetJob(std::string_view ns,
                                          std::string_view name) const override {
     if (!snapshot_) snapshot_ = source_.GetJob(ns, name);
     return snapshot_;
   }
-  std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override {
-    return source_.PodsOfJob(ns, job);
-  }
-  absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(
-      std::string_view ns, std::string_view name) const override {
-    return source_.GetConfigMap(ns, name);
-  }
-  std::vector<api::GpuNode> ListGpuNodes() const override { return source_.ListGpuNodes(); }
-  std::map<std::string, NodeState> NodeStates() const override { return source_.NodeStates(); }
-  std::vector<GpuAssignment> Assignments() const override { return source_.Assignments(); }
 
  private:
-  const FakeCluster& source_;
   mutable std::optional<api::TrainingJob> snapshot_;
 };
 

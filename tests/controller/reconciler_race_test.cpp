@@ -54,9 +54,9 @@ class OnceHook {
 // FakeCluster's reads, with two informer-cache effects a test switches on: jobs shown as an
 // earlier copy (the job cache behind the API server), and a hook that runs right after
 // Assignments() took its snapshot of the pods (another worker acting in between).
-class InterleavingReader : public ClusterReader {
+class InterleavingReader : public ForwardingReader {
  public:
-  explicit InterleavingReader(const FakeCluster& source) : source_(source) {}
+  using ForwardingReader::ForwardingReader;
 
   // GetJob and ListJobs show `job` for its name. REQUIRES: no reconcile running.
   void ShowStale(const api::TrainingJob& job) {
@@ -99,19 +99,6 @@ class InterleavingReader : public ClusterReader {
     after_job_changes_.RunIfArmed();
     return changes;
   }
-  std::vector<kube::Pod> PodsOfJob(std::string_view ns, std::string_view job) const override {
-    return source_.PodsOfJob(ns, job);
-  }
-  std::vector<kube::Service> ServicesOfJob(std::string_view ns,
-                                           std::string_view job) const override {
-    return source_.ServicesOfJob(ns, job);
-  }
-  absl::StatusOr<std::optional<kube::ConfigMap>> GetConfigMap(
-      std::string_view ns, std::string_view name) const override {
-    return source_.GetConfigMap(ns, name);
-  }
-  std::vector<api::GpuNode> ListGpuNodes() const override { return source_.ListGpuNodes(); }
-  std::map<std::string, NodeState> NodeStates() const override { return source_.NodeStates(); }
   std::vector<GpuAssignment> Assignments() const override {
     std::vector<GpuAssignment> snapshot = source_.Assignments();
     {
@@ -127,7 +114,6 @@ class InterleavingReader : public ClusterReader {
   }
 
  private:
-  const FakeCluster& source_;
   mutable absl::Mutex mu_;
   std::map<std::string, api::TrainingJob> stale_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> hidden_jobs_ ABSL_GUARDED_BY(mu_);

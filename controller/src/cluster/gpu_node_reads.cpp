@@ -1,7 +1,6 @@
 // How a ClusterReader hands out GPUNodes (cluster.h): the placement part, and the reads that the
 // default implementations derive from ListGpuNodes().
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
