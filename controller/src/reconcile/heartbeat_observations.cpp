@@ -18,9 +18,27 @@ std::optional<WallTime> HeartbeatObservations::ObserveFreshUntil(const std::stri
     // A new value: the agent is alive now, whatever its clock says the time is.
     it = seen_.insert_or_assign(node, Seen{heartbeat, now}).first;
   }
-  const WallTime until = it->second.changed + timeout;
-  if (heartbeat.empty() || now > until) return std::nullopt;
+  return UntilOf(it->second, now, timeout);
+}
+
+std::optional<WallTime> HeartbeatObservations::FreshUntil(const std::string& node, WallTime now,
+                                                          std::chrono::nanoseconds timeout) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = seen_.find(node);
+  if (it == seen_.end()) return std::nullopt;
+  return UntilOf(it->second, now, timeout);
+}
+
+std::optional<WallTime> HeartbeatObservations::UntilOf(const Seen& seen, WallTime now,
+                                                       std::chrono::nanoseconds timeout) {
+  const WallTime until = seen.changed + timeout;
+  if (seen.heartbeat.empty() || now > until) return std::nullopt;
   return until;
+}
+
+void HeartbeatObservations::Forget(const std::string& node) {
+  absl::MutexLock lock(&mu_);
+  seen_.erase(node);
 }
 
 void HeartbeatObservations::RetainOnly(const std::set<std::string>& nodes) {

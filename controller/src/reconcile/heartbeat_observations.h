@@ -36,8 +36,14 @@ class HeartbeatObservations {
   std::optional<WallTime> ObserveFreshUntil(const std::string& node, const std::string& heartbeat,
                                             WallTime now, std::chrono::nanoseconds timeout);
 
-  // Forgets every node not in `nodes` (GPUNodes deleted), so that the memory stays bounded and a
-  // node that comes back is judged afresh.
+  // The last instant `node` stays fresh as last observed, without observing a value; nullopt
+  // when it is not fresh at `now` or was never observed.
+  std::optional<WallTime> FreshUntil(const std::string& node, WallTime now,
+                                     std::chrono::nanoseconds timeout) const;
+
+  // Forgets `node` (a GPUNode deleted), or every node not in `nodes`, so that the memory stays
+  // bounded and a node that comes back is judged afresh.
+  void Forget(const std::string& node);
   void RetainOnly(const std::set<std::string>& nodes);
 
  private:
@@ -45,7 +51,10 @@ class HeartbeatObservations {
     std::string heartbeat;  // The value last seen.
     WallTime changed;       // When it was first seen with that value.
   };
-  absl::Mutex mu_;
+  // The last instant a node seen as `seen` stays fresh; nullopt: not fresh at `now`.
+  static std::optional<WallTime> UntilOf(const Seen& seen, WallTime now,
+                                         std::chrono::nanoseconds timeout);
+  mutable absl::Mutex mu_;
   std::map<std::string, Seen> seen_ ABSL_GUARDED_BY(mu_);  // by GPUNode name
 };
 

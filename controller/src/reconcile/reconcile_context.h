@@ -104,20 +104,15 @@ struct PlacementLedger {
   // Not a claim on GPUs, but shared by every worker like the rest: when each GPUNode's
   // heartbeat was last seen to change (NodeStatesWithHeartbeats). Its own lock, not mu.
   HeartbeatObservations heartbeats;
-  // The last NodeStatesWithHeartbeats, what it came from and the heartbeats as last read,
-  // kept so that a heartbeat costs a look at its own GPUNode: the states are worked out again
-  // only when the GPUNode list or the Node states are other ones, a verdict changes, or a
-  // heartbeat found fresh may have gone stale. Its own lock, not mu.
+  // The last NodeStatesWithHeartbeats and what it came from, kept so that a heartbeat costs a
+  // look at its own GPUNode: the states are worked out again only when the GPUNode list or the
+  // Node states are other ones, a verdict changes, or a heartbeat found fresh may have gone
+  // stale. Its own lock, not mu.
   struct NodeStatesMemo {
-    struct Heartbeat {
-      std::string time;    // status.heartbeatTime as last read.
-      bool fresh = false;  // The verdict when last observed.
-    };
-    GpuNodeList nodes;                            // Held: no later list has its address.
-    NodeStateMap from;                            // The reader's, likewise.
-    std::uint64_t heartbeats_version = 0;         // For GpuNodeHeartbeatsSince.
-    std::map<std::string, Heartbeat> heartbeats;  // By GPUNode name.
-    WallTime computed_at;                         // The states are valid from here ...
+    GpuNodeList nodes;                     // Held: no later list has its address.
+    NodeStateMap from;                     // The reader's, likewise.
+    std::uint64_t heartbeats_version = 0;  // For GpuNodeHeartbeatsSince.
+    WallTime computed_at;                  // The states are valid from here ...
     WallTime fresh_until;  // ... to here, inclusive: no verdict of fresh ends sooner.
     NodeStateMap states;   // The result; null before the first.
   };

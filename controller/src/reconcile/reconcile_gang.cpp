@@ -281,47 +281,39 @@ absl::Status DeletePods(ReconcileContext& ctx, const std::vector<kube::Pod>& pod
 NodeStateMap NodeStatesWithHeartbeats(const ReconcileContext& ctx, const GpuNodeList& nodes) {
   const NodeStateMap from = ctx.reader.SharedNodeStates();
   PlacementLedger& ledger = ctx.ledger;
+  HeartbeatObservations& heartbeats = ledger.heartbeats;
+  const std::chrono::nanoseconds timeout = ctx.options.heartbeat_timeout;
   absl::MutexLock lock(&ledger.node_states_mu);
   PlacementLedger::NodeStatesMemo& memo = ledger.node_states;
-  HeartbeatChanges changes = ctx.reader.GpuNodeHeartbeatsSince(memo.heartbeats_version);
+  const HeartbeatChanges changes = ctx.reader.GpuNodeHeartbeatsSince(memo.heartbeats_version);
   memo.heartbeats_version = changes.version;
-  if (changes.complete) memo.heartbeats.clear();
   bool again = memo.states == nullptr || memo.nodes != nodes || memo.from != from ||
                changes.complete || ctx.now < memo.computed_at || ctx.now > memo.fresh_until;
-  for (auto& [name, time] : changes.changed) {
-    if (time == nullptr) {
-      memo.heartbeats.erase(name);
+  std::set<std::string> listed;  // Every GPUNode, when the changes are complete.
+  for (const auto& [name, time] : changes.changed) {
+    if (time == nullptr) {  // Deleted: forgotten, so that one that comes back is judged afresh.
+      heartbeats.Forget(name);
       continue;
     }
-    PlacementLedger::NodeStatesMemo::Heartbeat& beat = memo.heartbeats[name];
-    beat.time = *time;
-    if (again) continue;  // Observed below with every other GPUNode.
+    if (changes.complete) listed.insert(name);
     // The value is compared as an opaque token: when it changes on the controller's clock, not
-    // what time the node's clock wrote into it (heartbeat_observations.h).
-    const bool fresh =
-        ledger.heartbeats.ObserveFresh(name, beat.time, ctx.now, ctx.options.heartbeat_timeout);
-    // A verdict that changes changes the states; a fresh node that beats again only stays fresh
-    // for longer, so fresh_until still holds.
-    if (fresh != beat.fresh) again = true;
-    beat.fresh = fresh;
+    // what time the node's clock wrote into it (heartbeat_observations.h). While the kept states
+    // hold, a verdict that changes makes them other ones; a fresh node that beats again only
+    // stays fresh for longer, so fresh_until still holds.
+    const bool was_fresh = heartbeats.FreshUntil(name, ctx.now, timeout).has_value();
+    if (heartbeats.ObserveFresh(name, *time, ctx.now, timeout) != was_fresh) again = true;
   }
+  if (changes.complete) heartbeats.RetainOnly(listed);
   if (!again) return memo.states;
 
   auto states = std::make_shared<std::map<std::string, NodeState>>(*from);
   WallTime fresh_until = WallTime::max();
   for (const api::GpuNode& node : *nodes) {
-    PlacementLedger::NodeStatesMemo::Heartbeat& beat = memo.heartbeats[node.metadata.name];
-    const std::optional<WallTime> until = ledger.heartbeats.ObserveFreshUntil(
-        node.metadata.name, beat.time, ctx.now, ctx.options.heartbeat_timeout);
-    beat.fresh = until.has_value();
+    const std::optional<WallTime> until =
+        heartbeats.FreshUntil(node.metadata.name, ctx.now, timeout);
     if (until.has_value()) fresh_until = std::min(fresh_until, *until);
     const auto it = states->find(node.spec.node_name);
     if (it != states->end()) it->second.heartbeat_fresh = until.has_value();
-  }
-  if (memo.nodes != nodes) {  // GPUNodes may have gone: forget them.
-    std::set<std::string> listed;
-    for (const api::GpuNode& node : *nodes) listed.insert(node.metadata.name);
-    ledger.heartbeats.RetainOnly(listed);
   }
   memo.nodes = nodes;
   memo.from = from;
