@@ -111,14 +111,16 @@ class DecodedCache {
     return out;
   }
   std::optional<T> Get(const std::string& key) const {
-    std::shared_ptr<const T> value;
-    {
-      absl::MutexLock lock(&mu_);
-      const auto it = entries_.find(key);
-      if (it == entries_.end()) return std::nullopt;
-      value = it->second.value;
-    }
+    const std::shared_ptr<const T> value = Find(key);
+    if (value == nullptr) return std::nullopt;
     return *value;
+  }
+  // The immutable value under `key`, shared, not copied; the same pointer until the entry
+  // changes. nullptr when there is none.
+  std::shared_ptr<const T> Find(const std::string& key) const {
+    absl::MutexLock lock(&mu_);
+    const auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : it->second.value;
   }
   // By key.
   std::vector<T> List() const { return Copies(Values()); }

@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "cluster/decoded_cache.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/base/change_log.h"
@@ -28,6 +28,8 @@ namespace wavepool::controller::internal {
 
 class GpuNodeCache {
  public:
+  GpuNodeCache();
+
   // Decodes `object` (a GPUNode from the informer) unless its entry has that resourceVersion
   // already. One that does not decode is dropped and the error returned, for the log.
   absl::Status Upsert(const nlohmann::json& object);
@@ -42,21 +44,19 @@ class GpuNodeCache {
   std::vector<api::GpuNode> WithTasksOf(std::string_view ns, std::string_view job) const;
 
  private:
-  struct Entry {
-    std::string resource_version;
-    std::shared_ptr<const api::GpuNode> whole;
+  // What a whole GPUNode of `wholes_` gave.
+  struct Parts {
+    std::shared_ptr<const api::GpuNode> whole;           // The one they were taken from.
     std::shared_ptr<const api::GpuNode> placement_part;  // Kept while it stays the same.
-    std::set<std::string> jobs;                          // "ns/job" of its tasks.
   };
 
-  // Takes the GPUNode `name` out of by_job_ under each of `jobs`.
-  void Unindex(const std::string& name, const std::set<std::string>& jobs)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the parts of `name` out; the GPUNode is gone.
+  void RemoveParts(const std::string& name);
 
+  // The whole GPUNodes, indexed by the "ns/job" of each of their tasks.
+  DecodedCache<api::GpuNode> wholes_;
   mutable absl::Mutex mu_;
-  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);  // By name.
-  // "ns/job" -> the names of the GPUNodes with a task of that job.
-  std::map<std::string, std::set<std::string>> by_job_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Parts> parts_ ABSL_GUARDED_BY(mu_);  // By name.
   // The placement list handed out; null: stale.
   mutable std::shared_ptr<const std::vector<api::GpuNode>> placement_parts_ ABSL_GUARDED_BY(mu_);
   // Every change to a GPUNode's heartbeat time, its first and its removal included.
