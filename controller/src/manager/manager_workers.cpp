@@ -283,10 +283,11 @@ void ControllerManager::Impl::Process(kube::WorkQueue& q, const std::string& key
 
 void ControllerManager::Impl::RefreshGauges() {
   std::map<std::string, std::size_t> by_phase;
-  for (const api::TrainingJob& job : cluster->ListJobs()) {
+  // Visited, not listed: a list copies every job, every period.
+  cluster->ForEachJob([&](const api::TrainingJob& job) {
     const api::JobPhase phase = job.status.phase.value_or(api::JobPhase::kPending);
     ++by_phase[std::string(api::ToString(phase))];
-  }
+  });
   metrics.SetJobsByPhase(by_phase);
   std::shared_ptr<kube::WorkQueue> q;
   {

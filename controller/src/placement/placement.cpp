@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "wavepool/base/plural.h"
 
 namespace wavepool::controller {
@@ -35,10 +37,12 @@ struct FgCandidate {
 };
 
 // Ordering of GPUs for a fg rank: fewest pods preempted, then least progress lost, then fewest bg
-// pods left beside it (each one slows the fg job a little, deeppool-burst-parallel §5), then index.
+// pods left beside it (each one slows the fg job a little, deeppool-burst-parallel §5), then index
+// (then the inventory's order, which makes the order total).
 bool CheaperThan(const FgCandidate& a, const FgCandidate& b, const Inventory& inv) {
-  return std::make_tuple(a.preempt.size(), a.loss_seconds, a.cotenants, inv.gpus()[a.gpu].index) <
-         std::make_tuple(b.preempt.size(), b.loss_seconds, b.cotenants, inv.gpus()[b.gpu].index);
+  return std::make_tuple(a.preempt.size(), a.loss_seconds, a.cotenants, inv.gpus()[a.gpu].index,
+                         a.gpu) < std::make_tuple(b.preempt.size(), b.loss_seconds, b.cotenants,
+                                                  inv.gpus()[b.gpu].index, b.gpu);
 }
 
 // The bg pods on `gpu` to stop so that `need` bytes fit: all of them for an exclusive job,
@@ -46,17 +50,21 @@ bool CheaperThan(const FgCandidate& a, const FgCandidate& b, const Inventory& in
 // holds PlacementOptions::max_background_per_gpu pods, one by default; greedy beyond 12).
 std::optional<std::vector<std::size_t>> ChooseVictims(const Inventory& inv, const Gpu& gpu,
                                                       Bytes need, bool exclusive) {
+  Bytes declared = 0;
+  for (std::size_t h : gpu.holders) declared += inv.assignment(h).memory_per_gpu_bytes;
+  // Usage the agent saw beyond what the pods declared stays after any preemption.
+  const Bytes undeclared = std::max<Bytes>(0, gpu.observed_peak_bytes - declared);
+  const Bytes available = gpu.memory_bytes - inv.MarginBytes(gpu) - undeclared;
+  if (need > available) return std::nullopt;
+  // Stopping none is the cheapest choice when the job fits beside them all.
+  if (gpu.holders.empty() || (!exclusive && need + declared <= available)) {
+    return std::vector<std::size_t>{};
+  }
   // By pod name, so that equal-cost choices do not depend on the order pods were recorded in.
   std::vector<std::size_t> bg = gpu.holders;
   std::sort(bg.begin(), bg.end(), [&](std::size_t x, std::size_t y) {
     return inv.assignment(x).pod < inv.assignment(y).pod;
   });
-  Bytes declared = 0;
-  for (std::size_t h : bg) declared += inv.assignment(h).memory_per_gpu_bytes;
-  // Usage the agent saw beyond what the pods declared stays after any preemption.
-  const Bytes undeclared = std::max<Bytes>(0, gpu.observed_peak_bytes - declared);
-  const Bytes available = gpu.memory_bytes - inv.MarginBytes(gpu) - undeclared;
-  if (need > available) return std::nullopt;
   if (exclusive) return bg;
   auto mem = [&](std::size_t h) { return inv.assignment(h).memory_per_gpu_bytes; };
   auto loss = [&](std::size_t h) { return inv.assignment(h).progress_at_risk.count(); };
@@ -95,8 +103,8 @@ std::optional<std::vector<std::size_t>> ChooseVictims(const Inventory& inv, cons
 }
 
 struct NodeCandidates {
-  std::string node;
-  std::vector<FgCandidate> gpus;  // Cheapest first.
+  std::string_view node;               // The inventory's.
+  absl::Span<const FgCandidate> gpus;  // Cheapest first; in Survey::candidates.
   // Preempted pods, lost progress and bg co-tenants if the first `n` GPUs are taken.
   std::tuple<std::size_t, double, std::size_t> Cost(std::size_t n) const {
     std::tuple<std::size_t, double, std::size_t> cost{0, 0, 0};
@@ -110,42 +118,47 @@ struct NodeCandidates {
 };
 
 struct Survey {
-  std::vector<NodeCandidates> nodes;  // Nodes with at least one usable GPU, by name.
+  std::vector<FgCandidate> candidates;  // Node after node, in the inventory's order.
+  std::vector<NodeCandidates> nodes;    // Nodes with at least one usable GPU, by name.
   std::map<Unusable, int> unusable;
 };
 
+// Looks at the open GPUs alone: the others hold a fg pod (never preempted; one fg job per GPU)
+// or are not schedulable, and are only counted.
 Survey SurveyForeground(const ForegroundRequest& request, const Inventory& inv) {
   Survey survey;
-  const std::vector<Gpu>& gpus = inv.gpus();
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
-    const Gpu& gpu = gpus[i];
-    bool has_fg = false;
-    for (std::size_t h : gpu.holders) {
-      has_fg = has_fg || inv.assignment(h).role == api::Role::kForeground;
+  survey.unusable[Unusable::kNodeNotSchedulable] = static_cast<int>(inv.unschedulable_gpus());
+  survey.unusable[Unusable::kForegroundHolder] = static_cast<int>(inv.foreground_held_gpus());
+  int too_little_memory = 0;
+  std::vector<std::size_t> node_starts;  // Into candidates.
+  for (std::size_t i = 0; i < inv.gpus().size(); ++i) {
+    if (!inv.IsOpen(i)) continue;
+    const Gpu& gpu = inv.gpus()[i];
+    std::optional<std::vector<std::size_t>> victims =
+        ChooseVictims(inv, gpu, request.memory_per_gpu_bytes, request.exclusive);
+    if (!victims.has_value()) {
+      ++too_little_memory;
+      continue;
     }
-    std::optional<std::vector<std::size_t>> victims;
-    if (!gpu.schedulable) {
-      ++survey.unusable[Unusable::kNodeNotSchedulable];
-    } else if (has_fg) {  // Never preempt fg; one fg job per GPU.
-      ++survey.unusable[Unusable::kForegroundHolder];
-    } else if (!(victims =
-                     ChooseVictims(inv, gpu, request.memory_per_gpu_bytes, request.exclusive))) {
-      ++survey.unusable[Unusable::kMemory];
-    } else {
-      FgCandidate candidate{i, *victims, 0, gpu.holders.size() - victims->size()};
-      for (std::size_t v : *victims) {
-        candidate.loss_seconds += inv.assignment(v).progress_at_risk.count();
-      }
-      if (survey.nodes.empty() || survey.nodes.back().node != gpu.node) {
-        survey.nodes.push_back({gpu.node, {}});
-      }
-      survey.nodes.back().gpus.push_back(std::move(candidate));
+    FgCandidate candidate{i, std::move(*victims), 0, 0};
+    candidate.cotenants = gpu.holders.size() - candidate.preempt.size();
+    for (std::size_t v : candidate.preempt) {
+      candidate.loss_seconds += inv.assignment(v).progress_at_risk.count();
     }
+    if (survey.nodes.empty() || survey.nodes.back().node != gpu.node) {
+      survey.nodes.push_back({gpu.node, {}});
+      node_starts.push_back(survey.candidates.size());
+    }
+    survey.candidates.push_back(std::move(candidate));
   }
-  for (NodeCandidates& node : survey.nodes) {
-    std::stable_sort(
-        node.gpus.begin(), node.gpus.end(),
-        [&](const FgCandidate& a, const FgCandidate& b) { return CheaperThan(a, b, inv); });
+  survey.unusable[Unusable::kMemory] = too_little_memory;
+  node_starts.push_back(survey.candidates.size());
+  for (std::size_t n = 0; n < survey.nodes.size(); ++n) {
+    const auto first = survey.candidates.begin() + static_cast<std::ptrdiff_t>(node_starts[n]);
+    const auto last = survey.candidates.begin() + static_cast<std::ptrdiff_t>(node_starts[n + 1]);
+    std::sort(first, last,
+              [&](const FgCandidate& a, const FgCandidate& b) { return CheaperThan(a, b, inv); });
+    survey.nodes[n].gpus = absl::MakeConstSpan(&*first, node_starts[n + 1] - node_starts[n]);
   }
   return survey;
 }
@@ -189,7 +202,7 @@ absl::Status NotPlaceable(const ForegroundRequest& request, const Survey& survey
 std::vector<std::pair<const NodeCandidates*, std::size_t>> ChooseNodes(std::int64_t gpus,
                                                                        const Survey& survey) {
   const auto n = static_cast<std::size_t>(gpus);
-  auto best_fit = [&](std::size_t need, const std::set<std::string>& taken) {
+  auto best_fit = [&](std::size_t need, const std::set<std::string_view>& taken) {
     const NodeCandidates* best = nullptr;
     for (const NodeCandidates& node : survey.nodes) {
       if (node.gpus.size() < need || taken.count(node.node) > 0) continue;
@@ -209,7 +222,7 @@ std::vector<std::pair<const NodeCandidates*, std::size_t>> ChooseNodes(std::int6
                      return a->gpus.size() > b->gpus.size();
                    });
   std::vector<std::pair<const NodeCandidates*, std::size_t>> chosen;
-  std::set<std::string> taken;
+  std::set<std::string_view> taken;
   std::size_t placed = 0;
   for (const NodeCandidates* node : by_size) {
     if (placed + node->gpus.size() >= n) {
@@ -254,7 +267,7 @@ absl::StatusOr<ForegroundPlacement> PlaceForeground(const ForegroundRequest& req
     std::sort(taken.begin(), taken.end(), [&](const FgCandidate& a, const FgCandidate& b) {
       return inventory.gpus()[a.gpu].index < inventory.gpus()[b.gpu].index;
     });
-    placement.nodes.push_back(node->node);
+    placement.nodes.emplace_back(node->node);
     for (const FgCandidate& candidate : taken) {
       const Gpu& gpu = inventory.gpus()[candidate.gpu];
       placement.ranks.push_back(

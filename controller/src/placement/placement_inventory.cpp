@@ -1,6 +1,7 @@
 // Inventory: the GPUs of every GPUNode and the pods holding them (placement.h).
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -123,8 +124,18 @@ absl::Status Inventory::SetGpus(const std::vector<api::GpuNode>& nodes,
         return a.uuid == b.uuid && a.index == b.index && a.node == b.node;
       });
   if (same_gpus) {  // Validated when first set: only memory and schedulability may differ.
-    for (std::size_t i = 0; i < table.size(); ++i) table[i].holders = std::move(gpus_[i].holders);
+    std::vector<std::size_t> changed;
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      const Gpu& was = gpus_[i];
+      const Gpu& now = table[i];
+      if (std::tie(now.memory_bytes, now.observed_peak_bytes, now.schedulable) !=
+          std::tie(was.memory_bytes, was.observed_peak_bytes, was.schedulable)) {
+        changed.push_back(i);
+      }
+      table[i].holders = std::move(gpus_[i].holders);
+    }
     gpus_ = std::move(table);
+    for (std::size_t i : changed) Refile(i);
     return absl::OkStatus();
   }
   std::unordered_map<std::string, std::size_t> by_uuid;
@@ -230,6 +241,7 @@ void Inventory::Record(std::size_t i) {
     }
     std::vector<std::size_t>& holders = gpus_[found->second].holders;
     if (std::find(holders.begin(), holders.end(), i) == holders.end()) holders.push_back(i);
+    Refile(found->second);
   }
   if (orphaned) orphaned_pods_.push_back(a.pod);
 }
@@ -237,6 +249,11 @@ void Inventory::Record(std::size_t i) {
 void Inventory::Reindex() {
   for (Gpu& gpu : gpus_) gpu.holders.clear();
   orphaned_pods_.clear();
+  filed_.assign(gpus_.size(), Filed{});
+  unschedulable_gpus_ = 0;
+  foreground_held_gpus_ = 0;
+  background_ranking_.clear();
+  for (std::size_t g = 0; g < gpus_.size(); ++g) Refile(g);
   for (std::size_t i = 0; i < assignments_.size(); ++i) {
     if (assignments_[i] != nullptr) Record(i);
   }
@@ -249,11 +266,49 @@ void Inventory::Forget(std::size_t i) {
     if (found == gpu_by_uuid_.end()) continue;
     std::vector<std::size_t>& holders = gpus_[found->second].holders;
     holders.erase(std::remove(holders.begin(), holders.end(), i), holders.end());
+    Refile(found->second);
   }
   orphaned_pods_.erase(std::remove(orphaned_pods_.begin(), orphaned_pods_.end(), a.pod),
                        orphaned_pods_.end());
   assignments_[i].reset();
   free_slots_.push_back(i);
+}
+
+void Inventory::Unfile(std::size_t g) {
+  Filed& filed = filed_[g];
+  if (filed.unschedulable) --unschedulable_gpus_;
+  if (filed.foreground_held) --foreground_held_gpus_;
+  if (filed.rank.has_value()) background_ranking_.erase(*filed.rank);
+  filed = Filed{};
+}
+
+void Inventory::Refile(std::size_t g) {
+  Unfile(g);
+  const Gpu& gpu = gpus_[g];
+  Filed& filed = filed_[g];
+  if (!gpu.schedulable) {
+    filed.unschedulable = true;
+    ++unschedulable_gpus_;
+    return;
+  }
+  const GpuAssignment* fg = nullptr;
+  for (std::size_t h : gpu.holders) {
+    if (assignments_[h]->role == api::Role::kForeground) fg = assignments_[h].get();
+  }
+  if (fg != nullptr) {
+    filed.foreground_held = true;
+    ++foreground_held_gpus_;
+  } else {
+    filed.open = true;
+  }
+  const std::size_t background = gpu.holders.size() - (fg != nullptr ? 1 : 0);
+  if ((fg != nullptr && !AdmitsBackground(*fg)) ||
+      static_cast<std::int64_t>(background) >= options_.max_background_per_gpu) {
+    return;
+  }
+  filed.rank = BackgroundRank{fg != nullptr && options_.prefer_shared_gpus,
+                              fg != nullptr ? fg->idle_fraction : 1.0, HeadroomBytes(gpu), g};
+  background_ranking_.insert(*filed.rank);
 }
 
 Bytes Inventory::CommittedBytes(const Gpu& gpu) const {

@@ -1,6 +1,7 @@
 // The order background jobs get GPUs in: first queued, first placed (reconcile_context.h).
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,10 +69,11 @@ int PlaceQueuedEarlier(const ReconcileContext& ctx, Inventory& inventory) {
   int placed_ahead = 0;
   for (const auto& [queued, job] : earlier) {
     const Bytes memory = job.memory;
-    absl::StatusOr<BackgroundPlacement> placed = PlaceBackground(
+    if (memory < 0) continue;  // Its own decision reports the plan's error.
+    std::optional<BackgroundPlacement> placed = FindBackgroundGpu(
         {queued.second, memory, ctx.ledger.quarantine.NodesFor(queued.second, job.uid, ctx.now)},
         inventory);
-    if (!placed.ok()) continue;  // It waits on; younger jobs may take what it cannot use.
+    if (!placed.has_value()) continue;  // It waits on; younger jobs may take what it cannot use.
     GpuAssignment ahead;
     ahead.job = queued.second;
     ahead.pod = absl::StrCat(queued.second, " (queued)");

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -107,6 +108,11 @@ struct PlacementOptions {
 // (Build), it can also be kept and brought up to date (SetGpus, Add, Remove) between decisions,
 // each change costing what it touches, not the cluster's size; a decision that changes it for a
 // while (its own pods taken out, queued jobs placed in) does so in a trial, undone at its end.
+//
+// It also keeps the GPUs filed the way the decisions look for them, updated with each change
+// (log time per GPU touched): whether a fg rank may take a GPU (IsOpen) and counts of the GPUs it
+// may not, and the GPUs that take one more bg pod, best first (background_ranking), so that a bg
+// decision looks at the GPUs that can take its pod instead of every GPU in the cluster.
 class Inventory {
  public:
   struct Gpu {
@@ -118,6 +124,24 @@ class Inventory {
     bool schedulable = false;          // Its node is ready, managed and fresh.
     std::vector<std::size_t> holders;  // Indexes for assignment(), in insertion order.
   };
+
+  // A GPU that takes one more bg pod, as PlaceBackground ranks it.
+  struct BackgroundRank {
+    bool shared = false;  // Holds a fg pod, and PlacementOptions::prefer_shared_gpus is set.
+    double idle = 1;      // The fg pod's idle_fraction; 1 without a fg pod (all idle).
+    Bytes headroom = 0;   // HeadroomBytes.
+    std::size_t gpu = 0;  // Index into gpus().
+  };
+  // Best first: shared, then the most idle, then the most headroom, then gpus() order.
+  struct BestFirst {
+    bool operator()(const BackgroundRank& a, const BackgroundRank& b) const {
+      if (a.shared != b.shared) return a.shared;
+      if (a.idle != b.idle) return a.idle > b.idle;
+      if (a.headroom != b.headroom) return a.headroom > b.headroom;
+      return a.gpu < b.gpu;
+    }
+  };
+  using BackgroundRanking = std::set<BackgroundRank, BestFirst>;
 
   // InvalidArgument naming the object and field for: a GPUNode without spec.nodeName, two GPUs
   // with one UUID, negative GPU memory; an assignment without pod, with a repeated pod name,
@@ -163,6 +187,16 @@ class Inventory {
   const std::vector<std::string>& orphaned_pods() const { return orphaned_pods_; }
   const PlacementOptions& options() const { return options_; }
 
+  // Whether gpus()[gpu] is schedulable and holds no fg pod: the only GPUs a fg rank may take
+  // (one fg job per GPU).
+  bool IsOpen(std::size_t gpu) const { return filed_[gpu].open; }
+  // How many GPUs are not schedulable, and how many schedulable ones hold a fg pod.
+  std::size_t unschedulable_gpus() const { return unschedulable_gpus_; }
+  std::size_t foreground_held_gpus() const { return foreground_held_gpus_; }
+  // The schedulable GPUs whose fg pod, if any, admits background (AdmitsBackground) and that hold
+  // fewer than PlacementOptions::max_background_per_gpu bg pods.
+  const BackgroundRanking& background_ranking() const { return background_ranking_; }
+
   // max(sum of the holders' declared memory, observed peak): what placement treats as used.
   Bytes CommittedBytes(const Gpu& gpu) const;
   // Memory kept free on `gpu` (PlacementOptions).
@@ -183,6 +217,11 @@ class Inventory {
   // Records every pod again, on a new GPU table.
   void Reindex();
   void Forget(std::size_t i);
+  // Files gpus_[g] again (filed_, the counts, background_ranking_) after a change to it or its
+  // holders.
+  void Refile(std::size_t g);
+  // Takes gpus_[g] out of where it is filed.
+  void Unfile(std::size_t g);
 
   PlacementOptions options_;
   std::vector<Gpu> gpus_;
@@ -194,6 +233,18 @@ class Inventory {
   std::vector<std::string> orphaned_pods_;
   bool in_trial_ = false;
   std::vector<TrialStep> trial_;
+
+  // Where each GPU is filed, by index into gpus_, for Unfile.
+  struct Filed {
+    bool unschedulable = false;
+    bool foreground_held = false;
+    bool open = false;
+    std::optional<BackgroundRank> rank;  // Its key in background_ranking_.
+  };
+  std::vector<Filed> filed_;
+  std::size_t unschedulable_gpus_ = 0;
+  std::size_t foreground_held_gpus_ = 0;
+  BackgroundRanking background_ranking_;
 };
 
 struct ForegroundRequest {
@@ -256,9 +307,14 @@ struct BackgroundPlacement {
 };
 
 // Places a bg pod on one GPU; never preempts. InvalidArgument for memory_bytes < 0;
-// ResourceExhausted with the reason when no GPU takes it.
+// ResourceExhausted with the reason when no GPU takes it. Looks the GPU up in the inventory's
+// background_ranking; only a pod that no GPU takes costs a visit of every GPU, to say why.
 absl::StatusOr<BackgroundPlacement> PlaceBackground(const BackgroundRequest& request,
                                                     const Inventory& inventory);
+// PlaceBackground's GPU without the reason when there is none (nullopt): for a caller that places
+// jobs it does not report on (the jobs queued ahead of a decision). REQUIRES: memory_bytes >= 0.
+std::optional<BackgroundPlacement> FindBackgroundGpu(const BackgroundRequest& request,
+                                                     const Inventory& inventory);
 
 // True for the status PlaceForeground / PlaceBackground return when the job must wait.
 bool IsNotPlaceable(const absl::Status& status);
