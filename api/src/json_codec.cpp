@@ -200,7 +200,7 @@ void ObjectReader::Record(const absl::Status& status) {
 }
 
 absl::Status ObjectReader::Finish() {
-  if (!status_.ok()) return status_;
+  WAVEPOOL_RETURN_IF_ERROR(status_);
   for (const auto& [key, field] : value_.items()) {
     if (IsKnown(key)) continue;
     const std::string closest = ClosestField(key, known_);
@@ -215,7 +215,7 @@ absl::Status ObjectReader::Finish() {
 }
 
 absl::Status ObjectReader::Finish(nlohmann::json* unknown_fields) {
-  if (!status_.ok()) return status_;
+  WAVEPOOL_RETURN_IF_ERROR(status_);
   *unknown_fields = nlohmann::json::object();
   for (const auto& [key, field] : value_.items()) {
     if (!IsKnown(key)) (*unknown_fields)[key] = field;

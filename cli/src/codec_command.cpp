@@ -112,12 +112,12 @@ absl::StatusOr<std::string> Encode(const CodecFlags& flags) {
     return absl::Status(stream.status().code(),
                         absl::StrCat(flags.in, ": ", stream.status().message()));
   }
-  absl::StatusOr<std::vector<float>> decoded = runtime::DecodeWeights(*stream);
-  if (!decoded.ok()) return decoded.status();  // the stream was just written: cannot happen
+  // The stream was just written: decoding it cannot fail.
+  WAVEPOOL_ASSIGN_OR_RETURN(const std::vector<float> decoded, runtime::DecodeWeights(*stream));
   WAVEPOOL_RETURN_IF_ERROR(WriteFileAtomically(flags.out, *stream));
   return absl::StrFormat("values: %d\nbytes in: %d\nbytes out: %d\n", values.size(), raw.size(),
                          stream->size()) +
-         FormatError(MeasureError(values, *decoded), values, *decoded);
+         FormatError(MeasureError(values, decoded), values, decoded);
 }
 
 absl::StatusOr<std::string> Decode(const CodecFlags& flags) {

@@ -60,7 +60,7 @@ absl::StatusOr<planner::PlanRequest> MakeRequest(const PlanFlags& flags) {
   for (const absl::Status& s :
        {counts.status(), strategy.status(), tick_tock.status(), split.status(), preload.status(),
         compression.status(), optimizer.status()}) {
-    if (!s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(s);
   }
   r.gpu_counts = *counts;
   r.strategy = *strategy;
@@ -91,7 +91,7 @@ absl::StatusOr<api::PlanTraining> MakeTraining(const PlanFlags& flags) {
   for (const absl::Status& s :
        {AtLeastZero("steps", flags.steps), AtLeastZero("seed", flags.seed),
         AtLeastZero("checkpoint-interval-steps", flags.checkpoint_interval_steps)}) {
-    if (!s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(s);
   }
   api::PlanTraining training;
   training.optimizer = optimizer;

@@ -117,7 +117,7 @@ absl::StatusOr<simulate::TraceOptions> TraceOptionsOf(const SimulateFlags& flags
                    &o.foreground_steps_max),
         ParseRange("background-steps", flags.background_steps, &o.background_steps_min,
                    &o.background_steps_max)}) {
-    if (!s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(s);
   }
   if (absl::Status s = simulate::Validate(o); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("generated trace: ", s.message()));

@@ -237,11 +237,8 @@ absl::StatusOr<ClientConfig> Build(const Kubeconfig& kubeconfig, std::string_vie
           absl::StrCat(context_path, ".user: user \"", user_name,
                        "\" not defined (users: ", Names(kubeconfig.users), ")"));
     }
-    if (absl::Status status = ApplyUser(
-            user->second, absl::StrCat(kubeconfig.source, ": users[", user_name, "].user"), config);
-        !status.ok()) {
-      return status;
-    }
+    WAVEPOOL_RETURN_IF_ERROR(ApplyUser(
+        user->second, absl::StrCat(kubeconfig.source, ": users[", user_name, "].user"), config));
   }
   WAVEPOOL_ASSIGN_OR_RETURN(std::string ns,
                             StringField(context->second.value, "namespace", context_path));
@@ -283,11 +280,8 @@ absl::StatusOr<ClientConfig> LoadDefaultConfig(const DefaultConfigOptions& optio
          std::vector<std::string>(absl::StrSplit(kubeconfig_env, ':', absl::SkipEmpty()))) {
       absl::StatusOr<std::string> text = ReadFile(path);
       if (!text.ok()) continue;  // kubectl skips missing files in $KUBECONFIG
-      if (absl::Status status =
-              MergeText(*text, absl::StrCat("kubeconfig ", path), DirectoryOf(path), merged);
-          !status.ok()) {
-        return status;
-      }
+      WAVEPOOL_RETURN_IF_ERROR(
+          MergeText(*text, absl::StrCat("kubeconfig ", path), DirectoryOf(path), merged));
       found.push_back(path);
     }
     if (!found.empty()) {

@@ -115,7 +115,7 @@ absl::Status ParseJob(const LineParser& p, const std::vector<Field>& f, double p
   absl::StatusOr<std::int64_t> batch = p.Integer(f[5], 5, 1);
   absl::StatusOr<std::int64_t> steps = p.Integer(f[6], 6, 1);
   for (const absl::Status& s : {gpus.status(), batch.status(), steps.status()}) {
-    if (!s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(s);
   }
   if (job->role == api::Role::kBackground && *gpus != 1) {
     return p.Error(f[4], 4, absl::StrCat("a Background job trains on 1 GPU, got ", *gpus));

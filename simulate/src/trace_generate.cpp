@@ -87,7 +87,7 @@ absl::Status Validate(const TraceOptions& o) {
         PositiveList("background_batches", o.background_batches),
         StepRange("foreground_steps", o.foreground_steps_min, o.foreground_steps_max),
         StepRange("background_steps", o.background_steps_min, o.background_steps_max)}) {
-    if (!s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(s);
   }
   for (std::int64_t gpus : o.foreground_gpus) {
     if (BatchesFor(o, gpus).empty()) {

@@ -339,7 +339,7 @@ absl::Status AgentClient::Flush(bool everything) {
     for (const agent::ReportIteration& iteration : iterations) {
       queued.Update(connection_->Queue(Message(iteration)));
     }
-    if (!queued.ok()) return queued;
+    WAVEPOOL_RETURN_IF_ERROR(queued);
   }
   return connection_->Write();
 }

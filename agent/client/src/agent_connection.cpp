@@ -92,7 +92,7 @@ absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::Open(
             absl::StrCat("agent at ", path, ": sent ",
                          std::string(MessageTypeName(TypeOf(message))), " before Registered"));
       }
-      if (!read.ok()) return read;
+      WAVEPOOL_RETURN_IF_ERROR(read);
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       return absl::DeadlineExceededError(

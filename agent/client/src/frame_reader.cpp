@@ -3,6 +3,7 @@
 
 #include "frame_header.h"
 #include "wavepool/agent/client/protocol.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::agent {
 namespace {
@@ -25,7 +26,7 @@ void FrameReader::Append(std::string_view bytes) {
 }
 
 absl::StatusOr<std::optional<Frame>> FrameReader::Next() {
-  if (!error_.ok()) return error_;
+  WAVEPOOL_RETURN_IF_ERROR(error_);
   const std::string_view pending = std::string_view(buffer_).substr(consumed_);
   if (pending.size() < kFrameHeaderBytes) return std::optional<Frame>();
   absl::StatusOr<internal::FrameHeader> header = internal::DecodeFrameHeader(pending);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "wavepool/api/kube_resources.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/kube/typed_client.h"
 
 namespace wavepool::agent {
@@ -41,7 +42,7 @@ class KubePlacementRecords final : public PlacementRecords {
       : client_(client), node_name_(std::move(node_name)) {}
 
   absl::Status Confirm(const PodRecord& pod, const WorkerIdentity& identity) override {
-    if (absl::Status owned = CheckOwnedByTrainingJob(pod); !owned.ok()) return owned;
+    WAVEPOOL_RETURN_IF_ERROR(CheckOwnedByTrainingJob(pod));
     absl::StatusOr<api::TrainingJob> job = kube::TypedClient<api::TrainingJob>(client_).Get(
         pod.namespace_name, pod.controller_owner->name);
     if (absl::IsNotFound(job.status())) {
@@ -66,7 +67,7 @@ class KubePlacementRecords final : public PlacementRecords {
 
 absl::Status CheckPlacement(const api::TrainingJob& job, const PodRecord& pod,
                             const WorkerIdentity& identity, std::string_view node) {
-  if (absl::Status owned = CheckOwnedByTrainingJob(pod); !owned.ok()) return owned;
+  WAVEPOOL_RETURN_IF_ERROR(CheckOwnedByTrainingJob(pod));
   const std::string where = Where(pod);
   const std::string job_key = absl::StrCat(job.metadata.namespace_, "/", job.metadata.name);
   const api::OwnerReference& owner = *pod.controller_owner;

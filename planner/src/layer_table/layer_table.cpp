@@ -135,7 +135,7 @@ absl::StatusOr<ModelGraph> TableParser::Parse(std::string_view text) {
       }
       status = AddRow(Row(line, &columns_, std::move(fields)));
     }
-    if (!status.ok()) return status;
+    WAVEPOOL_RETURN_IF_ERROR(status);
   }
   if (columns_.empty()) {
     return absl::InvalidArgumentError("layer table: no header line (e.g. name,type,inputs,...)");
@@ -350,7 +350,7 @@ absl::StatusOr<LayerId> TableParser::AddKnown(const Row& row, LayerKind kind,
       absl::StatusOr<int> stride = attrs.Int("stride", 1);
       absl::StatusOr<int> base_width = attrs.Int("base_width", 64);
       for (const absl::Status& status : {planes.status(), stride.status(), base_width.status()}) {
-        if (!status.ok()) return status;
+        WAVEPOOL_RETURN_IF_ERROR(status);
       }
       return builder_->ResNetBottleneck(name, in, *planes, *stride, *base_width);
     }
@@ -359,7 +359,7 @@ absl::StatusOr<LayerId> TableParser::AddKnown(const Row& row, LayerKind kind,
       absl::StatusOr<std::int64_t> positions = attrs.Integer("positions", std::nullopt);
       absl::StatusOr<std::int64_t> types = attrs.Integer("types", 0);
       for (const absl::Status& status : {vocab.status(), positions.status(), types.status()}) {
-        if (!status.ok()) return status;
+        WAVEPOOL_RETURN_IF_ERROR(status);
       }
       if (output.dims.size() != 2) {
         return row.Error("output_shape", "an embedding writes T x hidden");
@@ -411,7 +411,7 @@ absl::StatusOr<LayerId> TableParser::AddConv(const Row& row, LayerId in,
   for (const absl::Status& status :
        {kernel_h.status(), kernel_w.status(), groups.status(), stride.status(), pad.status(),
         bias.status(), batch_norm.status(), relu.status()}) {
-    if (!status.ok()) return status;
+    WAVEPOOL_RETURN_IF_ERROR(status);
   }
   conv.kernel_h = *kernel_h;
   conv.kernel_w = *kernel_w;

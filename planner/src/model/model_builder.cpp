@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/model_builder_internal.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::planner {
 namespace {
@@ -410,7 +411,7 @@ void ModelBuilder::SetMeasuredTime(LayerId id, Seconds per_sample) {
 }
 
 absl::StatusOr<ModelGraph> ModelBuilder::Build() && {
-  if (!first_error_.ok()) return first_error_;
+  WAVEPOOL_RETURN_IF_ERROR(first_error_);
   return ModelGraph::Create(std::move(name_), std::move(input_shape_), std::move(layers_));
 }
 

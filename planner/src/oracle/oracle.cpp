@@ -127,7 +127,7 @@ absl::Status ValidateOracleConfig(const OracleConfig& config) {
         AtLeast("model_split_gpus", config.model_split_gpus, 0),
         AtLeast("device_memory", config.device_memory, 1),
         AtLeast("optimizer_state_per_param", config.optimizer_state_per_param, 0)}) {
-    if (!status.ok()) return status;
+    WAVEPOOL_RETURN_IF_ERROR(status);
   }
   if (config.model_split_gpus > 0 && config.gpus % config.model_split_gpus != 0) {
     return absl::InvalidArgumentError(

@@ -77,7 +77,7 @@ absl::StatusOr<CheckedOptimizer> CheckOptimizer(std::string_view section,
                                                 const torch::optim::Optimizer& optimizer) {
   ByteReader reader(section);
   const std::string_view kind = reader.String32("optimizer kind");
-  if (!reader.ok()) return reader.status();
+  WAVEPOOL_RETURN_IF_ERROR(reader.status());
   if (const std::string expected = KindOf(optimizer); kind != expected) {
     return absl::FailedPreconditionError(absl::StrCat("optimizer state of ", QuoteBytes(kind),
                                                       " in the checkpoint, but the optimizer is ",
@@ -87,7 +87,7 @@ absl::StatusOr<CheckedOptimizer> CheckOptimizer(std::string_view section,
   const std::uint64_t archive_bytes = reader.U64("archive length");
   const std::size_t archive_offset = reader.offset();
   const std::string_view archive = reader.Bytes(archive_bytes, "archive");
-  if (!reader.ok()) return reader.status();
+  WAVEPOOL_RETURN_IF_ERROR(reader.status());
   if (!reader.AtEnd()) {
     return absl::DataLossError(absl::StrCat(reader.remaining(), " unexpected bytes after the ",
                                             "archive, at offset ", reader.offset()));

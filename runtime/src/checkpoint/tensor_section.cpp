@@ -151,7 +151,7 @@ absl::StatusOr<std::vector<TensorRecord>> ParseTensors(std::string_view section)
                                               "'"));
     }
   }
-  if (!reader.ok()) return reader.status();
+  WAVEPOOL_RETURN_IF_ERROR(reader.status());
   if (!reader.AtEnd()) {
     return absl::DataLossError(absl::StrCat(reader.remaining(), " unexpected bytes after the ",
                                             count, " tensors, at offset ", reader.offset()));

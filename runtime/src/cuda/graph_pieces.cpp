@@ -29,30 +29,19 @@ absl::StatusOr<OwnedExec> InstantiateRange(cudaGraph_t graph,
                                            const std::vector<cudaGraphNode_t>& order,
                                            std::size_t first, std::size_t last) {
   cudaGraph_t raw_clone = nullptr;
-  if (absl::Status s = CudaStatus(cudaGraphClone(&raw_clone, graph), "cudaGraphClone"); !s.ok()) {
-    return s;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(CudaStatus(cudaGraphClone(&raw_clone, graph), "cudaGraphClone"));
   OwnedGraph clone(raw_clone);
   for (std::size_t i = 0; i < order.size(); ++i) {
     if (i >= first && i < last) continue;
     cudaGraphNode_t cloned = nullptr;
-    if (absl::Status s = CudaStatus(cudaGraphNodeFindInClone(&cloned, order[i], clone.get()),
-                                    "cudaGraphNodeFindInClone");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CudaStatus(cudaGraphDestroyNode(cloned), "cudaGraphDestroyNode");
-        !s.ok()) {
-      return s;
-    }
+    WAVEPOOL_RETURN_IF_ERROR(CudaStatus(cudaGraphNodeFindInClone(&cloned, order[i], clone.get()),
+                                        "cudaGraphNodeFindInClone"));
+    WAVEPOOL_RETURN_IF_ERROR(CudaStatus(cudaGraphDestroyNode(cloned), "cudaGraphDestroyNode"));
   }
   cudaGraphExec_t exec = nullptr;
-  if (absl::Status s =
-          CudaStatus(cudaGraphInstantiate(&exec, clone.get(), 0),
-                     absl::StrCat("cudaGraphInstantiate(nodes ", first, "..", last, ")"));
-      !s.ok()) {
-    return s;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(
+      CudaStatus(cudaGraphInstantiate(&exec, clone.get(), 0),
+                 absl::StrCat("cudaGraphInstantiate(nodes ", first, "..", last, ")")));
   return OwnedExec(exec);
 }
 
@@ -84,9 +73,7 @@ class EventSet {
 
   absl::Status Create() {
     for (cudaEvent_t& event : events_) {
-      if (absl::Status s = CudaStatus(cudaEventCreate(&event), "cudaEventCreate"); !s.ok()) {
-        return s;
-      }
+      WAVEPOOL_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&event), "cudaEventCreate"));
     }
     return absl::OkStatus();
   }
@@ -119,7 +106,7 @@ absl::Status TimeInSequence(std::vector<Run>& runs, cudaStream_t stream, int rep
       s = CudaStatus(cudaEventElapsedTime(&ms, events[i], events[i + 1]), "cudaEventElapsedTime");
       times_ms[i].push_back(ms);
     }
-    if (!s.ok()) return s;
+    WAVEPOOL_RETURN_IF_ERROR(s);
   }
   for (std::size_t i = 0; i < runs.size(); ++i) {
     std::vector<float>& t = times_ms[i];
@@ -211,34 +198,22 @@ PieceTargets BackgroundPieceTargets() {
 
 absl::StatusOr<std::vector<cudaGraphNode_t>> TopologicalOrder(cudaGraph_t graph) {
   std::size_t node_count = 0;
-  if (absl::Status s =
-          CudaStatus(cudaGraphGetNodes(graph, nullptr, &node_count), "cudaGraphGetNodes");
-      !s.ok()) {
-    return s;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(
+      CudaStatus(cudaGraphGetNodes(graph, nullptr, &node_count), "cudaGraphGetNodes"));
   std::vector<cudaGraphNode_t> nodes(node_count);
-  if (absl::Status s =
-          CudaStatus(cudaGraphGetNodes(graph, nodes.data(), &node_count), "cudaGraphGetNodes");
-      !s.ok()) {
-    return s;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(
+      CudaStatus(cudaGraphGetNodes(graph, nodes.data(), &node_count), "cudaGraphGetNodes"));
   std::size_t edge_count = 0;
-  if (absl::Status s = CudaStatus(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &edge_count),
-                                  "cudaGraphGetEdges");
-      !s.ok()) {
-    return s;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(CudaStatus(
+      cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &edge_count), "cudaGraphGetEdges"));
   std::vector<cudaGraphNode_t> from(edge_count);
   std::vector<cudaGraphNode_t> to(edge_count);
   // Edge data is asked for so that edges of a non-default kind (programmatic launches) do not
   // make the query fail as lossy; the order ignores it.
   std::vector<cudaGraphEdgeData> data(edge_count);
-  if (absl::Status s =
-          CudaStatus(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &edge_count),
-                     "cudaGraphGetEdges");
-      !s.ok()) {
-    return s;
-  }
+  WAVEPOOL_RETURN_IF_ERROR(
+      CudaStatus(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &edge_count),
+                 "cudaGraphGetEdges"));
   std::unordered_map<cudaGraphNode_t, std::size_t> index;
   for (std::size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = i;
   std::vector<std::vector<std::size_t>> successors(nodes.size());
@@ -312,11 +287,8 @@ GraphPieces::~GraphPieces() {
 
 absl::Status GraphPieces::LaunchAll(cudaStream_t stream) const {
   for (std::size_t i = 0; i < pieces_.size(); ++i) {
-    if (absl::Status s = CudaStatus(cudaGraphLaunch(pieces_[i].exec, stream),
-                                    absl::StrCat("cudaGraphLaunch(piece ", i, ")"));
-        !s.ok()) {
-      return s;
-    }
+    WAVEPOOL_RETURN_IF_ERROR(CudaStatus(cudaGraphLaunch(pieces_[i].exec, stream),
+                                        absl::StrCat("cudaGraphLaunch(piece ", i, ")")));
   }
   return absl::OkStatus();
 }

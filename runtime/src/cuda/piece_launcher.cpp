@@ -27,7 +27,7 @@ absl::StatusOr<std::unique_ptr<PieceLauncher>> PieceLauncher::Create(LaunchPacer
     Slot& slot = launcher->slots_[i];
     absl::Status s = CudaStatus(cudaEventCreate(&slot.start), "cudaEventCreate");
     if (s.ok()) s = CudaStatus(cudaEventCreate(&slot.end), "cudaEventCreate");
-    if (!s.ok()) return s;                 // the destructor frees what was created
+    WAVEPOOL_RETURN_IF_ERROR(s);           // the destructor frees what was created
     absl::MutexLock lock(&launcher->mu_);  // uncontended: the poller starts below
     launcher->free_.push_back(i);
   }

@@ -97,7 +97,7 @@ class BatchLoader::Impl {
   }
 
   absl::StatusOr<std::vector<Batch>> Next() {
-    if (!error_.ok()) return error_;
+    WAVEPOOL_RETURN_IF_ERROR(error_);
     const auto start = std::chrono::steady_clock::now();
     Steps result = options_.preload ? TakeReady() : Load(next_step_);
     next_step_ += options_.step_stride;

@@ -110,7 +110,7 @@ absl::StatusOr<StageEngine::StepResult> StageEngine::RunStep(std::int64_t step,
       ComputeGradients(step, data, 1.0 / static_cast<double>(program_->samples_per_step()));
   if (!result.ok()) return result;
   StepTimer timer(&result->times.compute);
-  if (absl::Status s = ApplyGradients(); !s.ok()) return s;
+  WAVEPOOL_RETURN_IF_ERROR(ApplyGradients());
   return result;
 }
 
@@ -152,7 +152,7 @@ absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
       absl::Status reduced;
       WAVEPOOL_RETURN_IF_ERROR(device_->pacer()->Run(AllReduceGroup(static_cast<int>(s)),
                                                      [&] { reduced = reducers_[s]->Finish(); }));
-      if (!reduced.ok()) return reduced;
+      WAVEPOOL_RETURN_IF_ERROR(reduced);
     }
     WAVEPOOL_RETURN_IF_ERROR(WaitForSends());
   }

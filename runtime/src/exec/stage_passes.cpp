@@ -42,15 +42,14 @@ absl::Status StageEngine::Forward(const StageInstance& instance, const std::vect
     if (inputs.empty()) inputs.push_back(state->input);
     torch::Tensor output;
     absl::Status computed;
-    absl::Status ran = device_->pacer()->Run(ForwardGroup(id), [&] {
+    WAVEPOOL_RETURN_IF_ERROR(device_->pacer()->Run(ForwardGroup(id), [&] {
       try {
         output = model_->Forward(id, inputs, context);
       } catch (const std::exception& e) {
         computed = internal::LayerError(graph, id, "forward", e);
       }
-    });
-    if (!ran.ok()) return ran;
-    if (!computed.ok()) return computed;
+    }));
+    WAVEPOOL_RETURN_IF_ERROR(computed);
     state->outputs[id] = output;
     if (id != program_->sink()) {
       state->copies[id] = output.detach().requires_grad_(output.is_floating_point());
@@ -60,11 +59,8 @@ absl::Status StageEngine::Forward(const StageInstance& instance, const std::vect
   }
   for (int edge_id : program_->edges_out_of(instance.stage)) {
     const StageEdge& edge = program_->edges()[static_cast<std::size_t>(edge_id)];
-    if (absl::Status s =
-            ScatterActivations(edge, instance.wave, rows, state->outputs[edge.producer]);
-        !s.ok()) {
-      return s;
-    }
+    WAVEPOOL_RETURN_IF_ERROR(
+        ScatterActivations(edge, instance.wave, rows, state->outputs[edge.producer]));
   }
   states_[static_cast<std::size_t>(instance.id)] = std::move(state);
   return absl::OkStatus();
@@ -129,7 +125,7 @@ absl::Status StageEngine::Backward(const StageInstance& instance, double loss_sc
         continue;
       }
       absl::Status computed;
-      absl::Status ran = device_->pacer()->Run(BackwardGroup(id), [&] {
+      WAVEPOOL_RETURN_IF_ERROR(device_->pacer()->Run(BackwardGroup(id), [&] {
         try {
           if (gradient.defined()) {
             torch::autograd::backward({root}, {gradient});
@@ -139,9 +135,8 @@ absl::Status StageEngine::Backward(const StageInstance& instance, double loss_sc
         } catch (const std::exception& e) {
           computed = internal::LayerError(graph, id, "backward", e);
         }
-      });
-      if (!ran.ok()) return ran;
-      if (!computed.ok()) return computed;
+      }));
+      WAVEPOOL_RETURN_IF_ERROR(computed);
       // The activations of this layer are no longer needed.
       activation_bytes_ -= std::min(activation_bytes_, internal::Bytes(output));
       state.outputs.erase(id);

@@ -142,11 +142,11 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
                               loaders_[static_cast<std::size_t>(wave)]->Next());
     batches = std::move(loaded);
   }
-  absl::StatusOr<StageEngine::StepResult> result = engine.ComputeGradients(step, batches, 1.0, [&] {
-    absl::MutexLock lock(&mu_);
-    forward_done_ = std::max(forward_done_, step);
-  });
-  if (!result.ok()) return result.status();
+  WAVEPOOL_ASSIGN_OR_RETURN(const StageEngine::StepResult result,
+                            engine.ComputeGradients(step, batches, 1.0, [&] {
+                              absl::MutexLock lock(&mu_);
+                              forward_done_ = std::max(forward_done_, step);
+                            }));
   const std::int64_t samples = engine.program().samples_per_step();
   LocalGradient mine{FlattenGradients(engine.model()), samples};
   // The other wave reads it on its own thread and stream.
@@ -160,7 +160,7 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
       return !error_.ok() || step == 0 || mailbox_.count(step - 1) > 0;
     };
     mu_.Await(absl::Condition(&previous_ready));
-    if (!error_.ok()) return error_;
+    WAVEPOOL_RETURN_IF_ERROR(error_);
     if (step > 0) {
       previous = mailbox_[step - 1];
       mailbox_.erase(step - 1);  // iteration `step` is the last to read it
@@ -173,19 +173,18 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
       previous.sum.defined() ? mine.sum + previous.sum.to(mine.sum.device()) : mine.sum.clone();
   const StepRequests requests = hooks.requests(step);
   torch::Tensor flat = torch::cat(
-      {combined, torch::tensor({static_cast<float>(result->loss_sum),
+      {combined, torch::tensor({static_cast<float>(result.loss_sum),
                                 requests.checkpoint ? 1.0F : 0.0F, requests.stop ? 1.0F : 0.0F})
                      .to(combined.device())});
   if (world_.size() > 1) {
     StepTimer timer(&report.times.allreduce);
     absl::Status reduced;
-    absl::Status ran = pacer_->Run(AllReduceGroup(0), [&] {
+    WAVEPOOL_RETURN_IF_ERROR(pacer_->Run(AllReduceGroup(0), [&] {
       absl::StatusOr<Pending> pending =
           waves_[static_cast<std::size_t>(wave)].communicator->AllReduceSum(world_, {flat});
       reduced = pending.ok() ? pending->Wait() : pending.status();
-    });
-    if (!ran.ok()) return ran;
-    if (!reduced.ok()) return reduced;
+    }));
+    WAVEPOOL_RETURN_IF_ERROR(reduced);
   }
   const std::int64_t total = mine.samples + previous.samples;
   SetGradients(engine.model(), flat.narrow(0, 0, combined.numel()) / static_cast<double>(total));
@@ -197,9 +196,9 @@ absl::Status TickTockExecutor::RunIteration(int wave, std::int64_t step, const S
   report.agreed.checkpoint = flat[combined.numel() + 1].item<double>() > 0;
   report.agreed.stop = flat[combined.numel() + 2].item<double>() > 0;
   report.samples = samples;
-  report.times.compute += result->times.compute;
-  report.times.transfer = result->times.transfer;
-  report.times.data += result->times.data;
+  report.times.compute += result.times.compute;
+  report.times.transfer = result.times.transfer;
+  report.times.data += result.times.data;
   report.seconds = Seconds(std::chrono::steady_clock::now() - start).count();
   pacer_->ReportIteration(step, report.seconds, report.samples);
   absl::MutexLock lock(&mu_);
@@ -268,7 +267,7 @@ absl::StatusOr<std::int64_t> TickTockExecutor::Train(std::int64_t first, std::in
     ++next;
   }
   for (std::thread& thread : threads) thread.join();
-  if (!error.ok()) return error;
+  WAVEPOOL_RETURN_IF_ERROR(error);
   next_step_ = next;
   return next;
 }

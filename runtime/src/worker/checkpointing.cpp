@@ -124,9 +124,9 @@ absl::Status Checkpointing::Save(std::int64_t step) {
   absl::StatusOr<CheckpointFile> file = Build(step);
   absl::Status written = file.ok() ? directory_.Write(*file) : file.status();
   if (identity_.world_size == 1) {
-    if (!written.ok()) return written;
-  } else if (absl::Status s = Agree(step, "wrote", written); !s.ok()) {
-    return s;
+    WAVEPOOL_RETURN_IF_ERROR(written);
+  } else {
+    WAVEPOOL_RETURN_IF_ERROR(Agree(step, "wrote", written));
   }
   absl::Status committed;
   if (identity_.rank == 0) {

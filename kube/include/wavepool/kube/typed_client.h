@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/core_types.h"
 #include "wavepool/kube/resource.h"
@@ -122,9 +123,8 @@ class TypedClient {
     TypedList<T> typed{std::move(list->resource_version), std::move(list->continue_token), {}};
     typed.items.reserve(list->items.size());
     for (const nlohmann::json& item : list->items) {
-      absl::StatusOr<T> object = T::FromJson(item);
-      if (!object.ok()) return object.status();
-      typed.items.push_back(*std::move(object));
+      WAVEPOOL_ASSIGN_OR_RETURN(T object, T::FromJson(item));
+      typed.items.push_back(std::move(object));
     }
     return typed;
   }
