@@ -145,6 +145,13 @@ absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path, Tog
   return DecodeValue<Toggle>(value, path, out);
 }
 
+const nlohmann::json& FieldOrNull(const nlohmann::json& object, std::string_view key) {
+  static const nlohmann::json kNull;
+  if (!object.is_object()) return kNull;
+  const auto it = object.find(std::string(key));
+  return it == object.end() ? kNull : *it;
+}
+
 ObjectReader::ObjectReader(const nlohmann::json& value, FieldPath path)
     : value_(value), path_(std::move(path)) {
   if (!value_.is_object()) status_ = path_.Invalid("must be an object, got " + Describe(value_));
@@ -153,9 +160,8 @@ ObjectReader::ObjectReader(const nlohmann::json& value, FieldPath path)
 const nlohmann::json* ObjectReader::Find(std::string_view key) {
   known_.emplace_back(key);
   if (!status_.ok()) return nullptr;
-  auto it = value_.find(std::string(key));
-  if (it == value_.end() || it->is_null()) return nullptr;
-  return &*it;
+  const nlohmann::json& field = FieldOrNull(value_, key);
+  return field.is_null() ? nullptr : &field;
 }
 
 bool ObjectReader::IsKnown(const std::string& key) const {
@@ -178,8 +184,7 @@ void ObjectReader::ReadRawObject(std::string_view key, nlohmann::json* out) {
 
 void ObjectReader::Require(std::string_view key) {
   if (!status_.ok()) return;
-  auto it = value_.find(std::string(key));
-  if (it == value_.end() || it->is_null()) Record(path_.Child(key).Invalid("required"));
+  if (FieldOrNull(value_, key).is_null()) Record(path_.Child(key).Invalid("required"));
 }
 
 void ObjectReader::Expect(std::string_view key, std::string_view expected) {

@@ -1,11 +1,16 @@
 #include "wavepool/api/object_meta.h"
 
 #include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/enums.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/api/validation.h"
 
 namespace wavepool::api {
@@ -134,6 +139,35 @@ TEST(FieldPaths, BuildParentAndContext) {
   EXPECT_EQ(FieldPathOf(status), "stages[3].ranks[1]");
   EXPECT_EQ(FieldPathOf(absl::InvalidArgumentError("x")), std::nullopt);
   EXPECT_TRUE(WithContext(absl::OkStatus(), "Plan").ok());
+}
+
+TEST(LenientFields, AbsentNullMistypedAndNonObjectsReadAsAbsent) {
+  const nlohmann::json meta = nlohmann::json::parse(R"({
+    "namespace": "team", "generation": 3, "uid": null, "finalizers": "x",
+    "labels": {"wavepool.dev/job": "vgg", "replicas": 4}})");
+  EXPECT_EQ(FieldAs<std::string>(meta, "namespace"), "team");
+  EXPECT_EQ(FieldAs<std::int64_t>(meta, "generation"), 3);
+  EXPECT_EQ(FieldAs<std::string>(meta, "generation"), std::nullopt);  // a number
+  EXPECT_EQ(FieldAs<bool>(meta, "finalizers"), std::nullopt);         // a string
+  EXPECT_EQ(FieldAs<std::string>(meta, "uid"), std::nullopt);         // null
+  EXPECT_EQ(FieldAs<std::string>(meta, "name"), std::nullopt);        // absent
+  EXPECT_EQ(FieldOrNull(meta, "generation"), 3);
+  EXPECT_EQ(FieldOrNull(meta, "finalizers"), "x");
+  EXPECT_TRUE(FieldOrNull(meta, "uid").is_null());
+  EXPECT_TRUE(FieldOrNull(meta, "name").is_null());
+  // One label reads on its own; the whole map does not decode with a number in it.
+  const nlohmann::json& labels = FieldOrNull(meta, "labels");
+  EXPECT_EQ(labels, meta.at("labels"));
+  EXPECT_EQ(FieldAs<std::string>(labels, "wavepool.dev/job"), "vgg");
+  EXPECT_EQ(FieldAs<std::string>(labels, "replicas"), std::nullopt);
+  EXPECT_EQ((FieldAs<std::map<std::string, std::string>>(meta, "labels")), std::nullopt);
+  // Every field of a value that is not an object is absent.
+  for (const nlohmann::json& not_object : {nlohmann::json(), nlohmann::json::array({meta}),
+                                           nlohmann::json("team"), nlohmann::json(7)}) {
+    EXPECT_TRUE(FieldOrNull(not_object, "namespace").is_null()) << not_object.dump();
+    EXPECT_EQ(FieldAs<std::string>(not_object, "namespace"), std::nullopt) << not_object.dump();
+  }
+  EXPECT_EQ(FieldAs<std::string>(FieldOrNull(meta, "spec"), "nodeName"), std::nullopt);
 }
 
 TEST(Enums, WireNamesRoundTrip) {

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/kube_cluster_state.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/api/kube_resources.h"
 #include "wavepool/api/object_key.h"
 #include "wavepool/base/status_macros.h"
@@ -42,15 +44,14 @@ kube::SharedInformer::Options JobInformerOptions(const KubeClusterOptions& optio
 // "<namespace>/<wavepool.dev/job label>" for a pod or Service that has the label (the informer
 // index, and the index keys of the pods' and Services' DecodedCache).
 std::vector<std::string> JobIndex(const nlohmann::json& object) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return {};
-  const auto labels = meta->find("labels");
-  if (labels == meta->end() || !labels->is_object()) return {};
-  const auto job = labels->find(std::string(kLabelJob));
-  if (job == labels->end() || !job->is_string()) return {};
-  const auto ns = meta->find("namespace");
-  if (ns == meta->end() || !ns->is_string()) return {};
-  return {absl::StrCat(ns->get<std::string>(), "/", job->get<std::string>())};
+  const nlohmann::json& meta = api::FieldOrNull(object, "metadata");
+  // The one label, not the whole map: the other labels may hold anything. An empty label or
+  // namespace still makes a key.
+  const std::optional<std::string> job =
+      api::FieldAs<std::string>(api::FieldOrNull(meta, "labels"), kLabelJob);
+  const std::optional<std::string> ns = api::FieldAs<std::string>(meta, "namespace");
+  if (!job.has_value() || !ns.has_value()) return {};
+  return {absl::StrCat(*ns, "/", *job)};
 }
 
 // Keeps a decoded cache in step with its informer: `upsert` decodes an added or updated object,

@@ -33,6 +33,9 @@ nlohmann::json GpuNodePlacementView(const nlohmann::json& gpu_node);
 // change, never with a clock (heartbeat_observations.h).
 std::string HeartbeatOf(const nlohmann::json& gpu_node);
 
+// spec.nodeName of a GPUNode: the Node whose GPUs it reports ("" when absent or not a string).
+std::string NodeNameOf(const nlohmann::json& gpu_node);
+
 // True when `new_job` is being deleted (metadata.deletionTimestamp set) and `old_job` was not:
 // its reservations and nominations end with its next reconcile.
 bool JobDeletionStarted(const nlohmann::json& old_job, const nlohmann::json& new_job);

@@ -97,7 +97,7 @@ void ControllerManager::Impl::AddHandlers() {
   };
   gpu_nodes.on_delete = [this](const nlohmann::json& node) {
     for (const std::string& job : internal::JobsWithChangedTasks(node, nullptr)) Enqueue(job);
-    EnqueueJobsOnNode(node.value("/spec/nodeName"_json_pointer, ""));
+    EnqueueJobsOnNode(internal::NodeNameOf(node));
   };
   gpu_nodes.on_synced = [this] { OnInformerSynced(); };
   informers.gpu_nodes.AddEventHandler(gpu_nodes).IgnoreError();

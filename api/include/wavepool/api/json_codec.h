@@ -4,7 +4,8 @@
 // Decoding: DecodeValue(json, path, &out) overloads check one value's JSON type and convert it;
 // an ObjectReader walks one JSON object field by field, keeps the first error, and at Finish()
 // reports any field nobody read (strict decoding) or hands the leftovers back (lenient decoding:
-// metadata, and Kubernetes objects that carry fields nobody here models).
+// metadata, and Kubernetes objects that carry fields nobody here models). FieldOrNull and FieldAs
+// look one field up without recording anything, for filters over raw objects that must not fail.
 // Struct codecs are DecodeValue/EncodeValue overloads in namespace wavepool::api, declared before
 // use, so the templates below find them by argument-dependent lookup.
 #ifndef WAVEPOOL_API_JSON_CODEC_H_
@@ -123,6 +124,25 @@ class ObjectReader {
   absl::Status status_;
   std::vector<std::string> known_;
 };
+
+// Lenient lookups, for code that only looks at raw objects and must never fail (informer event
+// filters and indexes). Unlike ObjectReader they record nothing: a field that is absent, null or
+// of another type reads as absent, and so does every field of a value that is not an object.
+
+// Field `key` of `object` as it is (any JSON type, null included); null when `object` is not an
+// object or has no field `key`.
+const nlohmann::json& FieldOrNull(const nlohmann::json& object, std::string_view key);
+
+// Field `key` of `object` converted as DecodeValue converts it; nullopt when the field is absent,
+// null or does not convert (a number where a string belongs; a map with one entry that is not a
+// string), or when `object` is not an object.
+template <typename T>
+std::optional<T> FieldAs(const nlohmann::json& object, std::string_view key) {
+  const nlohmann::json& field = FieldOrNull(object, key);
+  T value{};
+  if (field.is_null() || !DecodeValue(field, FieldPath(), &value).ok()) return std::nullopt;
+  return value;
+}
 
 template <typename E, std::enable_if_t<std::is_enum_v<E>, int> = 0>
 nlohmann::json EncodeValue(E value) {
