@@ -160,7 +160,7 @@ absl::Status SharedInformer::ListAndReplace() {
     const std::string key = ObjectKey(item);
     listed.insert(key);
     const std::string version = ResourceVersionOf(item);
-    std::optional<nlohmann::json> old = store_.Upsert(item);
+    std::optional<nlohmann::json> old = store_.Upsert(StoredForm(item));
     if (!old) {
       Enqueue({NoticeType::kAdd, nullptr, std::move(item)});
     } else if (ResourceVersionOf(*old) != version) {
@@ -223,7 +223,7 @@ void SharedInformer::ApplyEvent(const WatchEvent& event) {
   switch (event.type) {
     case WatchEventType::kAdded:
     case WatchEventType::kModified: {
-      std::optional<nlohmann::json> old = store_.Upsert(event.object);
+      std::optional<nlohmann::json> old = store_.Upsert(StoredForm(event.object));
       if (old) {
         Enqueue({NoticeType::kUpdate, std::move(*old), event.object});
       } else {
@@ -243,6 +243,27 @@ void SharedInformer::ApplyEvent(const WatchEvent& event) {
     absl::MutexLock lock(&mu_);
     last_resource_version_ = version;
   }
+}
+
+nlohmann::json SharedInformer::StoredForm(const nlohmann::json& object) const {
+  if (!options_.store_transform) return object;
+  nlohmann::json stored = options_.store_transform(object);
+  if (!stored.is_object()) stored = nlohmann::json::object();
+  // What the informer itself reads: the key, the version a re-list compares, and what handlers
+  // are told the object is.
+  for (const char* field : {"kind", "apiVersion"}) {
+    const auto value = object.find(field);
+    if (value != object.end()) stored[field] = *value;
+  }
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return stored;
+  nlohmann::json& stored_meta = stored["metadata"];
+  if (!stored_meta.is_object()) stored_meta = nlohmann::json::object();
+  for (const char* field : {"name", "namespace", "resourceVersion"}) {
+    const auto value = meta->find(field);
+    if (value != meta->end()) stored_meta[field] = *value;
+  }
+  return stored;
 }
 
 void SharedInformer::Enqueue(Notice notice) {

@@ -159,6 +159,14 @@ TEST_F(KubeClusterTest, ReadsJobsPodsConfigMapsGpuNodesAndNodesFromTheServer) {
     EXPECT_TRUE(pod.raw.is_null());
     EXPECT_TRUE(pod.spec.raw.is_null());
   }
+  // The pod informer's store keeps what is read from it (labels, owner, node, phase, uid), not
+  // the containers the decoded cache has.
+  const std::optional<json> stored = cluster->informers().pods.store().Get("default/resnet-g0-0");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->at("metadata").at("uid"),
+            cluster->PodsOfJob("default", "resnet")[0].metadata.uid);
+  EXPECT_EQ(stored->at("metadata").at("labels").at(std::string(kLabelJob)), "resnet");
+  EXPECT_EQ(stored->at("spec"), json({{"nodeName", "node-a"}}));
 
   ASSERT_OK_AND_ASSIGN(std::optional<kube::ConfigMap> cm,
                        cluster->GetConfigMap("default", "layers"));

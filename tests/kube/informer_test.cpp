@@ -424,6 +424,60 @@ TEST_F(InformerTest, GoneAfterCompactionListsAgainAndReplacesTheStore) {
   EXPECT_EQ(recorder.Count("update default/stays"), 0);  // unchanged objects are not re-sent
 }
 
+TEST_F(InformerTest, AStoreTransformShrinksWhatIsKeptButHandlersGetNewObjectsWhole) {
+  ASSERT_THAT(client_->Create(kConfigMaps, ConfigMap("default", "one", {{"app", "a"}})), IsOk());
+  SharedInformer::Options options = FastOptions();
+  options.store_transform = [](const nlohmann::json& object) {
+    // Keeps the labels alone; the informer adds the key and version back.
+    return nlohmann::json{{"metadata", {{"labels", object["metadata"]["labels"]}}}};
+  };
+  std::mutex mu;
+  std::vector<std::string> seen;  // "<event> <name> <whether it has data>[ old: ...]"
+  const auto data = [](const nlohmann::json& o) {
+    return std::string(o.contains("data") ? "data" : "no-data");
+  };
+  ResourceEventHandlers handlers;
+  handlers.on_add = [&](const nlohmann::json& o) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back("add " + ObjectKey(o) + " " + data(o));
+  };
+  handlers.on_update = [&](const nlohmann::json& old_o, const nlohmann::json& new_o) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back("update " + ObjectKey(new_o) + " " + data(new_o) + " old: " + data(old_o));
+  };
+  handlers.on_delete = [&](const nlohmann::json& o) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back("delete " + ObjectKey(o) + " " + data(o));
+  };
+  SharedInformer informer(*client_, kConfigMaps, options);
+  ASSERT_THAT(informer.AddEventHandler(handlers), IsOk());
+  informer.Run();
+  ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(30)));
+
+  const nlohmann::json stored = *informer.store().Get("default/one");
+  EXPECT_FALSE(stored.contains("data"));
+  EXPECT_EQ(stored["kind"], "ConfigMap");
+  EXPECT_EQ(stored["apiVersion"], "v1");
+  EXPECT_EQ(stored["metadata"]["name"], "one");
+  EXPECT_EQ(stored["metadata"]["namespace"], "default");
+  EXPECT_FALSE(stored["metadata"].value("resourceVersion", "").empty());
+  EXPECT_THAT(Keys(informer.store().ByLabel("app", "a")), ElementsAre("default/one"));
+
+  nlohmann::json changed = ConfigMap("default", "one", {{"app", "a"}});
+  changed["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"];
+  changed["data"]["k"] = "changed";
+  ASSERT_THAT(client_->Update(kConfigMaps, changed), IsOk());
+  ASSERT_THAT(client_->Delete(kConfigMaps, "default", "one"), IsOk());
+  ASSERT_TRUE(Eventually([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size() >= 3;
+  }));
+  informer.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_THAT(seen, ElementsAre("add default/one data", "update default/one data old: no-data",
+                                "delete default/one data"));
+}
+
 TEST_F(InformerTest, ResyncRedeliversEveryObjectAsAnUpdate) {
   ASSERT_THAT(client_->Create(kConfigMaps, ConfigMap("default", "one")), IsOk());
   ASSERT_THAT(client_->Create(kConfigMaps, ConfigMap("default", "two")), IsOk());

@@ -35,9 +35,41 @@ kube::SharedInformer::Options ManagedInformerOptions(const KubeClusterOptions& o
   return out;
 }
 
+// An object's metadata, less the field managers' bookkeeping.
+nlohmann::json MetadataOnly(const nlohmann::json& object) {
+  nlohmann::json kept = nlohmann::json::object();
+  if (const nlohmann::json& meta = api::FieldOrNull(object, "metadata"); meta.is_object()) {
+    kept["metadata"] = meta;
+    kept["metadata"].erase("managedFields");
+  }
+  return kept;
+}
+
+// What the informers' stores keep of TrainingJobs and pods: what is read from the stores, while
+// the decoded caches keep the rest, typed; whole, they were most of the controller's memory. Of a
+// job: its metadata (the keys a new term queues, the deletion an update is compared on). Of a
+// pod: its metadata (the job label it is indexed by, the owner its events go to, the uid and
+// resourceVersion of a pod a re-list finds gone), spec.nodeName (indexed) and status.phase (an
+// update is compared on it).
+nlohmann::json PodStoreForm(const nlohmann::json& pod) {
+  nlohmann::json kept = MetadataOnly(pod);
+  const nlohmann::json& node = api::FieldOrNull(api::FieldOrNull(pod, "spec"), "nodeName");
+  if (!node.is_null()) kept["spec"]["nodeName"] = node;
+  const nlohmann::json& phase = api::FieldOrNull(api::FieldOrNull(pod, "status"), "phase");
+  if (!phase.is_null()) kept["status"]["phase"] = phase;
+  return kept;
+}
+
+kube::SharedInformer::Options PodInformerOptions(const KubeClusterOptions& options) {
+  kube::SharedInformer::Options out = ManagedInformerOptions(options);
+  out.store_transform = PodStoreForm;
+  return out;
+}
+
 kube::SharedInformer::Options JobInformerOptions(const KubeClusterOptions& options) {
   kube::SharedInformer::Options out = InformerOptions(options, true);
   out.resync_period = options.job_resync_period;
+  out.store_transform = MetadataOnly;
   return out;
 }
 
@@ -65,8 +97,13 @@ kube::ResourceEventHandlers DecodingHandlers(Upsert upsert, Remove remove, std::
       log(absl::StrCat(ignored_as, " ", kube::ObjectKey(object), " ignored: ", st.message()));
     }
   };
-  handlers.on_update = [add = handlers.on_add](const nlohmann::json&,
-                                               const nlohmann::json& object) { add(object); };
+  // A resync (old and new at one version) hands over the stored form, which the cache has
+  // decoded whole already.
+  handlers.on_update = [add = handlers.on_add](const nlohmann::json& old_object,
+                                               const nlohmann::json& object) {
+    const std::string version = internal::ResourceVersionOf(object);
+    if (version.empty() || version != internal::ResourceVersionOf(old_object)) add(object);
+  };
   handlers.on_delete = [remove](const nlohmann::json& object) { remove(kube::ObjectKey(object)); };
   return handlers;
 }
@@ -167,7 +204,7 @@ KubeCluster::State::State(kube::Client& client_in, KubeClusterOptions options_in
       options(std::move(options_in)),
       clock(*options.clock),
       jobs(client, api::kTrainingJobs, JobInformerOptions(options)),
-      pods(client, kube::kPods, ManagedInformerOptions(options)),
+      pods(client, kube::kPods, PodInformerOptions(options)),
       config_maps(client, kube::kConfigMaps, InformerOptions(options, true)),
       services(client, internal::kServices, ManagedInformerOptions(options)),
       gpu_nodes(client, api::kGpuNodes, InformerOptions(options, false)),

@@ -141,6 +141,14 @@ class SharedInformer {
     std::chrono::nanoseconds max_backoff = std::chrono::seconds(30);
     Clock* clock = &RealClock();  // resyncs, backoffs and WaitForSync; outlives the informer
     std::function<void(std::string_view)> log;  // empty: standard error
+    // What the store keeps of each object, so that a cache of large objects whose handlers keep
+    // what they need stays small (client-go's SetTransform, which there changes what handlers see
+    // too). Handlers still get each added, updated or watch-deleted object whole; an update's old
+    // object, a delete found by a re-list and a resync's objects are the kept form, and indexes
+    // and store reads see only it. Whatever it returns, the informer keeps the object's kind,
+    // apiVersion and metadata.name, namespace and resourceVersion. Must not throw. Empty: the
+    // whole object.
+    std::function<nlohmann::json(const nlohmann::json&)> store_transform;
   };
 
   SharedInformer(Client& client, ResourceType type, Options options);
@@ -183,6 +191,8 @@ class SharedInformer {
   absl::Status ListAndReplace();
   absl::Status WatchOnce();
   void ApplyEvent(const WatchEvent& event);
+  // What the store keeps of `object` (Options::store_transform).
+  nlohmann::json StoredForm(const nlohmann::json& object) const;
   bool WaitForBackoff(std::chrono::nanoseconds delay);
   void Log(std::string_view message) const;
 
