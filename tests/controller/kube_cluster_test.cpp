@@ -188,6 +188,12 @@ TEST_F(KubeClusterTest, ReadsJobsPodsConfigMapsGpuNodesAndNodesFromTheServer) {
   EXPECT_FALSE(states.at("node-a").heartbeat_fresh);  // the reconciler's verdict, not ours
   EXPECT_FALSE(states.at("plain").managed);
   EXPECT_FALSE(states.at("plain").ready);  // no Ready condition at all
+  // The Node informer's store keeps the labels and conditions the states come from.
+  const std::optional<json> stored_node = cluster->informers().nodes.store().Get("node-a");
+  ASSERT_TRUE(stored_node.has_value());
+  EXPECT_EQ(stored_node->at("metadata").at("labels").at("wavepool.dev/managed"), "true");
+  ASSERT_EQ(stored_node->at("status").size(), 1u);
+  EXPECT_FALSE(stored_node->at("status").at("conditions").empty());
 
   const std::vector<GpuAssignment> assignments = cluster->Assignments();
   EXPECT_THAT(AssignedPods(assignments), ElementsAre("default/resnet-g0-0", "default/resnet-g0-1"));

@@ -45,12 +45,13 @@ nlohmann::json MetadataOnly(const nlohmann::json& object) {
   return kept;
 }
 
-// What the informers' stores keep of TrainingJobs and pods: what is read from the stores, while
-// the decoded caches keep the rest, typed; whole, they were most of the controller's memory. Of a
-// job: its metadata (the keys a new term queues, the deletion an update is compared on). Of a
-// pod: its metadata (the job label it is indexed by, the owner its events go to, the uid and
-// resourceVersion of a pod a re-list finds gone), spec.nodeName (indexed) and status.phase (an
-// update is compared on it).
+// What the informers' stores keep of TrainingJobs, pods and Nodes: what is read from the stores,
+// while the decoded caches and node states keep the rest; whole, they were most of the
+// controller's memory (a real Node also lists every image it holds). Of a job: its metadata (the
+// keys a new term queues, the deletion an update is compared on). Of a pod: its metadata (the job
+// label it is indexed by, the owner its events go to, the uid and resourceVersion of a pod a
+// re-list finds gone), spec.nodeName (indexed) and status.phase (an update is compared on it). Of
+// a Node: its metadata and status.conditions (the state an update is compared on).
 nlohmann::json PodStoreForm(const nlohmann::json& pod) {
   nlohmann::json kept = MetadataOnly(pod);
   const nlohmann::json& node = api::FieldOrNull(api::FieldOrNull(pod, "spec"), "nodeName");
@@ -58,6 +59,20 @@ nlohmann::json PodStoreForm(const nlohmann::json& pod) {
   const nlohmann::json& phase = api::FieldOrNull(api::FieldOrNull(pod, "status"), "phase");
   if (!phase.is_null()) kept["status"]["phase"] = phase;
   return kept;
+}
+
+nlohmann::json NodeStoreForm(const nlohmann::json& node) {
+  nlohmann::json kept = MetadataOnly(node);
+  const nlohmann::json& conditions =
+      api::FieldOrNull(api::FieldOrNull(node, "status"), "conditions");
+  if (!conditions.is_null()) kept["status"]["conditions"] = conditions;
+  return kept;
+}
+
+kube::SharedInformer::Options NodeInformerOptions(const KubeClusterOptions& options) {
+  kube::SharedInformer::Options out = InformerOptions(options, false);
+  out.store_transform = NodeStoreForm;
+  return out;
 }
 
 kube::SharedInformer::Options PodInformerOptions(const KubeClusterOptions& options) {
@@ -208,7 +223,7 @@ KubeCluster::State::State(kube::Client& client_in, KubeClusterOptions options_in
       config_maps(client, kube::kConfigMaps, InformerOptions(options, true)),
       services(client, internal::kServices, ManagedInformerOptions(options)),
       gpu_nodes(client, api::kGpuNodes, InformerOptions(options, false)),
-      nodes(client, kube::kNodes, InformerOptions(options, false)),
+      nodes(client, kube::kNodes, NodeInformerOptions(options)),
       job_cache(JobPhaseIndex),
       claims(clock, options.assume_timeout) {
   kube::EventRecorder::Options recorder_options;
