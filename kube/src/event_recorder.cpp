@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/resource.h"
 
@@ -25,16 +26,14 @@ std::string FormatTime(WallTime time) {
 }
 
 std::string StringField(const nlohmann::json& object, const char* field) {
-  const auto it = object.find(field);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+  return api::FieldAs<std::string>(object, field).value_or("");
 }
 
 // The ObjectReference of an object, or of a reference given as one.
 nlohmann::json ReferenceTo(const nlohmann::json& object) {
   if (!object.is_object()) return nlohmann::json::object();
-  const auto metadata = object.find("metadata");
-  const nlohmann::json& meta =
-      metadata != object.end() && metadata->is_object() ? *metadata : object;
+  const nlohmann::json& metadata = api::FieldOrNull(object, "metadata");
+  const nlohmann::json& meta = metadata.is_object() ? metadata : object;
   nlohmann::json reference = nlohmann::json::object();
   const auto put = [&](const char* field, const std::string& value) {
     if (!value.empty()) reference[field] = value;

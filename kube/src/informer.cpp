@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/kube/api_error.h"
 
@@ -18,10 +19,10 @@ namespace {
 // the clock's range.
 constexpr std::chrono::hours kIdleWait(1);
 
+// metadata.resourceVersion when it is a string; "" otherwise.
 std::string ResourceVersionOf(const nlohmann::json& object) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  return metadata->value("resourceVersion", "");
+  return api::FieldAs<std::string>(api::FieldOrNull(object, "metadata"), "resourceVersion")
+      .value_or("");
 }
 
 }  // namespace

@@ -5,17 +5,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/kube/informer.h"
 
 namespace wavepool::kube {
 namespace {
 
+// metadata.`field` when it is a string; "" otherwise.
 std::string StringAt(const nlohmann::json& object, const char* field) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  const auto value = metadata->find(field);
-  return value != metadata->end() && value->is_string() ? value->get<std::string>() : "";
+  return api::FieldAs<std::string>(api::FieldOrNull(object, "metadata"), field).value_or("");
+}
+
+// metadata.labels as they are (null when absent).
+const nlohmann::json& LabelsOf(const nlohmann::json& object) {
+  return api::FieldOrNull(api::FieldOrNull(object, "metadata"), "labels");
 }
 
 std::vector<std::string> NamespaceOf(const nlohmann::json& object) {
@@ -24,11 +28,9 @@ std::vector<std::string> NamespaceOf(const nlohmann::json& object) {
 
 std::vector<std::string> LabelPairsOf(const nlohmann::json& object) {
   std::vector<std::string> pairs;
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return pairs;
-  const auto labels = metadata->find("labels");
-  if (labels == metadata->end() || !labels->is_object()) return pairs;
-  for (const auto& [key, value] : labels->items()) {
+  const nlohmann::json& labels = LabelsOf(object);
+  if (!labels.is_object()) return pairs;
+  for (const auto& [key, value] : labels.items()) {
     if (value.is_string()) pairs.push_back(key + "=" + value.get<std::string>());
   }
   return pairs;
@@ -193,13 +195,7 @@ absl::StatusOr<std::vector<nlohmann::json>> Store::List(std::string_view label_s
   std::vector<nlohmann::json> objects;
   for (const auto& [key, object] : items_) {
     // Looked up in place: copying each object's metadata would cost more than the match.
-    static const nlohmann::json kNoLabels;
-    const nlohmann::json* labels = &kNoLabels;
-    if (const auto metadata = object.find("metadata");
-        metadata != object.end() && metadata->is_object()) {
-      if (const auto found = metadata->find("labels"); found != metadata->end()) labels = &*found;
-    }
-    if (selector.Matches(*labels)) objects.push_back(object);
+    if (selector.Matches(LabelsOf(object))) objects.push_back(object);
   }
   return objects;
 }

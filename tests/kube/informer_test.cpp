@@ -14,6 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/kube/scripted_transport.h"
 #include "tests/support/eventually.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
@@ -152,6 +153,31 @@ TEST(Store, CustomIndexerCoversObjectsAlreadyStored) {
   EXPECT_THAT(store.AddIndexer("node", by_node),
               StatusIs(absl::StatusCode::kAlreadyExists, ::testing::_));
   EXPECT_THAT(store.ByIndex("zone", "x"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("zone")));
+}
+
+// A server that sends resourceVersion as a number (no API server does) costs the informer its
+// version bookkeeping for those objects, not its thread.
+TEST(Informer, AResourceVersionThatIsNotAStringIsReadAsNone) {
+  auto transport = std::make_unique<testing::ScriptedTransport>();
+  testing::ScriptedTransport* script = transport.get();
+  script->Answer(200, R"({"kind": "ConfigMapList", "metadata": {"resourceVersion": "5"},
+      "items": [{"metadata": {"name": "a", "namespace": "default", "resourceVersion": 7}}]})");
+  script->StreamLines({R"({"type": "MODIFIED", "object": {"kind": "ConfigMap",
+      "metadata": {"name": "a", "namespace": "default", "resourceVersion": 8}}})"});
+  Client client(ClientConfig{}, std::move(transport));
+  SharedInformer::Options options;
+  options.log = [](std::string_view) {};
+  std::atomic<int> updates{0};
+  ResourceEventHandlers handlers;
+  handlers.on_update = [&](const nlohmann::json&, const nlohmann::json&) { ++updates; };
+  SharedInformer informer(client, kConfigMaps, options);
+  ASSERT_THAT(informer.AddEventHandler(handlers), IsOk());
+  informer.Run();
+  ASSERT_TRUE(informer.WaitForSync(std::chrono::seconds(30)));
+  ASSERT_TRUE(Eventually([&] { return updates.load() == 1; }));
+  EXPECT_EQ(informer.LastSyncResourceVersion(), "5");
+  EXPECT_THAT(informer.store().ListKeys(), ElementsAre("default/a"));
+  informer.Stop();
 }
 
 #ifdef WAVEPOOL_TEST_APISERVER

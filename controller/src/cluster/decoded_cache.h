@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "wavepool/api/json_codec.h"
 #include "wavepool/base/change_log.h"
 #include "wavepool/kube/core_types.h"
 #include "wavepool/kube/informer.h"
@@ -26,10 +27,8 @@ namespace wavepool::controller::internal {
 // metadata.resourceVersion when it is a string; empty otherwise (the object is then decoded
 // again, and T::FromJson names the field).
 inline std::string ResourceVersionOf(const nlohmann::json& object) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  const auto version = meta->find("resourceVersion");
-  return version != meta->end() && version->is_string() ? version->get<std::string>() : "";
+  return api::FieldAs<std::string>(api::FieldOrNull(object, "metadata"), "resourceVersion")
+      .value_or("");
 }
 
 // What a decoded cache keeps of an object: all of it, except that pods and Services lose the JSON
