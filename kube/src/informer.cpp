@@ -253,16 +253,16 @@ nlohmann::json SharedInformer::StoredForm(const nlohmann::json& object) const {
   // What the informer itself reads: the key, the version a re-list compares, and what handlers
   // are told the object is.
   for (const char* field : {"kind", "apiVersion"}) {
-    const auto value = object.find(field);
-    if (value != object.end()) stored[field] = *value;
+    const nlohmann::json& value = api::FieldOrNull(object, field);
+    if (!value.is_null()) stored[field] = value;
   }
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return stored;
+  const nlohmann::json& meta = api::FieldOrNull(object, "metadata");
+  if (!meta.is_object()) return stored;
   nlohmann::json& stored_meta = stored["metadata"];
   if (!stored_meta.is_object()) stored_meta = nlohmann::json::object();
   for (const char* field : {"name", "namespace", "resourceVersion"}) {
-    const auto value = meta->find(field);
-    if (value != meta->end()) stored_meta[field] = *value;
+    const nlohmann::json& value = api::FieldOrNull(meta, field);
+    if (!value.is_null()) stored_meta[field] = value;
   }
   return stored;
 }

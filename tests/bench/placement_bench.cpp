@@ -69,6 +69,11 @@ Inventory Cluster(int nodes, int held_percent) {
   return *std::move(inventory);
 }
 
+// The cluster of a benchmark's arguments (ClusterArgs).
+Inventory ClusterOf(const benchmark::State& state) {
+  return Cluster(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+}
+
 void ClusterArgs(benchmark::internal::Benchmark* b) {
   for (int nodes : {100, 1000, 10000}) {
     for (int held : {0, 50, 90}) b->Args({nodes, held});
@@ -77,8 +82,7 @@ void ClusterArgs(benchmark::internal::Benchmark* b) {
 }
 
 void BM_PlaceForeground(benchmark::State& state) {
-  const Inventory inventory =
-      Cluster(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  const Inventory inventory = ClusterOf(state);
   ForegroundRequest request;
   request.job = "ns/gang";
   request.gpus = 4;
@@ -90,26 +94,17 @@ void BM_PlaceForeground(benchmark::State& state) {
 }
 BENCHMARK(BM_PlaceForeground)->Apply(ClusterArgs);
 
-void BM_PlaceBackground(benchmark::State& state) {
-  const Inventory inventory =
-      Cluster(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
-  const BackgroundRequest request("ns/bg", 10 * kGiB);
+// A bg pod of `memory` bytes: one that fits, and one no GPU takes (more memory than any has),
+// for which every GPU is looked at, to say why.
+void BM_PlaceBackground(benchmark::State& state, Bytes memory) {
+  const Inventory inventory = ClusterOf(state);
+  const BackgroundRequest request("ns/bg", memory);
   for (auto _ : state) {
     benchmark::DoNotOptimize(PlaceBackground(request, inventory));
   }
 }
-BENCHMARK(BM_PlaceBackground)->Apply(ClusterArgs);
-
-// No GPU takes it (more memory than any has): every GPU is looked at, to say why.
-void BM_PlaceBackgroundNowhere(benchmark::State& state) {
-  const Inventory inventory =
-      Cluster(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
-  const BackgroundRequest request("ns/bg", 100 * kGiB);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(PlaceBackground(request, inventory));
-  }
-}
-BENCHMARK(BM_PlaceBackgroundNowhere)->Apply(ClusterArgs);
+BENCHMARK_CAPTURE(BM_PlaceBackground, fits, 10 * kGiB)->Apply(ClusterArgs);
+BENCHMARK_CAPTURE(BM_PlaceBackground, nowhere, 100 * kGiB)->Apply(ClusterArgs);
 
 }  // namespace
 }  // namespace wavepool::controller

@@ -21,14 +21,6 @@ struct Tally {
   std::string best_headroom_gpu;
 };
 
-// The fg pod on `gpu`, if any (at most one: Inventory rejects two).
-const GpuAssignment* ForegroundOn(const Inventory& inv, const Gpu& gpu) {
-  for (std::size_t h : gpu.holders) {
-    if (inv.assignment(h).role == api::Role::kForeground) return &inv.assignment(h);
-  }
-  return nullptr;
-}
-
 // Counts why `gpu` does not take the bg pod of `request`, for a request no GPU takes.
 void CountRefusal(const Inventory& inv, const Gpu& gpu, const BackgroundRequest& request,
                   Tally& tally) {
@@ -40,7 +32,7 @@ void CountRefusal(const Inventory& inv, const Gpu& gpu, const BackgroundRequest&
     ++tally.not_schedulable;
     return;
   }
-  const GpuAssignment* fg = ForegroundOn(inv, gpu);
+  const GpuAssignment* fg = inv.ForegroundOn(gpu);
   if (fg != nullptr && !AdmitsBackground(*fg)) {
     ++tally.background_disallowed;
     return;
@@ -82,7 +74,7 @@ std::optional<BackgroundPlacement> FindBackgroundGpu(const BackgroundRequest& re
     }
     const Gpu& gpu = inventory.gpus()[it->gpu];
     if (request.excluded_nodes.count(gpu.node) == 0) {
-      const GpuAssignment* fg = ForegroundOn(inventory, gpu);
+      const GpuAssignment* fg = inventory.ForegroundOn(gpu);
       return BackgroundPlacement{gpu.node, gpu.index, gpu.uuid, fg != nullptr ? fg->job : ""};
     }
     ++it;

@@ -219,15 +219,20 @@ absl::Status Inventory::CheckForegroundClash(const GpuAssignment& a) const {
   for (const std::string& uuid : a.gpu_uuids) {
     const auto found = gpu_by_uuid_.find(uuid);
     if (found == gpu_by_uuid_.end()) continue;
-    for (std::size_t holder : gpus_[found->second].holders) {
-      if (assignments_[holder]->role == api::Role::kForeground) {
-        return BadAssignment(a, "gpu_uuids",
-                             absl::StrFormat("GPU %s already runs foreground pod \"%s\"", uuid,
-                                             assignments_[holder]->pod));
-      }
+    if (const GpuAssignment* fg = ForegroundOn(gpus_[found->second])) {
+      return BadAssignment(
+          a, "gpu_uuids",
+          absl::StrFormat("GPU %s already runs foreground pod \"%s\"", uuid, fg->pod));
     }
   }
   return absl::OkStatus();
+}
+
+const GpuAssignment* Inventory::ForegroundOn(const Gpu& gpu) const {
+  for (std::size_t h : gpu.holders) {
+    if (assignments_[h]->role == api::Role::kForeground) return assignments_[h].get();
+  }
+  return nullptr;
 }
 
 void Inventory::Record(std::size_t i) {
@@ -291,10 +296,7 @@ void Inventory::Refile(std::size_t g) {
     ++unschedulable_gpus_;
     return;
   }
-  const GpuAssignment* fg = nullptr;
-  for (std::size_t h : gpu.holders) {
-    if (assignments_[h]->role == api::Role::kForeground) fg = assignments_[h].get();
-  }
+  const GpuAssignment* fg = ForegroundOn(gpu);
   if (fg != nullptr) {
     filed.foreground_held = true;
     ++foreground_held_gpus_;

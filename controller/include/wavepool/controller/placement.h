@@ -180,6 +180,8 @@ class Inventory {
   const std::vector<Gpu>& gpus() const { return gpus_; }
   // The pod of a GPU's holders index (Gpu::holders).
   const GpuAssignment& assignment(std::size_t i) const { return *assignments_[i]; }
+  // The fg pod holding `gpu`, if any (at most one: Add refuses a second); nullptr otherwise.
+  const GpuAssignment* ForegroundOn(const Gpu& gpu) const;
   // Whether `pod` ("ns/name") is recorded.
   bool Holds(const std::string& pod) const { return assignment_by_pod_.count(pod) > 0; }
   // The GPU of `uuid`; nullptr when no GPUNode lists it.
