@@ -48,6 +48,10 @@ class JobProcesses {
 
   // Starts every rank; the ranks meet on a free loopback port. Internal when a fork fails.
   absl::Status Start(const WorkerSettings& settings);
+  // Whether Start forked a worker; a job not started has no worker running and none exited.
+  bool started() const { return !pids_.empty(); }
+  // Every started worker's pid, by rank (the agent lists a registered worker by its pid).
+  const std::vector<pid_t>& pids() const { return pids_; }
 
   // Complete lines rank 0 printed since the last call (without newlines); never blocks.
   std::vector<std::string> ReadLines();

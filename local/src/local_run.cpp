@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,7 @@
 #include "progress.h"
 #include "report_html.h"
 #include "run_report.h"
+#include "start_order.h"
 #include "wavepool/agent/agent.h"
 #include "wavepool/agent/simulated_gpu.h"
 #include "wavepool/base/clock.h"
@@ -33,6 +35,9 @@ namespace wavepool::local {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A background job's state until the foreground on its GPUs trains (start_order.h).
+constexpr const char* kWaitingForForeground = "waiting for the foreground";
 
 std::atomic<bool> g_stop{false};
 void OnStop(int) { g_stop.store(true); }
@@ -118,9 +123,12 @@ class LocalRun {
  private:
   absl::Status Prepare();
   absl::Status StartAgent();
-  void Loop();
+  absl::Status StartJobs();
+  absl::Status StartWaitingJobs(const agent::AgentStatus& status);
+  std::vector<JobWorkers> Workers() const;
+  absl::Status Loop();
   void ReadProgress(std::size_t index);
-  void SampleAgent();
+  void SampleAgent(const agent::AgentStatus& status);
   void RecordMemory(const agent::AgentStatus& status);
   std::vector<JobView> Views() const;
   double Elapsed() const { return Seconds(clock_.Now() - started_).count(); }
@@ -140,15 +148,18 @@ class LocalRun {
   agent::GpuDevicesPtr machine_gpus_;  // NVML's GPUs until the agent takes them; null: simulated
   bool on_machine_gpus_ = false;       // the agent's GPUs are NVML's: the workers train on them
   agent::CommandRunnerPtr runner_;
+  WorkerSettings settings_;
   // The workers this run started: the agent's only source of who a worker is.
   agent::LocalPeerIdentity identity_;
   std::unique_ptr<agent::Agent> agent_;
-  std::vector<std::unique_ptr<JobProcesses>> processes_;
+  std::vector<std::unique_ptr<JobProcesses>> processes_;  // by job; a waiting job's not started
   RunReport report_;
   std::vector<JobView> views_;
   const MonotonicTime started_ = clock_.Now();
-  std::optional<MonotonicTime> last_sample_;  // nullopt: the agent was not sampled yet
-  std::optional<MonotonicTime> last_memory_;
+  std::optional<MonotonicTime> last_read_;    // of the agent's status; nullopt: not read yet
+  std::optional<MonotonicTime> last_sample_;  // the last snapshot; nullopt: none yet
+  // The last snapshot's tasks, by (GPU, pid).
+  std::set<std::pair<std::uint32_t, std::int32_t>> sampled_tasks_;
   std::map<std::uint32_t, MonotonicTime> held_since_;  // GPUs the foreground pauses
   std::map<std::string, std::uint32_t> recommended_;   // the last batch the agent advised, by job
   // Per worker (GPU, pid): its series in report_.memory and the newest sample time read (ns).
@@ -260,15 +271,21 @@ void LocalRun::ReadProgress(std::size_t index) {
   }
 }
 
-void LocalRun::SampleAgent() {
+void LocalRun::SampleAgent(const agent::AgentStatus& status) {
   const MonotonicTime now = clock_.Now();
-  // The agent drops a worker's memory samples when it exits: read them often.
-  if (last_memory_.has_value() && now - *last_memory_ < std::chrono::milliseconds(50)) return;
-  last_memory_ = now;
-  const agent::AgentStatus status = agent_->Status();
   RecordMemory(status);
-  if (last_sample_.has_value() && now - *last_sample_ < std::chrono::milliseconds(250)) return;
+  // A snapshot four times a second, and whenever a worker registered or left since the last one:
+  // a task the run read once is in the report however briefly it lived.
+  std::set<std::pair<std::uint32_t, std::int32_t>> tasks;
+  for (const agent::GpuStatus& gpu : status.gpus) {
+    for (const agent::TaskStatus& t : gpu.tasks) tasks.emplace(gpu.info.index, t.pid);
+  }
+  if (tasks == sampled_tasks_ && last_sample_.has_value() &&
+      now - *last_sample_ < std::chrono::milliseconds(250)) {
+    return;
+  }
   last_sample_ = now;
+  sampled_tasks_ = std::move(tasks);
   report_.agent.push_back(Snapshot(status, Elapsed()));
   for (const agent::GpuStatus& gpu : status.gpus) {
     for (const agent::TaskStatus& t : gpu.tasks) {
@@ -334,7 +351,56 @@ void LocalRun::RecordMemory(const agent::AgentStatus& status) {
 
 std::vector<JobView> LocalRun::Views() const { return views_; }
 
-void LocalRun::Loop() {
+std::vector<JobWorkers> LocalRun::Workers() const {
+  std::vector<JobWorkers> workers;
+  for (const auto& p : processes_) {
+    JobWorkers w;
+    w.pids = p->pids();
+    w.exited = p->started() && !p->running();
+    w.failed = w.exited && std::any_of(p->exits().begin(), p->exits().end(),
+                                       [](const auto& e) { return e.second != 0; });
+    workers.push_back(std::move(w));
+  }
+  return workers;
+}
+
+// Every job's processes; the workers of foreground jobs and of background jobs with no foreground
+// on their GPUs start now, the others once the foreground trains (start_order.h).
+absl::Status LocalRun::StartJobs() {
+  for (const LocalJob& job : jobs_) {
+    processes_.push_back(std::make_unique<JobProcesses>(
+        job, fs::absolute(out_dir_ + "/plans/" + job.slug + ".json").string()));
+  }
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    if (jobs_[i].background() && !ForegroundsSharingGpus(jobs_, i).empty()) {
+      views_[i].state = kWaitingForForeground;
+      continue;
+    }
+    if (absl::Status s = processes_[i]->Start(settings_); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(jobs_[i].key, ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LocalRun::StartWaitingJobs(const agent::AgentStatus& status) {
+  if (stopping_) return absl::OkStatus();
+  std::vector<JobWorkers> workers;  // read once, when a job waits
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    if (processes_[i]->started()) continue;
+    if (workers.empty()) workers = Workers();
+    const std::vector<AwaitedForeground> awaited = AwaitForegrounds(jobs_, workers, i, status);
+    if (!MayStart(awaited)) continue;
+    Note(StartNote(jobs_, workers, i, awaited));
+    views_[i].state = "starting";
+    if (absl::Status s = processes_[i]->Start(settings_); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(jobs_[i].key, ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LocalRun::Loop() {
   MonotonicTime kill_at{};
   while (true) {
     std::vector<pollfd> fds;
@@ -344,6 +410,10 @@ void LocalRun::Loop() {
     poll(fds.data(), fds.size(), 100);
     bool running = false;
     for (std::size_t i = 0; i < processes_.size(); ++i) {
+      if (!processes_[i]->started()) {  // waits for the foreground: starts unless the run stops
+        running = running || !stopping_;
+        continue;
+      }
       ReadProgress(i);
       processes_[i]->Reap();
       running = running || processes_[i]->running();
@@ -356,13 +426,23 @@ void LocalRun::Loop() {
         views_[i].eta_seconds = ok ? 0 : -1;
       }
     }
-    SampleAgent();
+    // The agent drops a worker's memory samples when it exits: read them often.
+    const MonotonicTime now = clock_.Now();
+    if (!last_read_.has_value() || now - *last_read_ >= std::chrono::milliseconds(50)) {
+      last_read_ = now;
+      const agent::AgentStatus status = agent_->Status();
+      SampleAgent(status);
+      WAVEPOOL_RETURN_IF_ERROR(StartWaitingJobs(status));
+    }
     display_.Update(Views());
-    if (!running) return;
+    if (!running) return absl::OkStatus();
     if (g_stop.load() && !stopping_) {
       stopping_ = true;
       report_.interrupted = true;
       Note("stopping: every worker checkpoints and exits; run the same command to resume");
+      for (std::size_t i = 0; i < processes_.size(); ++i) {
+        if (!processes_[i]->started()) views_[i].state = "stopped";  // never starts
+      }
       for (auto& p : processes_) p->Signal(SIGTERM);
       kill_at = clock_.Now() + options_.stop_grace;
     }
@@ -379,7 +459,11 @@ int LocalRun::Finish() {
     report.exit_codes = processes_[i]->exits();
     const bool ok = views_[i].state == "done";
     report.state = ok ? "Succeeded" : report_.interrupted ? "Interrupted" : "Failed";
-    if (!ok) report.reason = processes_[i]->FailureReason();
+    if (!ok) {
+      report.reason = processes_[i]->started()
+                          ? processes_[i]->FailureReason()
+                          : "stopped before its workers started: it waited for the foreground";
+    }
     if (!ok && !report_.interrupted) {
       ++failed;
       err_ << "wavepool run: TrainingJob " << report.name << " failed: " << report.reason << "\n";
@@ -408,15 +492,14 @@ int LocalRun::Run() {
     err_ << "wavepool run: " << s.message() << "\n";
     return 2;
   }
-  WorkerSettings settings;
-  settings.binary = options_.worker_binary.empty() ? WorkerNextToUs() : options_.worker_binary;
-  settings.agent_dir = fs::absolute(out_dir_ + "/agent").string();
-  settings.data = options_.data;
-  settings.checkpoint_root = fs::absolute(options_.checkpoint_root).string();
-  settings.log_dir = fs::absolute(out_dir_ + "/logs").string();
-  settings.threads = options_.threads;
-  settings.machine_gpus = on_machine_gpus_;
-  settings.on_started = [this](pid_t pid, const std::map<std::string, std::string>& env) {
+  settings_.binary = options_.worker_binary.empty() ? WorkerNextToUs() : options_.worker_binary;
+  settings_.agent_dir = fs::absolute(out_dir_ + "/agent").string();
+  settings_.data = options_.data;
+  settings_.checkpoint_root = fs::absolute(options_.checkpoint_root).string();
+  settings_.log_dir = fs::absolute(out_dir_ + "/logs").string();
+  settings_.threads = options_.threads;
+  settings_.machine_gpus = on_machine_gpus_;
+  settings_.on_started = [this](pid_t pid, const std::map<std::string, std::string>& env) {
     agent::WorkerIdentity identity;
     identity.namespace_name = env.at("WAVEPOOL_NAMESPACE");
     identity.job = env.at("WAVEPOOL_JOB");
@@ -427,19 +510,19 @@ int LocalRun::Run() {
     if (absl::SimpleAtoi(env.at("WAVEPOOL_GPU_INDEX"), &gpu)) identity.gpu_indices = {gpu};
     identity_.Add(pid, std::move(identity));
   };
-  settings.on_reaped = [this](pid_t pid) { identity_.Remove(pid); };
+  settings_.on_reaped = [this](pid_t pid) { identity_.Remove(pid); };
   out_ << absl::StrFormat(
       "wavepool run: %d job(s) on %d %s GPU(s) of the local agent; logs and report in %s\n",
       jobs_.size(), report_.gpus, on_machine_gpus_ ? "of this machine's" : "simulated", out_dir_);
-  for (const LocalJob& job : jobs_) {
-    processes_.push_back(std::make_unique<JobProcesses>(
-        job, fs::absolute(out_dir_ + "/plans/" + job.slug + ".json").string()));
-    if (absl::Status s = processes_.back()->Start(settings); !s.ok()) {
-      err_ << "wavepool run: " << job.key << ": " << s.message() << "\n";
-      return 1;
-    }
+  absl::Status started = StartJobs();
+  if (started.ok()) {
+    display_.Update(Views());  // every job's first state, a waiting background job's included
+    started = Loop();
   }
-  Loop();
+  if (!started.ok()) {
+    err_ << "wavepool run: " << started.message() << "\n";
+    return 1;
+  }
   return Finish();
 }
 

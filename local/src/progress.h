@@ -40,10 +40,12 @@ struct JobView {
   std::int64_t step = 0;
   double loss = 0;
   double samples_per_second = 0;
-  double eta_seconds = -1;         // unknown: -1
-  double slowdown = 0;             // foreground: the agent's measured slowdown; 0 unknown
-  double slowdown_limit = 0;       // foreground: the SLO
-  std::string state = "starting";  // starting, training, done, failed, stopped
+  double eta_seconds = -1;    // unknown: -1
+  double slowdown = 0;        // foreground: the agent's measured slowdown; 0 unknown
+  double slowdown_limit = 0;  // foreground: the SLO
+  // starting, training, done, failed, stopped; a background job waits first, "waiting for the
+  // foreground", until the foreground on its GPUs trains (start_order.h).
+  std::string state = "starting";
 };
 
 // Not synchronised: one thread updates it. Borrows `out` and `clock`, which must outlive it.

@@ -1,7 +1,8 @@
 // `wavepool run` as users run it: the real binary, the real workers and its in-process agent on
-// simulated GPUs; the report it writes; a foreground and a background job sharing a GPU; an
-// interrupted run resumed; failures named.
+// simulated GPUs; the report it writes; a foreground and a background job sharing a GPU, the
+// background started once the foreground registered; an interrupted run resumed; failures named.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,13 +25,15 @@ namespace wavepool::local {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::wavepool::testing::Eventually;
 using ::wavepool::testing::ReadFileOrEmpty;
 using ::wavepool::testing::TempDir;
 using ::wavepool::testing::WriteFile;
 using json = nlohmann::json;
 
-// A foreground data-parallel job on two GPUs and a background job that shares one of them.
+// A foreground data-parallel job on two GPUs and a background job that shares one of them
+// (BACKGROUND_STEPS: the background's steps; STEPS the foreground's).
 constexpr const char* kPair = R"(apiVersion: wavepool.dev/v1alpha1
 kind: TrainingJob
 metadata: {name: train, namespace: team-a}
@@ -51,7 +54,7 @@ spec:
   model: {name: mlp_tiny}
   globalBatchSize: 64
   gpus: 1
-  steps: STEPS
+  steps: BACKGROUND_STEPS
   checkpoint: {path: /checkpoints/sweep}
 )";
 
@@ -62,13 +65,29 @@ class WavepoolRun : public ::testing::Test {
     dir_ = temp_dir_.path();
   }
 
-  std::string Manifest(const std::string& name, std::string text, int steps) {
-    const std::string key = "STEPS";
-    for (std::size_t at; (at = text.find(key)) != std::string::npos;) {
-      text.replace(at, key.size(), std::to_string(steps));
-    }
+  // `text` with BACKGROUND_STEPS replaced by `background_steps` and STEPS by `steps`, written to
+  // <dir>/<name>.
+  std::string Manifest(const std::string& name, std::string text, int steps,
+                       int background_steps = 0) {
+    const auto replace = [&text](const std::string& key, int value) {
+      for (std::size_t at; (at = text.find(key)) != std::string::npos;) {
+        text.replace(at, key.size(), std::to_string(value));
+      }
+    };
+    replace("BACKGROUND_STEPS", background_steps);  // first: it ends in STEPS
+    replace("STEPS", steps);
     const std::string path = dir_ + "/" + name;
     EXPECT_OK(WriteFile(path, text));
+    return path;
+  }
+
+  // An executable <dir>/worker.sh for --worker: a foreground worker runs `foreground` (shell), a
+  // background worker the real wavepool-worker.
+  std::string ForegroundWorker(const std::string& foreground) {
+    const std::string path = dir_ + "/worker.sh";
+    EXPECT_OK(WriteFile(path, "#!/bin/sh\nif [ \"$WAVEPOOL_ROLE\" = Foreground ]; then\n" +
+                                  foreground + "\nfi\nexec " + WAVEPOOL_WORKER_BIN + " \"$@\"\n"));
+    EXPECT_EQ(chmod(path.c_str(), 0755), 0);
     return path;
   }
 
@@ -112,14 +131,37 @@ class WavepoolRun : public ::testing::Test {
   int runs_ = 0;
 };
 
+// The time of `report`'s first agent snapshot listing a task of `role` on GPU 0; -1 for none.
+double FirstOnGpu0(const json& report, const std::string& role) {
+  for (const json& snapshot : report["agent"]) {
+    for (const json& task : snapshot["gpus"][0]["tasks"]) {
+      if (task["role"] == role) return snapshot["time"].get<double>();
+    }
+  }
+  return -1;
+}
+
+// The time of `report`'s first note that contains `text`; -1 for none.
+double NoteTime(const json& report, const std::string& text) {
+  for (const json& note : report["notes"]) {
+    if (note["text"].get<std::string>().find(text) != std::string::npos) {
+      return note["time"].get<double>();
+    }
+  }
+  return -1;
+}
+
 TEST_F(WavepoolRun, AForegroundAndABackgroundJobShareAGpuUnderTheAgent) {
-  const std::string manifest = Manifest("pair.yaml", kPair, 150);
+  // The background starts once the foreground registered, and the foreground has several times
+  // the background's steps still to train then: the two are registered together for a while, and
+  // the run takes a snapshot when the background registers.
+  const std::string manifest = Manifest("pair.yaml", kPair, 400, 100);
   const int code =
       Wait(Start({manifest, "--out", "out", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN}));
   ASSERT_EQ(code, 0) << Out() << Err();
   // Plain timestamped lines (stdout is not a terminal), one job per line.
-  EXPECT_THAT(Out(), HasSubstr("team-a/train (foreground) done step 150/150"));
-  EXPECT_THAT(Out(), HasSubstr("team-a/sweep (background) done step 150/150"));
+  EXPECT_THAT(Out(), HasSubstr("team-a/train (foreground) done step 400/400"));
+  EXPECT_THAT(Out(), HasSubstr("team-a/sweep (background) done step 100/100"));
   EXPECT_THAT(Out(), HasSubstr("report: out/report.json"));
   const json report = Report("out");
   EXPECT_EQ(report["kind"], "LocalRunReport");
@@ -130,8 +172,8 @@ TEST_F(WavepoolRun, AForegroundAndABackgroundJobShareAGpuUnderTheAgent) {
   EXPECT_EQ(train["state"], "Succeeded");
   EXPECT_EQ(train["gpus"], json::array({0, 1}));
   EXPECT_EQ(sweep["gpus"], json::array({0}));  // beside the foreground's first rank
-  EXPECT_EQ(train["stepsTrained"].size(), 150u);
-  EXPECT_EQ(sweep["stepsTrained"].size(), 150u);
+  EXPECT_EQ(train["stepsTrained"].size(), 400u);
+  EXPECT_EQ(sweep["stepsTrained"].size(), 100u);
   EXPECT_GT(train["plan"]["iterationSeconds"].get<double>(), 0);
   // The agent saw both tasks on GPU 0, with the foreground's credits and the background's.
   bool both = false;
@@ -166,8 +208,98 @@ TEST_F(WavepoolRun, AForegroundAndABackgroundJobShareAGpuUnderTheAgent) {
   EXPECT_THAT(ReadFileOrEmpty(dir_ + "/out/report.html"), HasSubstr("<figure class=\"chart\""));
 }
 
+TEST_F(WavepoolRun, ABackgroundJobStartsOnceTheForegroundOnItsGpuRegistered) {
+  const std::string manifest = Manifest("pair.yaml", kPair, 40, 10);
+  const int code =
+      Wait(Start({manifest, "--out", "out", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN}));
+  ASSERT_EQ(code, 0) << Out() << Err();
+  EXPECT_THAT(Out(), HasSubstr("team-a/sweep (background) waiting for the foreground step 0/10"));
+  const json report = Report("out");
+  // A snapshot is taken when a worker registers: the first listing the foreground's rank 0 on
+  // GPU 0 is when the run first saw it registered.
+  const double registered = FirstOnGpu0(report, "Foreground");
+  ASSERT_GE(registered, 0) << report["agent"].dump(1);
+  const double started =
+      NoteTime(report,
+               "team-a/sweep starts after waiting for the foreground on GPU 0: team-a/train "
+               "registered with the agent");
+  ASSERT_GE(started, registered) << report["notes"].dump(1);
+  // Nothing of the background before: no task, no step.
+  for (const json& snapshot : report["agent"]) {
+    for (const json& task : snapshot["gpus"][0]["tasks"]) {
+      if (task["role"] == "Background") {
+        EXPECT_GE(snapshot["time"].get<double>(), started);
+      }
+    }
+  }
+  const json& sweep = report["jobs"][1];
+  ASSERT_EQ(sweep["stepsTrained"].size(), 10u);
+  EXPECT_GT(sweep["stepsTrained"][0]["time"].get<double>(), started);
+  EXPECT_EQ(sweep["state"], "Succeeded");
+}
+
+TEST_F(WavepoolRun, ABackgroundJobWithNoForegroundOnItsGpuStartsAtOnce) {
+  const std::string pair = kPair;
+  const std::string background = pair.substr(pair.find("---\n") + 4);  // the pair's sweep alone
+  const std::string manifest = Manifest("sweep.yaml", background, 0, 10);
+  const int code =
+      Wait(Start({manifest, "--out", "out", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN}));
+  ASSERT_EQ(code, 0) << Out() << Err();
+  EXPECT_THAT(Out(), Not(HasSubstr("waiting for the foreground")));
+  EXPECT_THAT(Out(), HasSubstr("team-a/sweep (background) done step 10/10"));
+  const json report = Report("out");
+  EXPECT_EQ(report["jobs"][0]["state"], "Succeeded");
+  EXPECT_EQ(NoteTime(report, "starts after waiting"), -1) << report["notes"].dump(1);
+}
+
+TEST_F(WavepoolRun, ARunInterruptedBeforeTheBackgroundStartedReportsItInterrupted) {
+  // The foreground's workers never register: the background waits for them until Ctrl-C.
+  const std::string worker = ForegroundWorker("exec sleep 600");
+  const std::string manifest = Manifest("pair.yaml", kPair, 20, 20);
+  const pid_t run = Start({manifest, "--out", "out", "--threads", "1", "--worker", worker});
+  const bool waiting = Eventually(
+      [&] {
+        return Out().find("team-a/sweep (background) waiting for the foreground") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(60));
+  kill(run, SIGINT);  // Ctrl-C, whether or not it waited: the run stops its workers
+  EXPECT_EQ(Wait(run), 130) << Out() << Err();
+  ASSERT_TRUE(waiting) << Out();
+  EXPECT_THAT(Out(), HasSubstr("team-a/sweep (background) stopped step 0/20"));
+  EXPECT_THAT(Out(), Not(HasSubstr("team-a/sweep starts")));
+  const json report = Report("out");
+  EXPECT_TRUE(report["interrupted"].get<bool>());
+  EXPECT_EQ(report["jobs"][0]["state"], "Interrupted");
+  const json& sweep = report["jobs"][1];
+  EXPECT_EQ(sweep["state"], "Interrupted");
+  EXPECT_TRUE(sweep["stepsTrained"].empty());
+  EXPECT_TRUE(sweep["exitCodes"].empty());
+  EXPECT_THAT(sweep["reason"].get<std::string>(), HasSubstr("before its workers started"));
+  EXPECT_EQ(ReadFileOrEmpty(dir_ + "/out/logs/team-a-sweep-rank0.err"), "");  // it never ran
+  EXPECT_EQ(FirstOnGpu0(report, "Background"), -1);
+}
+
+TEST_F(WavepoolRun, ABackgroundJobTrainsWhenItsForegroundFailedBeforeRegistering) {
+  const std::string worker = ForegroundWorker(
+      "echo \"wavepool-worker rank $WAVEPOOL_RANK: error: no device today\" >&2; exit 3");
+  const std::string manifest = Manifest("pair.yaml", kPair, 20, 20);
+  EXPECT_EQ(Wait(Start({manifest, "--out", "out", "--threads", "1", "--worker", worker})), 1)
+      << Out() << Err();
+  EXPECT_THAT(Err(), HasSubstr("TrainingJob team-a/train failed: rank 0 exited 3: "
+                               "wavepool-worker rank 0: error: no device today"));
+  EXPECT_THAT(Out(), HasSubstr("team-a/sweep starts after waiting for the foreground on GPU 0: "
+                               "team-a/train failed before it registered with the agent; the "
+                               "background trains without it"));
+  EXPECT_THAT(Out(), HasSubstr("team-a/sweep (background) done step 20/20"));
+  const json report = Report("out");
+  EXPECT_EQ(report["jobs"][0]["state"], "Failed");
+  EXPECT_EQ(report["jobs"][1]["state"], "Succeeded");
+  EXPECT_EQ(report["jobs"][1]["stepsTrained"].size(), 20u);
+}
+
 TEST_F(WavepoolRun, AnInterruptedRunCheckpointsAndTheSameCommandResumesIt) {
-  const std::string manifest = Manifest("pair.yaml", kPair, 1200);
+  const std::string manifest = Manifest("pair.yaml", kPair, 1200, 1200);
   const pid_t first =
       Start({manifest, "--out", "first", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN});
   ASSERT_TRUE(Eventually(
