@@ -9,6 +9,9 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "wavepool/base/errno_error.h"
@@ -31,6 +34,27 @@ int FreeLoopbackPort() {
   }
   close(fd);
   return port;
+}
+
+// `environ` with `overrides` set over it, as execve's "KEY=value" strings.
+std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& overrides) {
+  std::vector<std::string> entries;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::size_t equals = entry.find('=');
+    if (equals != std::string::npos && overrides.count(entry.substr(0, equals)) > 0) continue;
+    entries.push_back(entry);
+  }
+  for (const auto& [key, value] : overrides) entries.push_back(absl::StrCat(key, "=", value));
+  return entries;
+}
+
+// Pointers to `strings`, null-terminated, for execve.
+std::vector<char*> ExecArray(std::vector<std::string>& strings) {
+  std::vector<char*> array;
+  for (std::string& s : strings) array.push_back(s.data());
+  array.push_back(nullptr);
+  return array;
 }
 
 std::string LastLine(const std::string& path) {
@@ -108,6 +132,21 @@ absl::Status JobProcesses::Start(const WorkerSettings& settings) {
       args.push_back("--threads");
       args.push_back(std::to_string(settings.threads));
     }
+    // Everything the child needs is made here: this process runs the agent's threads, so the
+    // forked child may only make async-signal-safe calls (no allocation, no stdio, no setenv)
+    // until it execs. Rank 0's stdout is the pipe, the others' a file; stderr a file.
+    std::vector<std::string> environment = EnvironmentWith(env);
+    const std::vector<char*> envp = ExecArray(environment);
+    const std::vector<char*> argv = ExecArray(args);
+    const int out = rank == 0
+                        ? pipe_fds[1]
+                        : open(out_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) return ErrnoError(errno, out_log);
+    const int err = open(err_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (err < 0) {
+      if (rank != 0) close(out);
+      return ErrnoError(errno, err_log);
+    }
     // The child waits for `go` to close: on_started has run by then.
     int go[2] = {-1, -1};
     if (pipe2(go, O_CLOEXEC) != 0) return ErrnoError(errno, absl::StrCat("pipe for ", job_.key));
@@ -118,21 +157,13 @@ absl::Status JobProcesses::Start(const WorkerSettings& settings) {
       char byte;
       while (read(go[0], &byte, 1) < 0 && errno == EINTR) {
       }
-      // The child: rank 0's stdout is the pipe, the others' a file; stderr a file.
-      const int out =
-          rank == 0 ? pipe_fds[1] : open(out_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err = open(err_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0) {
-        _exit(126);
-      }
+      if (dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0) _exit(126);
       setpgid(0, 0);  // the terminal's Ctrl-C reaches `wavepool run`, which stops the workers
-      for (const auto& [key, value] : env) setenv(key.c_str(), value.c_str(), 1);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
+      execve(argv[0], argv.data(), envp.data());
       _exit(127);
     }
+    if (rank != 0) close(out);
+    close(err);
     close(go[0]);
     if (settings.on_started) settings.on_started(pid, env);
     close(go[1]);

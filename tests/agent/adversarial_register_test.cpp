@@ -4,14 +4,10 @@
 // second slot beyond the pod's GPUs, with invalid UTF-8 or a bad namespace, or with every
 // connection the agent serves, is refused, and the agent, the foreground's credits and its
 // other tenants carry on.
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +15,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/peer_process.h"
 #include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -34,6 +31,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 using ::wavepool::testing::Eventually;
+using ::wavepool::testing::IsOkAndHolds;
 using ::wavepool::testing::StatusIs;
 using ::wavepool::testing::TempDir;
 
@@ -230,75 +228,24 @@ TEST_F(AdversarialRegister, InvalidUtf8AndABadNamespaceAreRefusedAndTheAgentCarr
   EXPECT_THAT(agent_->Status().gpus[1].tasks, SizeIs(1));
 }
 
-// Opens `count` connections to `path` from a child process, waits until the agent has answered
-// every one it refused (an Error frame, then EOF), writes how many are still open to `report`,
-// and holds them until `hold` closes.
-[[noreturn]] void HoldConnections(const std::string& path, int count, int report, int hold) {
-  std::vector<int> fds;
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
-  for (int i = 0; i < count; ++i) {
-    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
-      fds.push_back(fd);
-    } else {
-      close(fd);
-    }
-  }
-  // Refused connections turn readable at once; admitted ones stay quiet until the register
-  // timeout (5 s), far beyond this wait.
-  std::vector<bool> refused(fds.size(), false);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-  std::size_t open = fds.size();
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::vector<pollfd> polls;
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      polls.push_back({refused[i] ? -1 : fds[i], POLLIN, 0});
-    }
-    if (poll(polls.data(), polls.size(), 50) < 0) break;
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      if (!refused[i] && (polls[i].revents & (POLLIN | POLLHUP)) != 0) {
-        refused[i] = true;
-        --open;
-      }
-    }
-  }
-  const int open_count = static_cast<int>(open);
-  (void)!write(report, &open_count, sizeof open_count);
-  char byte;
-  while (read(hold, &byte, 1) > 0) {
-  }
-  _exit(0);
-}
-
 TEST_F(AdversarialRegister, OnePeerCannotHoldEveryConnection) {
   identity_.Set(getpid(), Foreground());
-  int report[2], hold[2];
-  ASSERT_EQ(pipe(report), 0);
-  ASSERT_EQ(pipe(hold), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(report[0]);
-    close(hold[1]);
-    HoldConnections(agent_->socket_path(), 256, report[1], hold[0]);
-  }
-  close(report[1]);
-  close(hold[0]);
-  int open = -1;
-  ASSERT_EQ(read(report[0], &open, sizeof open), static_cast<ssize_t>(sizeof open));
-  close(report[0]);
-  EXPECT_EQ(open, 16);  // the agent's connections per pod (or process)
+  // Another process opens 256 connections and holds those the agent did not refuse: the agent's
+  // connections per pod (or process).
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<PeerProcess> holder,
+      PeerProcess::Start({"hold", "--socket", agent_->socket_path(), "--connections", "256"}));
+  EXPECT_THAT(holder->ReadLine(kCatchUp), IsOkAndHolds("16"));
 
-  // With the child's connections held, the foreground still registers, with its credits.
+  // With the peer's connections held, the foreground still registers, with its credits.
   AgentClient::Options options;
   options.socket_path = agent_->socket_path();
   options.registration = Request(Foreground());
   options.log = [](std::string_view) {};
   absl::StatusOr<std::unique_ptr<AgentClient>> foreground = AgentClient::Connect(options);
-  close(hold[1]);
-  waitpid(child, nullptr, 0);
+  holder->CloseStdin();
+  ASSERT_OK_AND_ASSIGN(const int status, holder->Wait(kCatchUp));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   ASSERT_OK(foreground.status());
   EXPECT_EQ((*foreground)->registration().credit_limit, 2u);
   (*foreground)->Close();

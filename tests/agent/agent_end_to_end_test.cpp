@@ -3,7 +3,6 @@
 // metrics. Waits are bounded polls; nothing asserts a duration.
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -12,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/peer_process.h"
 #include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -24,6 +24,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::wavepool::testing::Eventually;
+using ::wavepool::testing::IsOkAndHolds;
 using ::wavepool::testing::StatusIs;
 using ::wavepool::testing::TempDir;
 
@@ -45,7 +46,7 @@ class AgentEndToEnd : public ::testing::Test {
     options.hostname = "node-a";
     options.version = "test";
     options.mps.mode = MpsMode::kOff;
-    options.trust_register = true;  // workers are this test's own threads
+    options.trust_register = true;  // workers are this test's threads and its peer process
     ASSERT_OK_AND_ASSIGN(agent_,
                          Agent::Start(options, std::move(devices), clock_.get(), runner_.get()));
   }
@@ -133,27 +134,16 @@ TEST_F(AgentEndToEnd, ForegroundReportsMarkSlowedGroupsSensitiveInItsGate) {
 }
 
 TEST_F(AgentEndToEnd, ReclaimsTheSlotOfAWorkerThatDies) {
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    // A worker that registers, takes a credit, and is then killed without a goodbye.
-    auto client = AgentClient::Connect(Worker(Role::kBackground, "doomed"));
-    const char ok = client.ok() && (*client)->gate()->TryAcquire() ? 'y' : 'n';
-    (void)write(ready[1], &ok, 1);
-    pause();
-    _exit(0);
-  }
-  close(ready[1]);
-  char ok = 0;
-  ASSERT_EQ(read(ready[0], &ok, 1), 1);
-  close(ready[0]);
-  ASSERT_EQ(ok, 'y');
+  // A worker in another process that registers, takes a credit, and is then killed without a
+  // goodbye.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PeerProcess> doomed,
+                       PeerProcess::Start(WorkerFlags(Worker(Role::kBackground, "doomed"))));
+  ASSERT_THAT(doomed->ReadLine(kCatchUp), IsOkAndHolds("y"));
   ASSERT_TRUE(Eventually([&] { return TasksOn(0) == 1; }, kCatchUp));
-  EXPECT_EQ(agent_->Status().gpus[0].tasks[0].pid, child);  // SO_PEERCRED, not the message
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
+  EXPECT_EQ(agent_->Status().gpus[0].tasks[0].pid, doomed->pid());  // SO_PEERCRED, not the message
+  doomed->Signal(SIGKILL);
+  ASSERT_OK_AND_ASSIGN(const int status, doomed->Wait(kCatchUp));
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
   EXPECT_TRUE(Eventually([&] { return TasksOn(0) == 0; }, kCatchUp));
   EXPECT_THAT(agent_->metrics().ExpositionText(),
               HasSubstr("wavepool_agent_reclaimed_slots_total{hostname=\"node-a\"} 1"));

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,9 +10,15 @@
 #include <cerrno>
 #include <cstring>
 
-extern char** environ;
+#include "absl/status/statusor.h"
+#include "tests/support/spawn.h"
 
 namespace wavepool::cli::testing {
+
+using ::wavepool::testing::ChildStream;
+using ::wavepool::testing::Spawn;
+using ::wavepool::testing::SpawnOptions;
+
 namespace {
 
 // A pipe whose ends close themselves.
@@ -89,26 +94,20 @@ ProcessResult RunProcess(const std::string& program, const std::vector<std::stri
     result.error = std::string("pipe2: ") + std::strerror(errno);
     return result;
   }
-  std::vector<std::string> storage{program};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe.write_end(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe.write_end(), STDERR_FILENO);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
+  std::vector<std::string> argv{program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  SpawnOptions options;
+  options.in = ChildStream::File("/dev/null");
+  options.out = ChildStream::Descriptor(out_pipe.write_end());
+  options.err = ChildStream::Descriptor(err_pipe.write_end());
+  const absl::StatusOr<pid_t> spawned = Spawn(argv, options);
   out_pipe.CloseWrite();
   err_pipe.CloseWrite();
-  if (spawned != 0) {
-    result.error = "posix_spawn " + program + ": " + std::strerror(spawned);
+  if (!spawned.ok()) {
+    result.error = std::string(spawned.status().message());
     return result;
   }
+  const pid_t pid = *spawned;
   result.started = true;
 
   const auto deadline = std::chrono::steady_clock::now() + limit;

@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/support/eventually.h"
 #include "tests/support/files.h"
+#include "tests/support/spawn.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
@@ -26,8 +27,11 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::wavepool::testing::ChildStream;
 using ::wavepool::testing::Eventually;
 using ::wavepool::testing::ReadFileOrEmpty;
+using ::wavepool::testing::Spawn;
+using ::wavepool::testing::SpawnOptions;
 using ::wavepool::testing::TempDir;
 using ::wavepool::testing::WriteFile;
 using json = nlohmann::json;
@@ -97,19 +101,13 @@ class WavepoolRun : public ::testing::Test {
     args.insert(args.begin(), {WAVEPOOL_BIN, "run"});
     const std::string out = dir_ + "/run" + std::to_string(runs_) + ".out";
     const std::string err = dir_ + "/run" + std::to_string(runs_) + ".err";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      if (chdir(dir_.c_str()) != 0 || std::freopen(out.c_str(), "w", stdout) == nullptr ||
-          std::freopen(err.c_str(), "w", stderr) == nullptr) {
-        _exit(126);
-      }
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    return pid;
+    SpawnOptions options;
+    options.cwd = dir_;
+    options.out = ChildStream::File(out);
+    options.err = ChildStream::File(err);
+    absl::StatusOr<pid_t> pid = Spawn(args, options);
+    EXPECT_TRUE(pid.ok()) << pid.status();
+    return pid.value_or(-1);
   }
   static int Wait(pid_t pid) {
     int status = 0;

@@ -3,9 +3,9 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -272,39 +272,35 @@ TEST(CheckpointDirectory, ReadChecksFingerprintRankWorldSizeAndStep) {
                        HasSubstr("holds step 300, but its directory is step 200's")));
 }
 
-// What the child of a fork saw, sent back through a pipe.
-struct ChildReport {
-  int exit_code = -1;
-  std::string text;
-};
-
-// Runs `body` in a forked child whose files may not grow past `limit_bytes` (RLIMIT_FSIZE, with
-// SIGXFSZ ignored so that write(2) fails with EFBIG, as on a full disk). `body` returns text to
-// report; the child exits 0 when it returned.
+// What `body` returned, run while this process's files cannot grow past `limit_bytes`: the soft
+// RLIMIT_FSIZE lowered, with SIGXFSZ ignored so that write(2) fails with EFBIG, as on a full disk;
+// both are restored afterwards. In this process rather than in a forked child, which could not
+// safely allocate while another thread (LibTorch's pools) may hold malloc's lock; nothing else
+// in this process writes a regular file meanwhile.
 template <typename Body>
-ChildReport RunWithFileSizeLimit(rlim_t limit_bytes, Body body) {
-  int fds[2];
-  if (::pipe(fds) != 0) return {-1, "pipe failed"};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    ::signal(SIGXFSZ, SIG_IGN);
-    const rlimit limit{limit_bytes, limit_bytes};
-    std::string text = ::setrlimit(RLIMIT_FSIZE, &limit) == 0 ? body() : "setrlimit failed";
-    ssize_t ignored = ::write(fds[1], text.data(), text.size());
-    (void)ignored;
-    ::_exit(0);
+absl::StatusOr<std::string> WithFileSizeLimit(rlim_t limit_bytes, Body body) {
+  rlimit saved{};
+  if (::getrlimit(RLIMIT_FSIZE, &saved) != 0) {
+    return absl::ErrnoToStatus(errno, "getrlimit RLIMIT_FSIZE");
   }
-  ::close(fds[1]);
-  ChildReport report;
-  char buffer[4096];
-  for (ssize_t got; (got = ::read(fds[0], buffer, sizeof(buffer))) > 0;)
-    report.text.append(buffer, got);
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  report.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return report;
+  struct sigaction ignore {};
+  struct sigaction previous {};
+  ignore.sa_handler = SIG_IGN;
+  if (::sigaction(SIGXFSZ, &ignore, &previous) != 0) {
+    return absl::ErrnoToStatus(errno, "sigaction SIGXFSZ");
+  }
+  const rlimit lowered{limit_bytes, saved.rlim_max};
+  if (::setrlimit(RLIMIT_FSIZE, &lowered) != 0) {
+    const int error = errno;
+    ::sigaction(SIGXFSZ, &previous, nullptr);
+    return absl::ErrnoToStatus(error, "setrlimit RLIMIT_FSIZE");
+  }
+  std::string text = body();
+  const bool restored = ::setrlimit(RLIMIT_FSIZE, &saved) == 0;
+  const int error = errno;
+  ::sigaction(SIGXFSZ, &previous, nullptr);
+  if (!restored) return absl::ErrnoToStatus(error, "setrlimit RLIMIT_FSIZE (restoring)");
+  return text;
 }
 
 std::string Describe(const absl::Status& status) {
@@ -319,14 +315,13 @@ TEST(CheckpointDirectory, AFullDiskFailsTheWriteAndLeavesThePreviousCheckpointLo
   // Files of 1 MiB under a 256 KiB limit: a new step, and the committed step rewritten in place.
   const CheckpointFile next = RankFile(200, 0, 1, 1 << 20);
   const CheckpointFile rewrite = RankFile(100, 0, 1, 1 << 20);
-  const ChildReport report = RunWithFileSizeLimit(
-      256 << 10, [&] { return Describe(dir.Write(next)) + "\n" + Describe(dir.Write(rewrite)); });
-  ASSERT_EQ(report.exit_code, 0) << report.text;
+  ASSERT_OK_AND_ASSIGN(const std::string report, WithFileSizeLimit(256 << 10, [&] {
+                         return Describe(dir.Write(next)) + "\n" + Describe(dir.Write(rewrite));
+                       }));
   const std::string too_large = std::strerror(EFBIG);
-  EXPECT_THAT(report.text,
-              HasSubstr("RESOURCE_EXHAUSTED|write " + dir.RankFilePath(200, 0) + ".tmp."));
-  EXPECT_THAT(report.text, HasSubstr("for " + dir.RankFilePath(200, 0) + ": " + too_large + "\n"));
-  EXPECT_THAT(report.text, HasSubstr("for " + dir.RankFilePath(100, 0) + ": " + too_large));
+  EXPECT_THAT(report, HasSubstr("RESOURCE_EXHAUSTED|write " + dir.RankFilePath(200, 0) + ".tmp."));
+  EXPECT_THAT(report, HasSubstr("for " + dir.RankFilePath(200, 0) + ": " + too_large + "\n"));
+  EXPECT_THAT(report, HasSubstr("for " + dir.RankFilePath(100, 0) + ": " + too_large));
   // No temporary file; the committed step is untouched and loads.
   EXPECT_THAT(Entries(dir.StepPath(200)), ::testing::IsEmpty());
   EXPECT_THAT(Entries(dir.StepPath(100)), UnorderedElementsAre("rank-0.ckpt"));
@@ -343,9 +338,9 @@ TEST(CheckpointDirectory, AFullDiskDuringCommitKeepsTheOldLatest) {
   WriteStep(dir, 100, 1);
   ASSERT_OK(dir.Write(RankFile(200, 0, 1)));
   // A zero limit: not even LATEST's four bytes fit.
-  const ChildReport report = RunWithFileSizeLimit(0, [&] { return Describe(dir.Commit(200, 1)); });
-  ASSERT_EQ(report.exit_code, 0) << report.text;
-  EXPECT_THAT(report.text, AllOf(HasSubstr("RESOURCE_EXHAUSTED|"), HasSubstr(dir.LatestPath())));
+  ASSERT_OK_AND_ASSIGN(const std::string report,
+                       WithFileSizeLimit(0, [&] { return Describe(dir.Commit(200, 1)); }));
+  EXPECT_THAT(report, AllOf(HasSubstr("RESOURCE_EXHAUSTED|"), HasSubstr(dir.LatestPath())));
   EXPECT_THAT(Entries(dir.path()), UnorderedElementsAre("LATEST", "step-100", "step-200"));
   ASSERT_OK_AND_ASSIGN(const std::int64_t latest, dir.Latest());
   EXPECT_EQ(latest, 100);

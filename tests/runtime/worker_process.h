@@ -10,36 +10,41 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "tests/support/files.h"
+#include "tests/support/spawn.h"
 
 namespace wavepool::runtime::testing {
 
-// A child process whose stdout and stderr go to <dir>/<name>.out and .err.
+// A child process whose stdout and stderr go to <dir>/<name>.out and .err, with `env` set over the
+// test process's environment. Started with posix_spawn (tests/support/spawn.h), which is safe
+// while the test process has other threads (LibTorch's pools, a rendezvous store).
+//
+// Thread-compatible. A ChildProcess owns its process: the destructor kills (SIGKILL) and reaps it
+// if it has not been seen to exit.
 class ChildProcess {
  public:
+  // A program that cannot be started exits 127 at once, as from a shell, with the reason in err().
   ChildProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                const std::string& dir, const std::string& name)
       : out_(dir + "/" + name + ".out"), err_(dir + "/" + name + ".err") {
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* out = std::freopen(out_.c_str(), "w", stdout);
-      FILE* err = std::freopen(err_.c_str(), "w", stderr);
-      if (out == nullptr || err == nullptr) _exit(126);
-      for (const auto& [key, value] : env) setenv(key.c_str(), value.c_str(), 1);
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
+    ::wavepool::testing::SpawnOptions options;
+    options.out = ::wavepool::testing::ChildStream::File(out_);
+    options.err = ::wavepool::testing::ChildStream::File(err_);
+    options.env = env;
+    const absl::StatusOr<pid_t> pid = ::wavepool::testing::Spawn(argv, options);
+    if (pid.ok()) {
+      pid_ = *pid;
+      return;
     }
+    (void)::wavepool::testing::WriteFile(err_, std::string(pid.status().message()) + "\n");
+    exited_ = true;
+    code_ = 127;
   }
   ~ChildProcess() {
     if (pid_ > 0 && !exited_) {
@@ -52,24 +57,20 @@ class ChildProcess {
 
   // The exit status (128 + signal when killed), or -1 when it is still running at the deadline.
   int Wait(std::chrono::seconds timeout = std::chrono::seconds(120)) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!exited_) {
-      int status = 0;
-      const pid_t done = waitpid(pid_, &status, WNOHANG);
-      if (done == pid_) {
-        exited_ = true;
-        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        break;
-      }
-      if (std::chrono::steady_clock::now() > deadline) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    if (exited_) return code_;
+    const std::optional<int> status = ::wavepool::testing::WaitForExit(pid_, timeout);
+    if (!status.has_value()) return -1;
+    exited_ = true;
+    code_ = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
     return code_;
   }
-  void Signal(int signal) { kill(pid_, signal); }
+  void Signal(int signal) {
+    if (pid_ > 0 && !exited_) kill(pid_, signal);
+  }
   // What the child wrote so far; "" before it wrote anything.
   std::string out() const { return ::wavepool::testing::ReadFileOrEmpty(out_); }
   std::string err() const { return ::wavepool::testing::ReadFileOrEmpty(err_); }
+  // -1 when it could not be started.
   pid_t pid() const { return pid_; }
 
  private:
