@@ -9,7 +9,8 @@ OUTDIR/colloc.json, a table to OUTDIR/colloc.md and the agent's /metrics to OUTD
 
 Usage: colloc_run.py OUTDIR --bench BIN --agent "CMD" [--steps N] [--bg-seconds S] [--skip-baselines]
 """
-import argparse, json, os, shlex, signal, socket, subprocess, sys, time, urllib.request
+import argparse, json, os, re, shlex, signal, socket, subprocess, sys, threading, time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import colloc_probe as probe  # noqa: E402
@@ -103,6 +104,7 @@ def run_ours_once(args, tag, fg_launch, bg_launch, agent, bg_env):
                 fg.kill()
             return res
     t0 = time.time()
+    watch = SettlingWatch(agent) if agent else None
     if fg:
         open(ff["go"], "w").close()
         try:
@@ -112,8 +114,8 @@ def run_ours_once(args, tag, fg_launch, bg_launch, agent, bg_env):
         res["fg"] = json.load(open(ff["json"])) if os.path.exists(ff["json"]) else {"error": fg.returncode}
     else:
         time.sleep(args.bg_seconds)
-    if agent:
-        agent.scrape("running")  # the tasks' series, what the feedback loop settled on
+    if watch:
+        res["settled"] = watch.finish()  # what the feedback loop settled on while both ran
     if bg:
         open(bf["stop"], "w").close()
         try:
@@ -132,6 +134,58 @@ def run_ours_once(args, tag, fg_launch, bg_launch, agent, bg_env):
     res["wall_s"] = round(time.time() - t0, 1)
     print(json.dumps({k: v for k, v in res.items() if k != "bg" or "piece_solo_us" not in v}), flush=True)
     return res
+
+
+def task_series(text, name):
+    """{(role, pod): value} of a wavepool_task_* gauge or counter in a /metrics text."""
+    found = {}
+    for labels, value in re.findall(rf"^{name}\{{([^}}]*)\}} (\S+)$", text, re.M):
+        fields = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        found[(fields.get("role"), fields.get("pod"))] = float(value)
+    return found
+
+
+def settled_values(text):
+    """What the agent's feedback loop had settled on, from one /metrics text: per role the
+    slowdown, the sensitive op groups, the credit limits, the gate's waits and pauses."""
+    out = {}
+    for key, name in (("slowdown", "wavepool_task_foreground_slowdown_ratio"),
+                      ("slo", "wavepool_task_foreground_slowdown_slo_ratio"),
+                      ("sensitive_op_groups", "wavepool_task_sensitive_op_groups"),
+                      ("credit_limit", "wavepool_task_launch_credit_limit"),
+                      ("recommended_batch", "wavepool_task_recommended_batch_size"),
+                      ("gate_wait_s", "wavepool_task_gate_wait_seconds_total"),
+                      ("paused_s", "wavepool_task_paused_seconds_total"),
+                      ("launches", "wavepool_task_launches_total")):
+        for (role, _pod), value in task_series(text, name).items():
+            out.setdefault(role or "unknown", {})[key] = value
+    return out
+
+
+class SettlingWatch:
+    """Scrapes the agent every 100 ms while a mode runs and keeps the last scrape in which the
+    foreground's task still shows: the agent drops a task's series when it ends, so a scrape after
+    the foreground's timed window would miss what the feedback loop settled on."""
+
+    def __init__(self, agent, period=0.1):
+        self.agent, self.period, self.last = agent, period, None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            text = self.agent.read_metrics()
+            if text and 'role="foreground"' in text:
+                self.last = text
+            self.stop.wait(self.period)
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join()
+        text = self.last or self.agent.read_metrics() or ""
+        self.agent.save_metrics(text, "running")
+        return settled_values(text)
 
 
 class Results(list):
@@ -168,13 +222,19 @@ class Agent:
                 return self
         raise RuntimeError(f"the agent did not start; see {self.dir}/agent.log")
 
-    def scrape(self, when="end"):
+    def read_metrics(self):
+        """The agent's /metrics text; None when it cannot be read."""
         try:
-            text = urllib.request.urlopen(
+            return urllib.request.urlopen(
                 f"http://127.0.0.1:{self.args.metrics_port}/metrics", timeout=5).read().decode()
-        except OSError as e:
-            text = f"# scrape failed: {e}\n"
+        except OSError:
+            return None
+
+    def save_metrics(self, text, when):
         open(f"{self.args.outdir}/agent-metrics-{self.tag}-{when}.txt", "w").write(text)
+
+    def scrape(self, when="end"):
+        self.save_metrics(self.read_metrics() or "# scrape failed\n", when)
 
     def cpu_seconds(self):
         fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
@@ -259,6 +319,19 @@ def table(out):
         lines.append(f"| {mode} | {num(fg_ms, '.2f')} | {num(get(mode, 'fg', 'p90_ms'), '.2f')} | "
                      f"{ratio(fg_ms, fg_solo)} | {num(bg_rate, '.0f')} | {ratio(bg_rate, bg_solo)} |"
                      + (f" error: {error}" if error else ""))
+    lines += ["", "What the agent's feedback loop had settled on at the end of each mode's run:", "",
+              "| setting | fg slowdown | fg SLO | fg sensitive groups | fg credits | "
+              "bg credits | bg gate wait s | of it paused s | bg launches |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for r in out:
+        if "settled" not in r:
+            continue
+        fg, bg = r["settled"].get("foreground", {}), r["settled"].get("background", {})
+        lines.append(f"| {r['mode']} | {num(fg.get('slowdown'), '.3f')} | {num(fg.get('slo'), '.2f')} | "
+                     f"{num(fg.get('sensitive_op_groups'), '.0f')} | "
+                     f"{num(fg.get('credit_limit'), '.0f')} | {num(bg.get('credit_limit'), '.0f')} | "
+                     f"{num(bg.get('gate_wait_s'), '.2f')} | {num(bg.get('paused_s'), '.2f')} | "
+                     f"{num(bg.get('launches'), '.0f')} |")
     return "\n".join(lines) + "\n"
 
 
