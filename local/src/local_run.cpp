@@ -96,6 +96,7 @@ AgentSnapshot Snapshot(const agent::AgentStatus& status, double time) {
       g.wave_period_seconds = gpu.memory_wave->period.count();
     }
     if (gpu.phase_offset.has_value()) g.phase_offset_seconds = gpu.phase_offset->count();
+    g.phase_offset_ratio = gpu.phase_offset_ratio;
     for (const agent::TaskStatus& t : gpu.tasks) {
       g.tasks.push_back({absl::StrCat(t.namespace_name, "/", t.job),
                          t.role == agent::Role::kForeground ? "Foreground" : "Background", t.pid,

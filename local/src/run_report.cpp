@@ -75,6 +75,7 @@ json SnapshotJson(const AgentSnapshot& snapshot) {
                     {"waveTroughBytes", Optional(g.wave_trough_bytes)},
                     {"wavePeriodSeconds", Optional(g.wave_period_seconds)},
                     {"phaseOffsetSeconds", Optional(g.phase_offset_seconds)},
+                    {"phaseOffsetRatio", Optional(g.phase_offset_ratio)},
                     {"tasks", tasks}});
   }
   return {{"time", snapshot.time}, {"gpus", gpus}};

@@ -63,6 +63,7 @@ struct GpuSnapshot {
   std::optional<std::uint64_t> wave_peak_bytes, wave_trough_bytes;
   std::optional<double> wave_period_seconds;
   std::optional<double> phase_offset_seconds;  // tick-tock
+  std::optional<double> phase_offset_ratio;    // that over the waves' period (0.5 is Wavelet's aim)
   std::vector<TaskSnapshot> tasks;
 };
 

@@ -1,8 +1,15 @@
 #include "wavepool/agent/client/agent_client.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -28,6 +35,103 @@ using ::wavepool::testing::TempDir;
 struct FakeAgent {
   RecordingHandler handler;
   std::unique_ptr<SocketServer> server;
+};
+
+// An agent of the previous release, which speaks only kOldestProtocolVersion: a frame in a newer
+// version gets the Error such an agent sends (Unimplemented, in its own version) and the
+// connection closed; a Register in its version is answered by `handler` (a real gate slot), and
+// the types of the frames that follow are recorded. One connection at a time.
+class PreviousReleaseAgent {
+ public:
+  PreviousReleaseAgent(const std::string& path, RecordingHandler* handler) : handler_(handler) {
+    listener_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+    EXPECT_EQ(bind(listener_, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+    EXPECT_EQ(listen(listener_, 8), 0);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~PreviousReleaseAgent() {
+    stop_.store(true);
+    thread_.join();
+    close(listener_);
+  }
+
+  std::vector<MessageType> received() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+
+ private:
+  void Serve() {
+    while (!stop_.load()) {
+      pollfd ready{listener_, POLLIN, 0};
+      if (poll(&ready, 1, 50) != 1) continue;
+      const int fd = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) Converse(fd);
+      if (fd >= 0) close(fd);
+    }
+  }
+
+  void Send(int fd, const Message& message, std::uint32_t sequence) {
+    absl::StatusOr<std::string> frame = EncodeFrame(message, sequence, kOldestProtocolVersion);
+    absl::StatusOr<std::vector<SharedFd>> fds = DescriptorsOf(message);
+    ASSERT_TRUE(frame.ok() && fds.ok());
+    OutgoingDescriptors outgoing;
+    outgoing.Add(0, *std::move(fds));
+    for (std::size_t sent = 0; sent < frame->size();) {
+      const long n = outgoing.Send(fd, sent, frame->data() + sent, frame->size() - sent);
+      if (n <= 0) return;
+      sent += static_cast<std::size_t>(n);
+    }
+  }
+
+  void Converse(int fd) {
+    FrameReader reader;
+    std::deque<ScopedFd> descriptors;
+    std::uint32_t sequence = 1;
+    const SessionId session = ++sessions_;
+    while (!stop_.load()) {
+      absl::StatusOr<std::optional<Frame>> next = reader.Next();
+      if (!next.ok()) break;
+      if (!next->has_value()) {
+        pollfd ready{fd, POLLIN, 0};
+        if (poll(&ready, 1, 50) != 1) continue;
+        char buffer[4096];
+        bool truncated = false;
+        const long n = ReceiveWithDescriptors(fd, buffer, sizeof buffer, &descriptors, &truncated);
+        if (n <= 0) break;
+        reader.Append(std::string_view(buffer, static_cast<std::size_t>(n)));
+        continue;
+      }
+      Frame& frame = **next;
+      if (frame.version != kOldestProtocolVersion) {
+        Send(fd, ErrorReply{absl::StatusCode::kUnimplemented, "frame.version: 3, expected 2"},
+             sequence);
+        break;
+      }
+      if (auto* request = std::get_if<RegisterRequest>(&frame.message)) {
+        EXPECT_OK(AdoptDescriptors(&frame.message, &descriptors));
+        absl::StatusOr<Registered> registered =
+            handler_->OnRegister(session, PeerCredentials{getpid(), getuid(), getgid()}, *request);
+        ASSERT_TRUE(registered.ok()) << registered.status();
+        Send(fd, *registered, sequence++);
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      received_.push_back(TypeOf(frame.message));
+    }
+    handler_->OnClosed(session, false);
+  }
+
+  RecordingHandler* handler_;
+  int listener_ = -1;
+  std::atomic<bool> stop_{false};
+  SessionId sessions_ = 0;
+  std::mutex mu_;
+  std::vector<MessageType> received_;
+  std::thread thread_;
 };
 
 class AgentClientTest : public ::testing::Test {
@@ -268,6 +372,42 @@ TEST_F(AgentClientTest, DropsTheOldestReportsWhileTheAgentIsGone) {
   std::lock_guard<std::mutex> lock(restarted.handler.mu);
   EXPECT_EQ(restarted.handler.op_groups[session].front(), 84u);  // the newest 16
   EXPECT_EQ(restarted.handler.op_groups[session].back(), 99u);
+}
+
+TEST_F(AgentClientTest, TalksToAnAgentOfThePreviousReleaseWithoutWhatItLacks) {
+  RecordingHandler handler;
+  handler.gate_directory = dir_.path();
+  PreviousReleaseAgent agent(socket_path(), &handler);
+  ASSERT_OK_AND_ASSIGN(auto client, AgentClient::Connect(ClientOptions()));
+  EXPECT_TRUE(client->connected());
+  EXPECT_EQ(handler.registration_count(), 1u);  // refused in version 3, registered in version 2
+  ASSERT_OK(client->ReportWaveMemory({0, 1, 100}));
+  ASSERT_OK(client->ReportMemory({1, 100, 100}));
+  ASSERT_TRUE(WaitUntil([&] { return !agent.received().empty(); }));
+  client->Close();
+  EXPECT_EQ(agent.received().front(), MessageType::kReportMemory);
+  for (MessageType type : agent.received()) EXPECT_NE(type, MessageType::kReportWaveMemory);
+  EXPECT_EQ(client->stats().reports_dropped, 1u);  // the wave sample the agent cannot take
+  EXPECT_TRUE(client_log_.Contains("speaks protocol version 2 (this worker 3)"));
+}
+
+TEST_F(AgentClientTest, WaveSamplesKeepEachWavesOrder) {
+  FakeAgent& agent = StartAgent(1);
+  ASSERT_OK_AND_ASSIGN(auto client, AgentClient::Connect(ClientOptions()));
+  ASSERT_OK(client->ReportWaveMemory({0, 10, 1}));
+  ASSERT_OK(client->ReportWaveMemory({1, 5, 2}));  // another wave may be behind
+  EXPECT_THAT(client->ReportWaveMemory({1, 4, 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("time_ns 4 < the previous")));
+  EXPECT_THAT(client->ReportWaveMemory({8, 11, 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("wave 8 >= 8")));
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(agent.handler.mu);
+    return !agent.handler.reports.empty();
+  }));
+  std::lock_guard<std::mutex> lock(agent.handler.mu);
+  const auto& waves = std::get<ReportWaveMemory>(agent.handler.reports.front().second);
+  ASSERT_EQ(waves.samples.size(), 2u);
+  EXPECT_EQ(waves.samples[1].wave, 1);
 }
 
 TEST_F(AgentClientTest, CloseWhileReconnectingReturns) {

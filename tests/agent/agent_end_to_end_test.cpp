@@ -235,6 +235,32 @@ TEST_F(AgentEndToEnd, AFlatDeviceTakesItsMemoryWaveFromTheForegroundsAllocator) 
   EXPECT_FALSE(agent_->Status().gpus[1].memory_wave.has_value());  // no foreground there
 }
 
+TEST_F(AgentEndToEnd, ATickTockWorkersTwoWavesGiveTheirPhaseOffset) {
+  // One worker runs both waves (tick-tock): each holds a 100 ms triangle wave between 1 and
+  // 3 GiB, the tock 30 ms behind the tick; the task's total is their sum.
+  constexpr std::uint64_t kGiB = 1ULL << 30;
+  constexpr std::int64_t kPeriodNs = 100'000'000;
+  constexpr std::int64_t kDelayNs = 30'000'000;
+  const auto held = [&](std::int64_t t) {
+    const double phase = static_cast<double>(((t % kPeriodNs) + kPeriodNs) % kPeriodNs) / kPeriodNs;
+    const double rise = phase < 0.5 ? 2 * phase : 2 - 2 * phase;
+    return static_cast<std::uint64_t>(kGiB * (1 + 2 * rise));
+  };
+  ASSERT_OK_AND_ASSIGN(auto worker, AgentClient::Connect(Worker(Role::kForeground, "fg-0")));
+  const std::int64_t start = ToMonotonicNanos(clock_->Now());
+  for (std::int64_t t = 0; t <= 15 * kPeriodNs; t += 5'000'000) {
+    ASSERT_OK(worker->ReportWaveMemory({0, start + t, held(t)}));
+    ASSERT_OK(worker->ReportWaveMemory({1, start + t, held(t - kDelayNs)}));
+    ASSERT_OK(worker->ReportMemory({start + t, held(t) + held(t - kDelayNs), 6 * kGiB}));
+  }
+  ASSERT_TRUE(
+      Eventually([&] { return agent_->Status().gpus[0].phase_offset.has_value(); }, kCatchUp));
+  EXPECT_NEAR(agent_->Status().gpus[0].phase_offset->count(), 0.030, 0.005);
+  EXPECT_NEAR(agent_->Status().gpus[0].phase_offset_ratio.value_or(0), 0.3, 0.05);
+  EXPECT_THAT(agent_->metrics().ExpositionText(),
+              HasSubstr("wavepool_agent_reports_total{hostname=\"node-a\",type=\"wave_memory\"}"));
+}
+
 TEST_F(AgentEndToEnd, HandsOutEachWorkersMemorySamplesOnceAndItsGateTotals) {
   ASSERT_OK_AND_ASSIGN(auto worker, AgentClient::Connect(Worker(Role::kBackground, "bg-0", 1)));
   for (std::int64_t t = 1; t <= 10; ++t) {

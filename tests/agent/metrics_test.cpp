@@ -105,6 +105,7 @@ TEST(Metrics, ExportsEveryFamilyWithItsType) {
       {"wavepool_gpu_memory_wave_trough_bytes", "gauge"},
       {"wavepool_gpu_memory_wave_period_seconds", "gauge"},
       {"wavepool_gpu_memory_wave_phase_offset_seconds", "gauge"},
+      {"wavepool_gpu_memory_wave_phase_offset_ratio", "gauge"},
       {"wavepool_gpu_memory_headroom_bytes", "gauge"},
       {"wavepool_gpu_background_hold", "gauge"},
       {"wavepool_gpu_tasks", "gauge"},
@@ -148,7 +149,7 @@ TEST(Metrics, GpuSeriesCarryTheDcgmJoinLabelsAndTheValuesSet) {
   gpu->SetRoleSmOccupancy(0.5, 0.25);
   gpu->SetSmOccupancy(0.8);
   // An 80 GiB GPU whose wave peaks at 60 GiB: headroom = 80 - 60 = 20 GiB = 21474836480 bytes.
-  gpu->SetMemoryWave({60 * kGiB, 20 * kGiB, Seconds(0.25), Seconds(0.125), 20 * kGiB});
+  gpu->SetMemoryWave({60 * kGiB, 20 * kGiB, Seconds(0.25), Seconds(0.125), 20 * kGiB, 0.5});
   gpu->SetBackgroundHold(true);
 
   const std::string text = metrics->ExpositionText();
@@ -171,6 +172,8 @@ TEST(Metrics, GpuSeriesCarryTheDcgmJoinLabelsAndTheValuesSet) {
   EXPECT_THAT(SampleValue(text, "wavepool_gpu_memory_wave_period_seconds", gpu0), Optional(0.25));
   EXPECT_THAT(SampleValue(text, "wavepool_gpu_memory_wave_phase_offset_seconds", gpu0),
               Optional(0.125));
+  EXPECT_THAT(SampleValue(text, "wavepool_gpu_memory_wave_phase_offset_ratio", gpu0),
+              Optional(0.5));
   EXPECT_THAT(SampleValue(text, "wavepool_gpu_memory_headroom_bytes", gpu0),
               Optional(21474836480.0));
   EXPECT_THAT(SampleValue(text, "wavepool_gpu_background_hold", gpu0), Optional(1.0));

@@ -11,7 +11,7 @@ namespace {
 
 // `bytes` decoded as `frame`; the encoding is canonical, so re-encoding must give `bytes` back.
 bool ReEncodes(const Frame& frame, std::string_view bytes, FuzzOutcome& outcome, const char* how) {
-  absl::StatusOr<std::string> again = EncodeFrame(frame.message, frame.sequence);
+  absl::StatusOr<std::string> again = EncodeFrame(frame.message, frame.sequence, frame.version);
   if (again.ok() && *again == bytes) return true;
   outcome.ok = false;
   outcome.failure =

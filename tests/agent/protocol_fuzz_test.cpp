@@ -34,6 +34,7 @@ std::vector<std::string> Seeds() {
   ReportOps ops;
   for (std::uint32_t i = 0; i < 9; ++i) ops.groups.push_back({i * 400, OpKind::kCopy, i});
   ReportMemory memory{{{1, 10, 20}, {2, 30, 40}, {3, 5, 40}}};
+  ReportWaveMemory waves{{{0, 1, 10}, {1, 1, 30}, {0, 2, 5}, {1, 3, 2}}};
   const std::vector<Message> messages = {
       reg,
       registered,
@@ -42,7 +43,8 @@ std::vector<std::string> Seeds() {
       ReportIteration{9, 0.125, 64},
       Goodbye{},
       ErrorReply{absl::StatusCode::kFailedPrecondition, "first message must be Register"},
-      Policy{1, StreamPriority::kLow, 16, "bg kernels too long"}};
+      Policy{1, StreamPriority::kLow, 16, "bg kernels too long"},
+      waves};
   std::vector<std::string> seeds;
   std::string conversation;
   for (std::size_t i = 0; i < messages.size(); ++i) {
@@ -51,6 +53,9 @@ std::vector<std::string> Seeds() {
     seeds.push_back(*frame);
     conversation += *frame;
   }
+  // A worker of the previous release.
+  absl::StatusOr<std::string> old = EncodeFrame(memory, 1, kOldestProtocolVersion);
+  if (old.ok()) seeds.push_back(*old);
   seeds.push_back(conversation);
   return seeds;
 }

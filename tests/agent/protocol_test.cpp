@@ -69,9 +69,9 @@ RegisterRequest LongestRegister() {
 }
 
 TEST(Protocol, GoodbyeFrameHasTheDocumentedBytes) {
-  // magic "WPAG" | version 2 | type 6 | sequence 0x01020304 | length 0.
+  // magic "WPAG" | version 3 | type 6 | sequence 0x01020304 | length 0.
   EXPECT_EQ(Encode(Goodbye{}, 0x01020304),
-            std::string("WPAG\x02\x00\x06\x00\x04\x03\x02\x01\x00\x00\x00\x00", 16));
+            std::string("WPAG\x03\x00\x06\x00\x04\x03\x02\x01\x00\x00\x00\x00", 16));
 }
 
 TEST(Protocol, ReportIterationFrameHasTheDocumentedBytes) {
@@ -136,6 +136,24 @@ TEST(Protocol, ReportMemoryRoundTripsAtItsLimits) {
   memory.samples.back().time_ns = std::numeric_limits<std::int64_t>::max();
   const Message decoded = RoundTrip(memory);
   EXPECT_EQ(std::get<ReportMemory>(decoded).samples.size(), kMaxMemorySamplesPerReport);
+}
+
+TEST(Protocol, ReportWaveMemoryRoundTripsAtItsLimits) {
+  ReportWaveMemory waves;
+  for (std::uint32_t i = 0; i < kMaxMemorySamplesPerReport; ++i) {
+    // The waves interleave; each one's times never decrease (ties allowed).
+    waves.samples.push_back({static_cast<std::uint8_t>(i % kMaxWavesPerTask),
+                             static_cast<std::int64_t>(i / 16), UINT64_MAX - i});
+  }
+  waves.samples.back().time_ns = std::numeric_limits<std::int64_t>::max();
+  const Message decoded = RoundTrip(waves);
+  EXPECT_EQ(std::get<ReportWaveMemory>(decoded).samples.size(), kMaxMemorySamplesPerReport);
+}
+
+TEST(Protocol, ReportWaveMemoryFrameHasTheDocumentedBytes) {
+  // count 1 | wave 1 | time_ns 5 | allocated 7: 17 bytes a sample.
+  EXPECT_EQ(Encode(ReportWaveMemory{{{1, 5, 7}}}),
+            RawFrame(MessageType::kReportWaveMemory, Le(1, 4) + Le(1, 1) + Le(5, 8) + Le(7, 8)));
 }
 
 TEST(Protocol, IterationGoodbyeErrorAndPolicyRoundTrip) {
@@ -205,9 +223,11 @@ TEST(Protocol, DecodeRejectsBadHeaders) {
   // Another protocol version is Unimplemented, an oversized body ResourceExhausted (the agent
   // counts them apart); everything else is InvalidArgument.
   ExpectDecodeError(RawFrame(MessageType::kReportOps, body, 1, kFrameMagic, 1),
-                    "frame.version: 1, expected 2", absl::StatusCode::kUnimplemented);
+                    "frame.version: 1, expected 2..3", absl::StatusCode::kUnimplemented);
+  ExpectDecodeError(RawFrame(MessageType::kReportOps, body, 1, kFrameMagic, 4),
+                    "frame.version: 4, expected 2..3", absl::StatusCode::kUnimplemented);
   ExpectDecodeError(RawFrame(static_cast<MessageType>(0), body), "frame.type: 0 is not");
-  ExpectDecodeError(RawFrame(static_cast<MessageType>(10), body), "frame.type: 10 is not");
+  ExpectDecodeError(RawFrame(static_cast<MessageType>(11), body), "frame.type: 11 is not");
   ExpectDecodeError(RawFrame(MessageType::kReportOps, body, 0), "frame.sequence: must be >= 1");
   std::string oversized = RawFrame(MessageType::kReportOps, body);
   oversized.replace(12, 4, Le(kMaxBodyBytes + 1, 4));
@@ -293,6 +313,42 @@ TEST(Protocol, DecodeRejectsBadReportMemory) {
   ExpectDecodeError(
       RawFrame(MessageType::kReportMemory, Le(3, 4) + sample(5) + sample(7) + sample(6)),
       "ReportMemory.samples[2].time_ns: 6 < samples[1].time_ns 7");
+}
+
+TEST(Protocol, DecodeRejectsBadReportWaveMemory) {
+  ExpectDecodeError(RawFrame(MessageType::kReportWaveMemory, Le(kMaxMemorySamplesPerReport + 1, 4)),
+                    "ReportWaveMemory.samples: count 32769 > 32768");
+  const auto sample = [](int wave, std::int64_t t) {
+    return Le(wave, 1) + Le(static_cast<std::uint64_t>(t), 8) + Le(1, 8);
+  };
+  ExpectDecodeError(RawFrame(MessageType::kReportWaveMemory, Le(1, 4) + sample(8, 1)),
+                    "ReportWaveMemory.samples[0].wave: 8 >= 8");
+  ExpectDecodeError(RawFrame(MessageType::kReportWaveMemory, Le(1, 4) + sample(0, -1)),
+                    "ReportWaveMemory.samples[0].time_ns: must be >= 0");
+  // Waves keep their own order: wave 1 may be behind wave 0, not behind itself.
+  const std::string body = sample(0, 9) + sample(1, 5) + sample(1, 6);
+  EXPECT_TRUE(DecodeFrame(RawFrame(MessageType::kReportWaveMemory, Le(3, 4) + body)).ok());
+  ExpectDecodeError(RawFrame(MessageType::kReportWaveMemory, Le(4, 4) + body + sample(1, 4)),
+                    "ReportWaveMemory.samples[3].time_ns: 4 < samples[2].time_ns 6 of wave 1");
+}
+
+TEST(Protocol, FramesOfThePreviousVersionDecodeAndEncode) {
+  // A worker of the previous release: its frames decode, and the agent answers in its version.
+  const std::string old = Encode(ReportMemory{{{1, 2, 3}}});
+  std::string v2 = old;
+  v2[4] = 2;
+  absl::StatusOr<Frame> decoded = DecodeFrame(v2);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->version, 2);
+  EXPECT_EQ(EncodeFrame(decoded->message, 1, 2).value(), v2);
+  // What the previous version lacks is refused both ways, naming the version.
+  ExpectDecodeError(RawFrame(MessageType::kReportWaveMemory, Le(0, 4), 1, kFrameMagic, 2),
+                    "frame.type: 10 (ReportWaveMemory) is not in protocol version 2");
+  EXPECT_THAT(EncodeFrame(ReportWaveMemory{}, 1, 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("ReportWaveMemory is not in protocol version 2")));
+  EXPECT_THAT(EncodeFrame(Goodbye{}, 1, 4),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("frame.version: 4")));
 }
 
 TEST(Protocol, DecodeRejectsBadIterationErrorAndPolicy) {

@@ -157,6 +157,48 @@ TEST_F(SocketServerTest, SecondRegisterIsAnError) {
   EXPECT_FALSE(handler_.closed.begin()->second);
 }
 
+TEST_F(SocketServerTest, AWorkerOfThePreviousVersionIsAnsweredInItsVersion) {
+  StartServer();
+  RawClient client(options_.path);
+  client.set_version(kOldestProtocolVersion);
+  ASSERT_TRUE(client.Register());
+  ASSERT_OK_AND_ASSIGN(Frame registered, client.Receive());
+  EXPECT_EQ(registered.version, kOldestProtocolVersion);
+  EXPECT_TRUE(std::holds_alternative<Registered>(registered.message));
+  const SessionId session = handler_.last_session();
+  ASSERT_OK(server_->Send(session, Policy{1, StreamPriority::kLow, 0, ""}));
+  ASSERT_OK_AND_ASSIGN(Frame policy, client.Receive());
+  EXPECT_EQ(policy.version, kOldestProtocolVersion);
+  ASSERT_TRUE(client.Send(ReportMemory{{{1, 2, 3}}}));
+  // A frame in another version than the Register's ends the session, answered in its version.
+  client.set_version(kProtocolVersion);
+  ASSERT_TRUE(client.Send(ReportWaveMemory{{{0, 1, 2}}}));
+  ASSERT_OK_AND_ASSIGN(Frame error, client.Receive());
+  EXPECT_EQ(error.version, kOldestProtocolVersion);
+  EXPECT_EQ(std::get<ErrorReply>(error.message).code, absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::get<ErrorReply>(error.message).message,
+              HasSubstr("frame.version: 3, but the worker registered in version 2"));
+  ASSERT_TRUE(WaitUntil([&] { return handler_.closed_count() == 1; }));
+  std::lock_guard<std::mutex> lock(handler_.mu);
+  ASSERT_EQ(handler_.reports.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<ReportMemory>(handler_.reports[0].second));
+}
+
+TEST_F(SocketServerTest, DeliversWaveMemoryReports) {
+  StartServer();
+  auto client = RegisteredClient();
+  ASSERT_TRUE(client->Send(ReportWaveMemory{{{0, 1, 2}, {1, 1, 5}}}));
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(handler_.mu);
+    return handler_.reports.size() == 1;
+  }));
+  std::lock_guard<std::mutex> lock(handler_.mu);
+  const auto& waves = std::get<ReportWaveMemory>(handler_.reports[0].second);
+  ASSERT_EQ(waves.samples.size(), 2u);
+  EXPECT_EQ(waves.samples[1].wave, 1);
+  EXPECT_EQ(waves.samples[1].allocated_bytes, 5u);
+}
+
 TEST_F(SocketServerTest, SequenceNumbersMustGrowByOne) {
   StartServer();
   auto client = RegisteredClient();

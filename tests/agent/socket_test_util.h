@@ -198,6 +198,8 @@ class RawClient {
   RawClient& operator=(const RawClient&) = delete;
 
   bool connected() const { return connected_; }
+  // The protocol version Send and SendWithDescriptors encode in.
+  void set_version(std::uint16_t version) { version_ = version; }
 
   bool SendBytes(const std::string& bytes) {
     return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
@@ -206,13 +208,13 @@ class RawClient {
   // Encodes `message` with the next sequence number (or `sequence` when given).
   bool Send(const Message& message, std::uint32_t sequence = 0) {
     if (sequence == 0) sequence = next_++;
-    absl::StatusOr<std::string> frame = EncodeFrame(message, sequence);
+    absl::StatusOr<std::string> frame = EncodeFrame(message, sequence, version_);
     return frame.ok() && SendBytes(*frame);
   }
   // Encodes `message` with the next sequence number and sends it with its descriptors
   // (SCM_RIGHTS) and, after them, `extra` ones.
   bool SendWithDescriptors(const Message& message, std::vector<SharedFd> extra = {}) {
-    absl::StatusOr<std::string> frame = EncodeFrame(message, next_++);
+    absl::StatusOr<std::string> frame = EncodeFrame(message, next_++, version_);
     absl::StatusOr<std::vector<SharedFd>> fds = DescriptorsOf(message);
     if (!frame.ok() || !fds.ok()) return false;
     for (SharedFd& fd : extra) fds->push_back(std::move(fd));
@@ -275,6 +277,7 @@ class RawClient {
   int fd_ = -1;
   bool connected_ = false;
   std::uint32_t next_ = 1;
+  std::uint16_t version_ = kProtocolVersion;
   FrameReader reader_;
   std::deque<ScopedFd> received_;
 };

@@ -104,9 +104,8 @@ TEST(GpuNodeValidation, RulesReportPathAndProblem) {
       {[](GpuNode& n) { n.status.gpus[0].memory_wave->trough_bytes = 70000000000; },
        "GPUNode node-a: status.gpus[0].memoryWave.troughBytes: must be <= peakBytes "
        "(60000000000), got 70000000000"},
-      {[](GpuNode& n) { n.status.gpus[0].memory_wave->phase_offset_seconds = 0.5; },
-       "GPUNode node-a: status.gpus[0].memoryWave.phaseOffsetSeconds: must be in [0.0, 0.25], "
-       "got 0.5"},
+      {[](GpuNode& n) { n.status.gpus[0].memory_wave->phase_offset_seconds = -0.5; },
+       "GPUNode node-a: status.gpus[0].memoryWave.phaseOffsetSeconds: must be >= 0.0, got -0.5"},
       {[](GpuNode& n) { n.status.gpus[0].memory_wave->headroom_bytes = -5; },
        "GPUNode node-a: status.gpus[0].memoryWave.headroomBytes: must be >= 0, got -5"},
       {[](GpuNode& n) { n.status.gpus[0].tasks[0].pid = 0; },

@@ -33,6 +33,7 @@ class CountingPacer final : public LaunchPacer {
   }
   void ReportIteration(std::int64_t, double, std::int64_t) override {}
   void ReportMemory(std::uint64_t) override {}
+  void ReportWaveMemory(int, std::uint64_t) override {}
   void Stop() override {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;

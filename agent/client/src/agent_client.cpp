@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <deque>
@@ -79,10 +80,41 @@ std::vector<T> TakeFront(std::deque<T>& buffer, std::size_t n) {
 struct AgentClient::Pending {
   std::deque<OpGroupReport> ops;
   std::deque<MemorySample> memory;
+  std::deque<WaveMemorySample> wave_memory;
   std::deque<agent::ReportIteration> iterations;
   std::int64_t last_memory_time_ns = std::numeric_limits<std::int64_t>::min();
+  std::array<std::int64_t, kMaxWavesPerTask> last_wave_time_ns{};  // all 0: times are >= 0
   bool flush_now = false;  // a batch filled up since the last flush
 };
+
+template <typename Sample, typename SamplesOf, typename LastTimeOf>
+absl::Status AgentClient::BufferMemory(const char* what, const Sample& sample, SamplesOf samples_of,
+                                       LastTimeOf last_time_of) {
+  if (sample.time_ns < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": time_ns must be >= 0 (CLOCK_MONOTONIC), got ", sample.time_ns));
+  }
+  bool wake = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closing_.load(std::memory_order_acquire)) {
+      return absl::FailedPreconditionError(absl::StrCat(what, ": the agent client is closed"));
+    }
+    std::int64_t& last = last_time_of(*pending_);
+    if (sample.time_ns < last) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": time_ns ", sample.time_ns,
+                                                     " < the previous sample's ", last,
+                                                     " (samples must be in time order)"));
+    }
+    last = sample.time_ns;
+    std::deque<Sample>& samples = samples_of(*pending_);
+    if (PushBounded(samples, sample, options_.max_buffered_reports)) ++stats_.reports_dropped;
+    wake = samples.size() == options_.batch_size && !pending_->flush_now;
+    pending_->flush_now = pending_->flush_now || wake;
+  }
+  if (wake) WakeUp();
+  return absl::OkStatus();
+}
 
 AgentClient::AgentClient(Options options)
     : options_(std::move(options)),
@@ -120,6 +152,7 @@ absl::StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(Options option
     client->registered_ = registered;
   }
   client->connection_ = std::move(connection);
+  client->SayIfTheAgentIsOlder();
   client->connected_.store(true, std::memory_order_release);
   client->thread_ = std::thread([c = client.get()] { c->Run(); });
   return client;
@@ -186,30 +219,22 @@ absl::Status AgentClient::ReportOp(const OpGroupReport& report) {
 }
 
 absl::Status AgentClient::ReportMemory(const MemorySample& sample) {
-  if (sample.time_ns < 0) {
+  const auto samples = [](Pending& p) -> std::deque<MemorySample>& { return p.memory; };
+  const auto last_time = [](Pending& p) -> std::int64_t& { return p.last_memory_time_ns; };
+  return BufferMemory("ReportMemory", sample, samples, last_time);
+}
+
+absl::Status AgentClient::ReportWaveMemory(const WaveMemorySample& sample) {
+  if (sample.wave >= kMaxWavesPerTask) {
     return absl::InvalidArgumentError(
-        absl::StrCat("ReportMemory: time_ns must be >= 0 (CLOCK_MONOTONIC), got ", sample.time_ns));
+        absl::StrCat("ReportWaveMemory: wave ", sample.wave, " >= ", kMaxWavesPerTask));
   }
-  bool wake = false;
-  {
-    absl::MutexLock lock(&mu_);
-    if (closing_.load(std::memory_order_acquire)) {
-      return absl::FailedPreconditionError("ReportMemory: the agent client is closed");
-    }
-    if (sample.time_ns < pending_->last_memory_time_ns) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("ReportMemory: time_ns ", sample.time_ns, " < the previous sample's ",
-                       pending_->last_memory_time_ns, " (samples must be in time order)"));
-    }
-    pending_->last_memory_time_ns = sample.time_ns;
-    if (PushBounded(pending_->memory, sample, options_.max_buffered_reports)) {
-      ++stats_.reports_dropped;
-    }
-    wake = pending_->memory.size() == options_.batch_size && !pending_->flush_now;
-    pending_->flush_now = pending_->flush_now || wake;
-  }
-  if (wake) WakeUp();
-  return absl::OkStatus();
+  // Each wave's samples are in time order; the waves' threads report independently.
+  const auto samples = [](Pending& p) -> std::deque<WaveMemorySample>& { return p.wave_memory; };
+  const auto last_time = [&](Pending& p) -> std::int64_t& {
+    return p.last_wave_time_ns[sample.wave];
+  };
+  return BufferMemory("ReportWaveMemory", sample, samples, last_time);
 }
 
 absl::Status AgentClient::ReportIteration(const agent::ReportIteration& report) {
@@ -322,26 +347,46 @@ absl::Status AgentClient::Flush(bool everything) {
     if (!everything && connection_->pending_bytes() >= kOutputHighWaterBytes) break;
     ReportOps ops;
     agent::ReportMemory memory;
+    agent::ReportWaveMemory waves;
     std::vector<agent::ReportIteration> iterations;
+    const bool agent_takes_waves =
+        connection_->version() >= VersionIntroducing(MessageType::kReportWaveMemory);
     {
       absl::MutexLock lock(&mu_);
       ops.groups = TakeFront(pending_->ops, options_.batch_size);
       memory.samples = TakeFront(pending_->memory, options_.batch_size);
+      waves.samples = TakeFront(pending_->wave_memory, options_.batch_size);
       iterations = TakeFront(pending_->iterations, kIterationsPerFlush);
       pending_->flush_now = false;
-      stats_.reports_sent += ops.groups.size() + memory.samples.size() + iterations.size();
+      if (!agent_takes_waves) {
+        stats_.reports_dropped += waves.samples.size();
+        waves.samples.clear();
+      }
+      stats_.reports_sent +=
+          ops.groups.size() + memory.samples.size() + waves.samples.size() + iterations.size();
     }
-    if (ops.groups.empty() && memory.samples.empty() && iterations.empty()) break;
+    if (ops.groups.empty() && memory.samples.empty() && waves.samples.empty() &&
+        iterations.empty()) {
+      break;
+    }
     // Every report was checked when it was buffered, so these encode.
     absl::Status queued;
     if (!ops.groups.empty()) queued.Update(connection_->Queue(Message(std::move(ops))));
     if (!memory.samples.empty()) queued.Update(connection_->Queue(Message(std::move(memory))));
+    if (!waves.samples.empty()) queued.Update(connection_->Queue(Message(std::move(waves))));
     for (const agent::ReportIteration& iteration : iterations) {
       queued.Update(connection_->Queue(Message(iteration)));
     }
     WAVEPOOL_RETURN_IF_ERROR(queued);
   }
   return connection_->Write();
+}
+
+void AgentClient::SayIfTheAgentIsOlder() {
+  if (connection_->version() >= kProtocolVersion) return;
+  Log(absl::StrCat("agent client: the agent at ", options_.socket_path, " speaks protocol version ",
+                   connection_->version(), " (this worker ", kProtocolVersion,
+                   "): its wave memory reports are left out"));
 }
 
 void AgentClient::Disconnect(const absl::Status& why) {
@@ -376,6 +421,7 @@ void AgentClient::Reconnect() {
     if (gate.ok()) {
       gate_->Bind(std::move(*gate));
       connection_ = std::move(*connection);
+      SayIfTheAgentIsOlder();
       {
         absl::MutexLock lock(&mu_);
         registered_ = registered;

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "wavepool/agent/client/launch_gate.h"
 #include "wavepool/base/errno_error.h"
@@ -41,6 +42,20 @@ void DrainEventFd(int fd) {
 absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::Open(
     const std::string& path, const RegisterRequest& request, TimePoint deadline, int wake_fd,
     const std::function<bool()>& stop, Registered* registered) {
+  absl::StatusOr<std::unique_ptr<AgentConnection>> connection =
+      OpenInVersion(path, request, deadline, wake_fd, stop, kProtocolVersion, registered);
+  // An agent of the previous release refuses the version (its Error comes in its own).
+  if (absl::IsUnimplemented(connection.status()) &&
+      absl::StrContains(connection.status().message(), "frame.version")) {
+    return OpenInVersion(path, request, deadline, wake_fd, stop, kOldestProtocolVersion,
+                         registered);
+  }
+  return connection;
+}
+
+absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::OpenInVersion(
+    const std::string& path, const RegisterRequest& request, TimePoint deadline, int wake_fd,
+    const std::function<bool()>& stop, std::uint16_t version, Registered* registered) {
   WAVEPOOL_ASSIGN_OR_RETURN(OwnSegment own, LaunchGate::CreateWorkerSegment());
   RegisterRequest with_segment = request;
   with_segment.worker_segment = own.fd;
@@ -53,7 +68,7 @@ absl::StatusOr<std::unique_ptr<AgentConnection>> AgentConnection::Open(
   std::memcpy(address.sun_path, path.data(), path.size());
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoError(errno, "agent socket: socket");
-  std::unique_ptr<AgentConnection> connection(new AgentConnection(fd, path));
+  std::unique_ptr<AgentConnection> connection(new AgentConnection(fd, path, version));
   // A unix socket connects at once or fails: EAGAIN means the agent's backlog is full.
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
     const int err = errno;
@@ -109,7 +124,7 @@ absl::Status AgentConnection::Failed(const char* syscall, int err) const {
 }
 
 absl::Status AgentConnection::Queue(const Message& message) {
-  WAVEPOOL_ASSIGN_OR_RETURN(std::string frame, EncodeFrame(message, next_out_));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string frame, EncodeFrame(message, next_out_, version_));
   WAVEPOOL_ASSIGN_OR_RETURN(std::vector<SharedFd> fds, DescriptorsOf(message));
   if (written_ == output_.size()) {
     output_.clear();

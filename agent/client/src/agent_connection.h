@@ -27,8 +27,10 @@ class AgentConnection {
   // sends `request` with the segment's descriptor and waits for Registered (stored in
   // `*registered`, with the segment's writable mapping as its own_segment) until
   // `deadline`. While waiting it also watches `wake_fd` (drained when readable) and returns
-  // Cancelled as soon as `stop()` says so. Unavailable when nothing listens at `path`;
-  // DeadlineExceeded without an answer in time; the agent's Error as a status.
+  // Cancelled as soon as `stop()` says so. It speaks kProtocolVersion, and registers again in
+  // kOldestProtocolVersion on a new connection when the agent refuses that version. Unavailable
+  // when nothing listens at `path`; DeadlineExceeded without an answer in time; the agent's
+  // Error as a status.
   static absl::StatusOr<std::unique_ptr<AgentConnection>> Open(const std::string& path,
                                                                const RegisterRequest& request,
                                                                TimePoint deadline, int wake_fd,
@@ -39,6 +41,8 @@ class AgentConnection {
   AgentConnection& operator=(const AgentConnection&) = delete;
 
   int fd() const { return fd_; }
+  // The protocol version the agent accepted.
+  std::uint16_t version() const { return version_; }
   std::size_t pending_bytes() const { return output_.size() - written_; }
 
   // Encodes `message` with the next sequence number and queues it. InvalidArgument if it does
@@ -54,11 +58,16 @@ class AgentConnection {
   absl::Status Drain(TimePoint deadline);
 
  private:
-  AgentConnection(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  AgentConnection(int fd, std::string path, std::uint16_t version)
+      : fd_(fd), path_(std::move(path)), version_(version) {}
+  static absl::StatusOr<std::unique_ptr<AgentConnection>> OpenInVersion(
+      const std::string& path, const RegisterRequest& request, TimePoint deadline, int wake_fd,
+      const std::function<bool()>& stop, std::uint16_t version, Registered* registered);
   absl::Status Failed(const char* syscall, int err) const;
 
   const int fd_;
   const std::string path_;
+  const std::uint16_t version_;
   std::uint32_t next_out_ = 1;
   std::uint32_t expected_in_ = 1;
   FrameReader reader_;

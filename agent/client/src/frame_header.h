@@ -12,12 +12,14 @@
 namespace wavepool::agent::internal {
 
 struct FrameHeader {
+  std::uint16_t version = kProtocolVersion;
   MessageType type = MessageType::kRegister;
   std::uint32_t sequence = 0;
   std::uint32_t body_bytes = 0;
 };
 
-// Checks magic, version, type, sequence (>= 1) and length (<= kMaxBodyBytes).
+// Checks magic, version (one this side speaks), type (one of that version), sequence (>= 1) and
+// length (<= kMaxBodyBytes).
 // REQUIRES: bytes.size() >= kFrameHeaderBytes.
 absl::StatusOr<FrameHeader> DecodeFrameHeader(std::string_view bytes);
 

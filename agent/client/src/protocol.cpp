@@ -26,8 +26,14 @@ std::string_view MessageTypeName(MessageType type) {
       return "Policy";
     case MessageType::kForegrounds:
       return "Foregrounds";
+    case MessageType::kReportWaveMemory:
+      return "ReportWaveMemory";
   }
   return "unknown";
+}
+
+std::uint16_t VersionIntroducing(MessageType type) {
+  return type == MessageType::kReportWaveMemory ? 3 : 2;
 }
 
 ErrorReply ToErrorReply(const absl::Status& status) {

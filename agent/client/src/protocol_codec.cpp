@@ -1,8 +1,10 @@
 // The frame codec (protocol.h). Every message type has three functions: Validate (the limits,
 // shared by the encoder and the decoder so that whatever encodes also decodes), Write and Read.
 // Read parses the raw fields; DecodeFrame then rejects left-over bytes and runs Validate.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -29,6 +31,7 @@ constexpr const char* kRegister = "Register";
 constexpr const char* kRegistered = "Registered";
 constexpr const char* kReportOps = "ReportOps";
 constexpr const char* kReportMemory = "ReportMemory";
+constexpr const char* kReportWaveMemory = "ReportWaveMemory";
 constexpr const char* kReportIteration = "ReportIteration";
 constexpr const char* kError = "Error";
 constexpr const char* kPolicy = "Policy";
@@ -36,6 +39,7 @@ constexpr const char* kForegrounds = "Foregrounds";
 constexpr std::size_t kForegroundBytes = 4 + 4 + 1;
 constexpr std::size_t kOpGroupBytes = 4 + 1 + 8;
 constexpr std::size_t kMemorySampleBytes = 8 + 8 + 8;
+constexpr std::size_t kWaveMemorySampleBytes = 1 + 8 + 8;
 
 // --- Limits ------------------------------------------------------------------------------------
 
@@ -134,6 +138,34 @@ absl::Status Validate(const ReportMemory& m) {
   return absl::OkStatus();
 }
 
+absl::Status Validate(const ReportWaveMemory& m) {
+  if (m.samples.size() > kMaxMemorySamplesPerReport) {
+    return FieldPath{kReportWaveMemory, "samples"}.Error(
+        absl::StrCat("count ", m.samples.size(), " > ", kMaxMemorySamplesPerReport));
+  }
+  std::int64_t last[kMaxWavesPerTask];
+  std::size_t last_index[kMaxWavesPerTask];
+  std::fill(std::begin(last), std::end(last), -1);
+  for (std::size_t i = 0; i < m.samples.size(); ++i) {
+    const WaveMemorySample& s = m.samples[i];
+    if (s.wave >= kMaxWavesPerTask) {
+      return FieldPath{kReportWaveMemory, "wave", "samples", i}.Error(
+          absl::StrCat(s.wave, " >= ", kMaxWavesPerTask));
+    }
+    const FieldPath f{kReportWaveMemory, "time_ns", "samples", i};
+    if (s.time_ns < 0)
+      return f.Error(absl::StrCat("must be >= 0 (CLOCK_MONOTONIC), got ", s.time_ns));
+    if (s.time_ns < last[s.wave]) {
+      return f.Error(absl::StrCat(s.time_ns, " < samples[", last_index[s.wave], "].time_ns ",
+                                  last[s.wave], " of wave ", s.wave,
+                                  " (a wave's samples must be in time order)"));
+    }
+    last[s.wave] = s.time_ns;
+    last_index[s.wave] = i;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Validate(const ReportIteration& m) {
   if (std::isfinite(m.seconds) && m.seconds >= 0) return absl::OkStatus();
   return FieldPath{kReportIteration, "seconds"}.Error(
@@ -207,6 +239,15 @@ void Write(ByteWriter& w, const ReportMemory& m) {
     w.I64(s.time_ns);
     w.U64(s.allocated_bytes);
     w.U64(s.reserved_bytes);
+  }
+}
+
+void Write(ByteWriter& w, const ReportWaveMemory& m) {
+  w.U32(static_cast<std::uint32_t>(m.samples.size()));
+  for (const WaveMemorySample& s : m.samples) {
+    w.U8(s.wave);
+    w.I64(s.time_ns);
+    w.U64(s.allocated_bytes);
   }
 }
 
@@ -320,6 +361,19 @@ absl::Status Read(ByteReader& r, ReportMemory* m) {
   return absl::OkStatus();
 }
 
+absl::Status Read(ByteReader& r, ReportWaveMemory* m) {
+  std::uint32_t count = 0;
+  WAVEPOOL_RETURN_IF_ERROR(r.Count({kReportWaveMemory, "samples"}, kMaxMemorySamplesPerReport,
+                                   kWaveMemorySampleBytes, &count));
+  m->samples.resize(count);
+  for (WaveMemorySample& s : m->samples) {
+    s.wave = r.TakeU8();
+    s.time_ns = r.TakeI64();
+    s.allocated_bytes = r.TakeU64();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Read(ByteReader& r, ReportIteration* m) {
   WAVEPOOL_RETURN_IF_ERROR(r.U64({kReportIteration, "iteration"}, &m->iteration));
   WAVEPOOL_RETURN_IF_ERROR(r.F64({kReportIteration, "seconds"}, &m->seconds));
@@ -379,6 +433,8 @@ absl::StatusOr<Message> ReadMessage(MessageType type, std::string_view body) {
       return ReadBody<Policy>(body, type);
     case MessageType::kForegrounds:
       return ReadBody<Foregrounds>(body, type);
+    case MessageType::kReportWaveMemory:
+      return ReadBody<ReportWaveMemory>(body, type);
   }
   return absl::InvalidArgumentError("frame.type: unknown");  // DecodeFrameHeader checked it
 }
@@ -399,16 +455,23 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(std::string_view bytes) {
     return FieldPath{"frame", "magic"}.Error(
         absl::StrFormat("0x%08x, expected 0x%08x", magic, kFrameMagic));
   }
-  if (version != kProtocolVersion) {  // another protocol: Unimplemented, not malformed
-    return absl::UnimplementedError(
-        absl::StrCat("frame.version: ", version, ", expected ", kProtocolVersion));
+  if (version < kOldestProtocolVersion || version > kProtocolVersion) {
+    // another protocol: Unimplemented, not malformed
+    return absl::UnimplementedError(absl::StrCat("frame.version: ", version, ", expected ",
+                                                 kOldestProtocolVersion, "..", kProtocolVersion));
   }
+  header.version = version;
   if (type < static_cast<std::uint16_t>(MessageType::kRegister) ||
-      type > static_cast<std::uint16_t>(MessageType::kForegrounds)) {
+      type > static_cast<std::uint16_t>(MessageType::kReportWaveMemory)) {
     return FieldPath{"frame", "type"}.Error(
-        absl::StrCat(type, " is not a message type (1 Register .. 9 Foregrounds)"));
+        absl::StrCat(type, " is not a message type (1 Register .. 10 ReportWaveMemory)"));
   }
   header.type = static_cast<MessageType>(type);
+  if (VersionIntroducing(header.type) > version) {
+    return FieldPath{"frame", "type"}.Error(absl::StrCat(type, " (",
+                                                         std::string(MessageTypeName(header.type)),
+                                                         ") is not in protocol version ", version));
+  }
   if (header.sequence == 0) return FieldPath{"frame", "sequence"}.Error("must be >= 1, got 0");
   if (header.body_bytes > kMaxBodyBytes) {  // too big: ResourceExhausted, not malformed
     return absl::ResourceExhaustedError(
@@ -467,14 +530,24 @@ absl::Status AdoptDescriptors(Message* message, std::deque<ScopedFd>* received) 
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> EncodeFrame(const Message& message, std::uint32_t sequence) {
+absl::StatusOr<std::string> EncodeFrame(const Message& message, std::uint32_t sequence,
+                                        std::uint16_t version) {
   if (sequence == 0) return FieldPath{"frame", "sequence"}.Error("must be >= 1, got 0");
+  if (version < kOldestProtocolVersion || version > kProtocolVersion) {
+    return FieldPath{"frame", "version"}.Error(
+        absl::StrCat(version, " is not a version this side speaks (", kOldestProtocolVersion, "..",
+                     kProtocolVersion, ")"));
+  }
+  if (VersionIntroducing(TypeOf(message)) > version) {
+    return FieldPath{"frame", "type"}.Error(absl::StrCat(
+        std::string(MessageTypeName(TypeOf(message))), " is not in protocol version ", version));
+  }
   WAVEPOOL_RETURN_IF_ERROR(std::visit([](const auto& m) { return Validate(m); }, message));
   std::string frame;
   frame.reserve(64);
   ByteWriter w(&frame);
   w.U32(kFrameMagic);
-  w.U16(kProtocolVersion);
+  w.U16(version);
   w.U16(static_cast<std::uint16_t>(TypeOf(message)));
   w.U32(sequence);
   w.U32(0);  // the body length, patched below
@@ -500,7 +573,7 @@ absl::StatusOr<Frame> DecodeFrame(std::string_view bytes) {
   }
   WAVEPOOL_ASSIGN_OR_RETURN(Message message,
                             ReadMessage(header.type, bytes.substr(kFrameHeaderBytes)));
-  return Frame{header.sequence, std::move(message)};
+  return Frame{header.version, header.sequence, std::move(message)};
 }
 
 }  // namespace wavepool::agent

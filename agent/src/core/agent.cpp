@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <iterator>
+#include <map>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -31,6 +33,8 @@ struct Agent::Task {
   std::unique_ptr<SlowdownFeedback> feedback;  // foreground
   TaskMetrics* metrics = nullptr;              // owned by the AgentMetrics
   std::deque<MemorySample> memory;             // the worker's allocator samples, recent
+  // What each of the task's waves holds (ReportWaveMemory; tick-tock's tick and tock), recent.
+  std::map<std::uint8_t, std::deque<MemorySample>> wave_memory;
   // The last ReportIteration, published as the task's progress in the GPUNode.
   std::optional<ReportIteration> last_iteration;
 };
@@ -42,6 +46,7 @@ struct Agent::Gpu {
   std::deque<GpuSample> samples;  // the wave window
   std::optional<MemoryWave> wave;
   std::optional<Seconds> phase_offset;
+  std::optional<double> phase_offset_ratio;
   std::optional<double> foreground_occupancy, background_occupancy;
   MonotonicTime last_wave;  // the clock's epoch before the first
   MonotonicTime last_advice;
@@ -50,6 +55,8 @@ struct Agent::Gpu {
 namespace {
 
 constexpr std::size_t kMaxTaskMemorySamples = 1 << 16;
+// A task's wave samples together stay within its allocator samples' bound.
+constexpr std::size_t kMaxWaveMemorySamples = kMaxTaskMemorySamples / kMaxWavesPerTask;
 // Connections one pod may hold (a worker per GPU, and room for reconnections); unlimited with
 // trust_register, where every worker may be a thread of one process.
 constexpr std::size_t kMaxConnectionsPerPod = 16;
@@ -308,24 +315,32 @@ void Agent::AnalyzeWaves(Gpu& gpu) {
   summary.trough_bytes = static_cast<std::int64_t>(wave->trough_bytes);
   summary.period = wave->period;
   summary.headroom_bytes = wave->headroom_bytes.value_or(0);
-  // Tick-tock: two foreground tasks of one job on this GPU (wavelet-tick-tock §3.2); their
-  // allocator waves give the offset between the waves.
-  std::vector<const Task*> waves;
+  // Tick-tock (wavelet-tick-tock §3.2): the offset between the waves' memory, from a foreground
+  // task's first two waves (both in one worker), or from two foreground tasks of one job.
+  const auto measure = [&](const std::deque<MemorySample>& first,
+                           const std::deque<MemorySample>& second) {
+    absl::StatusOr<PhaseOffset> offset =
+        MeasurePhaseOffset(AllocatedPoints(first), AllocatedPoints(second));
+    if (!offset.ok()) return;
+    summary.phase_offset = offset->offset;
+    summary.phase_offset_ratio = offset->fraction;
+    gpu.phase_offset = offset->offset;
+    gpu.phase_offset_ratio = offset->fraction;
+  };
+  std::vector<const Task*> foregrounds;
   for (const auto& [session, task] : tasks_) {
-    if (task->labels.gpu == gpu.info.index && task->feedback != nullptr && !task->memory.empty()) {
-      waves.push_back(task.get());
+    if (task->labels.gpu != gpu.info.index || task->feedback == nullptr) continue;
+    if (task->wave_memory.size() >= 2) {
+      measure(task->wave_memory.begin()->second, std::next(task->wave_memory.begin())->second);
     }
+    if (!task->memory.empty()) foregrounds.push_back(task.get());
   }
-  for (size_t a = 0; a + 1 < waves.size(); ++a) {
-    for (size_t b = a + 1; b < waves.size(); ++b) {
-      if (waves[a]->labels.job != waves[b]->labels.job ||
-          waves[a]->labels.namespace_name != waves[b]->labels.namespace_name) {
-        continue;
+  for (size_t a = 0; a + 1 < foregrounds.size(); ++a) {
+    for (size_t b = a + 1; b < foregrounds.size(); ++b) {
+      if (foregrounds[a]->labels.job == foregrounds[b]->labels.job &&
+          foregrounds[a]->labels.namespace_name == foregrounds[b]->labels.namespace_name) {
+        measure(foregrounds[a]->memory, foregrounds[b]->memory);
       }
-      absl::StatusOr<PhaseOffset> offset =
-          MeasurePhaseOffset(AllocatedPoints(waves[a]->memory), AllocatedPoints(waves[b]->memory));
-      if (offset.ok()) summary.phase_offset = offset->offset;
-      if (offset.ok()) gpu.phase_offset = offset->offset;
     }
   }
   gpu.metrics->SetMemoryWave(summary);
@@ -525,6 +540,13 @@ absl::Status Agent::OnReport(SessionId session, const Message& report) {
     metrics_->CountReport(ReportType::kMemory);
     for (const MemorySample& sample : memory->samples) task.memory.push_back(sample);
     while (task.memory.size() > kMaxTaskMemorySamples) task.memory.pop_front();
+  } else if (const auto* waves = std::get_if<ReportWaveMemory>(&report)) {
+    metrics_->CountReport(ReportType::kWaveMemory);
+    for (const WaveMemorySample& sample : waves->samples) {
+      std::deque<MemorySample>& wave = task.wave_memory[sample.wave];
+      wave.push_back({sample.time_ns, sample.allocated_bytes, 0});
+      if (wave.size() > kMaxWaveMemorySamples) wave.pop_front();
+    }
   } else if (const auto* iteration = std::get_if<ReportIteration>(&report)) {
     metrics_->CountReport(ReportType::kIteration);
     absl::Status observed =
@@ -582,6 +604,7 @@ AgentStatus Agent::Status() const {
     g.background_held = gpu->gate->ForegroundHold() > 0;
     g.memory_wave = gpu->wave;
     g.phase_offset = gpu->phase_offset;
+    g.phase_offset_ratio = gpu->phase_offset_ratio;
     g.foreground_sm_occupancy = gpu->foreground_occupancy;
     g.background_sm_occupancy = gpu->background_occupancy;
     for (const auto& [session, task] : tasks_) {

@@ -18,6 +18,8 @@ const char* Name(ReportType type) {
       return "ops";
     case ReportType::kMemory:
       return "memory";
+    case ReportType::kWaveMemory:
+      return "wave_memory";
     case ReportType::kIteration:
       return "iteration";
   }
@@ -79,6 +81,9 @@ Families RegisterFamilies(prometheus::Registry& registry, const std::string& hos
                             "Period of the GPU's memory wave (one iteration); 0 until detected.");
   f.gpu_wave_phase_offset = gauge("wavepool_gpu_memory_wave_phase_offset_seconds",
                                   "Offset between the tick and tock waves' memory peaks.");
+  f.gpu_wave_phase_offset_ratio =
+      gauge("wavepool_gpu_memory_wave_phase_offset_ratio",
+            "The tick-tock offset as a fraction of the waves' period (Wavelet aims at 0.5).");
   f.gpu_headroom = gauge("wavepool_gpu_memory_headroom_bytes",
                          "GPU memory left free at the wave's peak, in bytes.");
   f.gpu_background_hold = gauge("wavepool_gpu_background_hold",

@@ -31,6 +31,7 @@ struct Families {
   Family<Gauge>* gpu_wave_trough;
   Family<Gauge>* gpu_wave_period;
   Family<Gauge>* gpu_wave_phase_offset;
+  Family<Gauge>* gpu_wave_phase_offset_ratio;
   Family<Gauge>* gpu_headroom;
   Family<Gauge>* gpu_background_hold;
   Family<Gauge>* gpu_tasks;  // + role
@@ -66,8 +67,8 @@ Families RegisterFamilies(prometheus::Registry& registry, const std::string& hos
 const Histogram::BucketBoundaries& IterationBuckets();
 
 // Every value of each enum, so that their counters exist (at 0) from start-up.
-constexpr std::array<ReportType, 3> kReportTypes = {ReportType::kOps, ReportType::kMemory,
-                                                    ReportType::kIteration};
+constexpr std::array<ReportType, 4> kReportTypes = {
+    ReportType::kOps, ReportType::kMemory, ReportType::kWaveMemory, ReportType::kIteration};
 constexpr std::array<ProtocolErrorKind, 5> kProtocolErrorKinds = {
     ProtocolErrorKind::kMalformed, ProtocolErrorKind::kUnsupportedVersion,
     ProtocolErrorKind::kOversized, ProtocolErrorKind::kOutOfOrder,

@@ -59,6 +59,7 @@ struct GpuMetrics::Series {
   Gauge& wave_trough;
   Gauge& wave_period;
   Gauge& wave_phase_offset;
+  Gauge& wave_phase_offset_ratio;
   Gauge& headroom;
   Gauge& background_hold;
   std::array<Gauge*, 2> tasks;  // by RoleIndex
@@ -89,6 +90,7 @@ void GpuMetrics::SetMemoryWave(const MemoryWaveSummary& wave) {
   series_->wave_trough.Set(static_cast<double>(wave.trough_bytes));
   series_->wave_period.Set(wave.period.count());
   series_->wave_phase_offset.Set(wave.phase_offset.count());
+  series_->wave_phase_offset_ratio.Set(wave.phase_offset_ratio);
   series_->headroom.Set(static_cast<double>(wave.headroom_bytes));
 }
 
@@ -215,6 +217,7 @@ void AgentMetrics::Impl::AddGpu(const GpuIdentity& identity) {
       f.gpu_wave_trough->Add(labels),
       f.gpu_wave_period->Add(labels),
       f.gpu_wave_phase_offset->Add(labels),
+      f.gpu_wave_phase_offset_ratio->Add(labels),
       f.gpu_headroom->Add(labels),
       f.gpu_background_hold->Add(labels),
       {&f.gpu_tasks->Add(with_role(Name(Role::kForeground))),

@@ -35,7 +35,10 @@ constexpr std::chrono::milliseconds kAcceptPause{100};
 // Policies queued by Send and not yet taken by the loop, over all sessions.
 constexpr std::size_t kMaxOutboxBytes = 16 << 20;
 
-void PatchSequence(std::string& frame, std::uint32_t sequence) {
+// A frame the agent encoded, given the connection's version and its next sequence number (the
+// agent's messages are the same in every version it speaks).
+void PatchHeader(std::string& frame, std::uint16_t version, std::uint32_t sequence) {
+  for (std::size_t i = 0; i < 2; ++i) frame[4 + i] = static_cast<char>(version >> (8 * i));
   for (std::size_t i = 0; i < 4; ++i) frame[8 + i] = static_cast<char>(sequence >> (8 * i));
 }
 
@@ -62,6 +65,9 @@ class SocketServer::Loop {
     FrameReader reader;
     std::uint32_t expected_in = 1;
     std::uint32_t next_out = 1;
+    // The worker's protocol version: its Register's, which every later frame keeps and every
+    // answer is sent in.
+    std::uint16_t version = kProtocolVersion;
     bool registered = false;
     bool writing = false;  // EPOLLOUT is armed
     std::string output;
@@ -311,6 +317,15 @@ bool SocketServer::Loop::HandleFrame(Connection& c, Frame& frame) {
                 /*protocol_error=*/true);
   }
   c.expected_in = NextSequence(c.expected_in);
+  if (!c.registered) {
+    c.version = frame.version;
+  } else if (frame.version != c.version) {
+    return Fail(c,
+                absl::FailedPreconditionError(
+                    absl::StrCat("frame.version: ", frame.version,
+                                 ", but the worker registered in version ", c.version)),
+                /*protocol_error=*/true);
+  }
   const MessageType type = TypeOf(frame.message);
   const std::string name(MessageTypeName(type));
   switch (type) {
@@ -325,6 +340,7 @@ bool SocketServer::Loop::HandleFrame(Connection& c, Frame& frame) {
       return Register(c, std::get<RegisterRequest>(frame.message));
     case MessageType::kReportOps:
     case MessageType::kReportMemory:
+    case MessageType::kReportWaveMemory:
     case MessageType::kReportIteration:
     case MessageType::kGoodbye:
       break;
@@ -386,7 +402,7 @@ bool SocketServer::Loop::Register(Connection& c, const RegisterRequest& request)
 // --- Output ------------------------------------------------------------------------------------
 
 bool SocketServer::Loop::Queue(Connection& c, std::string frame, std::vector<SharedFd> fds) {
-  PatchSequence(frame, c.next_out);
+  PatchHeader(frame, c.version, c.next_out);
   c.next_out = NextSequence(c.next_out);
   // The descriptors travel with the frame's first byte.
   c.outgoing_fds.Add(c.stream_position + (c.output.size() - c.written), std::move(fds));
@@ -432,7 +448,7 @@ bool SocketServer::Loop::Flush(Connection& c) {
 bool SocketServer::Loop::Fail(Connection& c, const absl::Status& error, bool protocol_error) {
   Log(c, absl::StrCat(error.ToString(), "; closing"));
   if (protocol_error) server_->handler_->OnProtocolError(c.peer, error);
-  absl::StatusOr<std::string> reply = EncodeFrame(ToErrorReply(error), c.next_out);
+  absl::StatusOr<std::string> reply = EncodeFrame(ToErrorReply(error), c.next_out, c.version);
   if (reply.ok()) {
     c.output += *reply;           // past the output limit if need be: it is the last message
     if (!Flush(c)) return false;  // best-effort: whatever the socket takes now

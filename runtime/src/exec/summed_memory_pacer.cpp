@@ -15,6 +15,7 @@ class SummedMemoryPacers::View final : public ForwardingLaunchPacer {
       sum += owner_.bytes_[i].load(std::memory_order_relaxed);
     }
     ForwardingLaunchPacer::ReportMemory(sum);
+    ForwardingLaunchPacer::ReportWaveMemory(index_, allocated_bytes);
   }
 
  private:

@@ -1,7 +1,9 @@
 // Replicas of one task that each report the memory they hold (tick-tock's two waves, each a
 // StageEngine) to the one pacer of the task: each gets a view whose ReportMemory reports the sum
 // of every view's latest figure, so that the node agent sees the task's memory, not the waves'
-// figures interleaved. Everything else passes through to the pacer.
+// figures interleaved, and the view's own figure as its wave's (ReportWaveMemory: view i is wave
+// i), from which the agent measures the phase offset between the waves. Everything else passes
+// through to the pacer.
 //
 // Thread safety: views may be used from any threads. Ownership: borrows the pacer, which must
 // outlive this; the views live as long as this.
@@ -19,6 +21,7 @@ namespace wavepool::runtime {
 
 class SummedMemoryPacers {
  public:
+  // REQUIRES: 1 <= views <= agent::kMaxWavesPerTask.
   SummedMemoryPacers(LaunchPacer* pacer, int views);
   ~SummedMemoryPacers();
   SummedMemoryPacers(const SummedMemoryPacers&) = delete;

@@ -11,6 +11,7 @@ class UnpacedLauncher final : public LaunchPacer {
   void End(const LaunchTicket&, std::chrono::nanoseconds) override {}
   void ReportIteration(std::int64_t, double, std::int64_t) override {}
   void ReportMemory(std::uint64_t) override {}
+  void ReportWaveMemory(int, std::uint64_t) override {}
   void Stop() override {}
 };
 

@@ -28,7 +28,9 @@ std::uint64_t ResidentBytes() {
 }  // namespace
 
 AgentSession::AgentSession(std::unique_ptr<agent::AgentClient> client, Clock& clock)
-    : client_(std::move(client)), clock_(clock), role_(client_->gate()->role()) {}
+    : client_(std::move(client)), clock_(clock), role_(client_->gate()->role()) {
+  for (auto& next : next_wave_report_) next.store(MonotonicTime::min(), std::memory_order_relaxed);
+}
 
 AgentSession::~AgentSession() { client_->Close(); }
 
@@ -107,14 +109,29 @@ void AgentSession::ReportIteration(std::int64_t iteration, double seconds, std::
 }
 
 void AgentSession::ReportMemory(std::uint64_t allocated_bytes) {
-  const MonotonicTime now = clock_.Now();
-  MonotonicTime next = next_memory_report_.load(std::memory_order_relaxed);
-  if (now < next || !next_memory_report_.compare_exchange_strong(next, now + kMemoryReportInterval,
-                                                                 std::memory_order_relaxed)) {
-    return;
-  }
+  const std::optional<MonotonicTime> now = TakeTurn(next_memory_report_);
+  if (!now.has_value()) return;
   const std::uint64_t reserved = std::max(allocated_bytes, ResidentBytes());
-  (void)client_->ReportMemory({ToMonotonicNanos(now), allocated_bytes, reserved});
+  (void)client_->ReportMemory({ToMonotonicNanos(*now), allocated_bytes, reserved});
+}
+
+void AgentSession::ReportWaveMemory(int wave, std::uint64_t allocated_bytes) {
+  if (wave < 0 || wave >= static_cast<int>(next_wave_report_.size())) return;
+  const std::optional<MonotonicTime> now =
+      TakeTurn(next_wave_report_[static_cast<std::size_t>(wave)]);
+  if (!now.has_value()) return;
+  (void)client_->ReportWaveMemory(
+      {static_cast<std::uint8_t>(wave), ToMonotonicNanos(*now), allocated_bytes});
+}
+
+std::optional<MonotonicTime> AgentSession::TakeTurn(std::atomic<MonotonicTime>& next_report) {
+  const MonotonicTime now = clock_.Now();
+  MonotonicTime next = next_report.load(std::memory_order_relaxed);
+  if (now < next || !next_report.compare_exchange_strong(next, now + kMemoryReportInterval,
+                                                         std::memory_order_relaxed)) {
+    return std::nullopt;
+  }
+  return now;
 }
 
 }  // namespace wavepool::runtime

@@ -17,7 +17,8 @@ from colloc_run import Agent  # noqa: E402
 MODES = ("DataParallel", "TickTock")
 WAVE_SERIES = ("wavepool_gpu_memory_wave_peak_bytes", "wavepool_gpu_memory_wave_trough_bytes",
                "wavepool_gpu_memory_wave_period_seconds",
-               "wavepool_gpu_memory_wave_phase_offset_seconds")
+               "wavepool_gpu_memory_wave_phase_offset_seconds",
+               "wavepool_gpu_memory_wave_phase_offset_ratio")
 
 
 def wave_lines(path):

@@ -104,9 +104,11 @@ struct GpuStatus {
   std::string mps_pipe_directory;
   bool background_held = false;
   std::optional<MemoryWave> memory_wave;
-  // Tick-tock: how far the second wave's peak trails the first's (wavelet-tick-tock §3.2.1);
-  // nullopt until two foreground tasks of one job on this GPU show waves.
+  // Tick-tock: how far the second wave's peak trails the first's (wavelet-tick-tock §3.2.1), and
+  // that as a fraction of the waves' period; nullopt until a foreground task's two waves (or two
+  // foreground tasks of one job) on this GPU show waves.
   std::optional<Seconds> phase_offset;
+  std::optional<double> phase_offset_ratio;
   // Shares of the GPU's SMs used by the foreground and the background tasks at the last full
   // sample, each in [0, 1]; nullopt when the device cannot attribute use to processes.
   std::optional<double> foreground_sm_occupancy;

@@ -78,6 +78,7 @@ struct MemoryWaveSummary {
   Seconds period{0};                // one iteration; 0 until a wave is detected
   Seconds phase_offset{0};          // between the tick and the tock wave's peaks; 0 with one wave
   std::int64_t headroom_bytes = 0;  // total memory minus the peak
+  double phase_offset_ratio = 0;  // phase_offset over the waves' own period; tick-tock aims at 0.5
 };
 
 // One read of a task's gate slot. The three totals are cumulative since the slot was handed to
@@ -91,7 +92,7 @@ struct GateReading {
 };
 
 // wavepool_agent_reports_total{type}: "ops", "memory", "iteration".
-enum class ReportType { kOps, kMemory, kIteration };
+enum class ReportType { kOps, kMemory, kWaveMemory, kIteration };
 
 // wavepool_agent_protocol_errors_total{kind}.
 enum class ProtocolErrorKind {

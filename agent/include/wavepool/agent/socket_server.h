@@ -10,7 +10,8 @@
 //    Register (descriptors beyond Register's one are closed at once: a worker cannot fill the
 //    agent's descriptor table).
 //  - FailedPrecondition: a sequence number that is not the next one, a first message that is not
-//    Register, a second Register.
+//    Register, a second Register, a frame in another protocol version than the Register's (the
+//    agent answers each connection in its Register's version).
 //  - DeadlineExceeded: no Register within Options::register_timeout.
 //  - ResourceExhausted: more than Options::max_connections connections at once, more than
 //    max_connections_per_group from one connection group (one pod, or one process), or more than
@@ -71,8 +72,8 @@ class SessionHandler {
   // connection closed (OnClosed is not called then: the session never opened).
   virtual absl::StatusOr<Registered> OnRegister(SessionId session, const PeerCredentials& peer,
                                                 const RegisterRequest& request) = 0;
-  // A ReportOps, ReportMemory or ReportIteration of a registered session, in the order sent. An
-  // error is sent as Error and closes the session.
+  // A ReportOps, ReportMemory, ReportWaveMemory or ReportIteration of a registered session, in the
+  // order sent. An error is sent as Error and closes the session.
   virtual absl::Status OnReport(SessionId session, const Message& report) = 0;
   // Exactly once per session whose OnRegister succeeded: `said_goodbye` is true after Goodbye,
   // false after EOF, a protocol or handler error, an output overflow, or Stop.

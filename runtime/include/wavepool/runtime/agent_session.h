@@ -12,9 +12,11 @@
 #ifndef WAVEPOOL_RUNTIME_AGENT_SESSION_H_
 #define WAVEPOOL_RUNTIME_AGENT_SESSION_H_
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -44,6 +46,7 @@ class AgentSession final : public LaunchPacer {
   void End(const LaunchTicket& ticket, std::chrono::nanoseconds duration) override;
   void ReportIteration(std::int64_t iteration, double seconds, std::int64_t samples) override;
   void ReportMemory(std::uint64_t allocated_bytes) override;
+  void ReportWaveMemory(int wave, std::uint64_t allocated_bytes) override;
   void Stop() override { stopped_.store(true, std::memory_order_release); }
 
   agent::AgentClient& client() { return *client_; }
@@ -51,6 +54,9 @@ class AgentSession final : public LaunchPacer {
  private:
   AgentSession(std::unique_ptr<agent::AgentClient> client, Clock& clock);
   absl::Status TakeCredit();
+  // The time now when a memory sample of the series `next_report` times may go out (at most one
+  // per kMemoryReportInterval, whichever thread reports), advancing it; nullopt otherwise.
+  std::optional<MonotonicTime> TakeTurn(std::atomic<MonotonicTime>& next_report);
   void RaisePause();
   void LowerPause();
 
@@ -60,6 +66,8 @@ class AgentSession final : public LaunchPacer {
   std::atomic<bool> stopped_{false};
   // The earliest time the next memory sample goes out (ReportMemory throttles); min: any time.
   std::atomic<MonotonicTime> next_memory_report_{MonotonicTime::min()};
+  // The same for each wave's samples (ReportWaveMemory).
+  std::array<std::atomic<MonotonicTime>, agent::kMaxWavesPerTask> next_wave_report_;
   absl::Mutex pause_mu_;
   int pause_holders_ ABSL_GUARDED_BY(pause_mu_) = 0;  // groups running with the pause raised
 };

@@ -57,6 +57,10 @@ class LaunchPacer {
   // The bytes of tensors the task holds now, at every layer boundary (an implementation samples:
   // the agent's memory waves need about 100 Hz).
   virtual void ReportMemory(std::uint64_t allocated_bytes) = 0;
+  // The bytes one wave of the task holds now (tick-tock's tick is wave 0, its tock wave 1; REQUIRES
+  // 0 <= wave < agent::kMaxWavesPerTask), beside ReportMemory's total: the agent measures the
+  // phase offset between the waves from them. Sampled like ReportMemory.
+  virtual void ReportWaveMemory(int wave, std::uint64_t allocated_bytes) = 0;
 
   // Makes waiting Begin calls return Cancelled (a stop request during a long pause).
   virtual void Stop() = 0;
@@ -81,6 +85,9 @@ class ForwardingLaunchPacer : public LaunchPacer {
   }
   void ReportMemory(std::uint64_t allocated_bytes) override {
     paced_.ReportMemory(allocated_bytes);
+  }
+  void ReportWaveMemory(int wave, std::uint64_t allocated_bytes) override {
+    paced_.ReportWaveMemory(wave, allocated_bytes);
   }
   void Stop() override { paced_.Stop(); }
 

@@ -67,9 +67,11 @@ class AgentClient {
   };
 
   struct Stats {
-    std::uint64_t reports_sent = 0;     // op groups, memory samples and iterations
-    std::uint64_t reports_dropped = 0;  // the oldest, dropped from a full buffer
-    std::uint64_t reconnects = 0;       // successful re-registrations after a loss
+    std::uint64_t reports_sent = 0;  // op groups, memory and wave samples, iterations
+    // The oldest, dropped from a full buffer; and wave samples an agent of protocol version 2
+    // cannot take.
+    std::uint64_t reports_dropped = 0;
+    std::uint64_t reconnects = 0;  // successful re-registrations after a loss
     std::uint64_t disconnects = 0;
   };
 
@@ -88,10 +90,12 @@ class AgentClient {
 
   // Buffered; sent every flush_interval or as soon as a batch is full. InvalidArgument when the
   // report could not be encoded (op_group >= kMaxOpGroups, a kind out of range, a sample older
-  // than the previous one or a negative time, seconds negative or not finite); FailedPrecondition
-  // after Close.
+  // than the previous one (of its wave) or a negative time, a wave >= kMaxWavesPerTask, seconds
+  // negative or not finite); FailedPrecondition after Close. Wave samples are left out while the
+  // agent speaks a protocol version without them.
   absl::Status ReportOp(const OpGroupReport& report);
   absl::Status ReportMemory(const MemorySample& sample);
+  absl::Status ReportWaveMemory(const WaveMemorySample& sample);
   absl::Status ReportIteration(const agent::ReportIteration& report);
 
   // The latest Policy the agent sent (over any connection); nullopt before the first.
@@ -110,12 +114,19 @@ class AgentClient {
   struct Pending;
 
   explicit AgentClient(Options options);
+  // Checks a memory sample's time (never negative, never before the last of its series) and
+  // buffers it; SamplesOf and LastTimeOf pick its buffer and its series' last time in Pending.
+  template <typename Sample, typename SamplesOf, typename LastTimeOf>
+  absl::Status BufferMemory(const char* what, const Sample& sample, SamplesOf samples_of,
+                            LastTimeOf last_time_of) ABSL_LOCKS_EXCLUDED(mu_);
   void Run();
   // One turn of the connected loop: wait for the socket, the wake-up or the flush timer.
   void Serve(std::chrono::steady_clock::time_point& next_flush);
   void Reconnect();
   absl::Status Flush(bool everything);
   void Disconnect(const absl::Status& why);
+  // Logs what is left out when the agent speaks an older protocol version than this worker.
+  void SayIfTheAgentIsOlder();
   void SayGoodbye();
   bool WaitForWakeUp(std::chrono::nanoseconds timeout);
   void WakeUp();

@@ -17,6 +17,8 @@
 //   Foregrounds     u32 count (<= kMaxSlotsPerGpu), count x (u32 slot, u32 generation, fd segment)
 //   ReportOps       u32 count, count x (u32 op_group, u8 kind, u64 duration_ns)      13 B each
 //   ReportMemory    u32 count, count x (i64 time_ns, u64 allocated, u64 reserved)    24 B each
+//   ReportWaveMemory u32 count, count x (u8 wave, i64 time_ns, u64 allocated)       17 B each
+//                   (version 3 on: what each wave of a task holds, tick-tock's tick and tock)
 //   ReportIteration u64 iteration, f64 seconds, u64 samples
 //   Goodbye         (empty)
 //   Error           u16 code (absl::StatusCode, not OK), str message
@@ -27,6 +29,13 @@
 // protocol error: the agent answers kError and closes the connection. Nothing in a body is
 // trusted: the agent takes the worker's pid from SO_PEERCRED, not from Register, and checks the
 // seals and size of the worker's segment before it maps it (read-only).
+//
+// Versions: the agent accepts frames of kOldestProtocolVersion..kProtocolVersion and answers a
+// connection in the version its Register came in (every frame after it must keep that version);
+// a message type newer than a frame's version is malformed. A worker speaks kProtocolVersion and,
+// when an agent refuses that version (Error Unimplemented), registers again in
+// kOldestProtocolVersion and leaves out what that version lacks. So a worker and an agent of
+// adjacent releases talk, whichever is upgraded first.
 //
 // Conversation: worker Register -> agent Registered (or Error); then any number of Report*
 // messages (no reply unless they are malformed); the agent may send Policy at any time, and
@@ -53,12 +62,15 @@
 namespace wavepool::agent {
 
 inline constexpr std::uint32_t kFrameMagic = 0x47415057;  // "WPAG"
-inline constexpr std::uint16_t kProtocolVersion = 2;
+inline constexpr std::uint16_t kProtocolVersion = 3;
+inline constexpr std::uint16_t kOldestProtocolVersion = 2;
 inline constexpr std::size_t kFrameHeaderBytes = 16;
 inline constexpr std::uint32_t kMaxBodyBytes = 1 << 20;
 inline constexpr std::size_t kMaxStringBytes = 253;
 inline constexpr std::uint32_t kMaxOpGroupsPerReport = 32768;
 inline constexpr std::uint32_t kMaxMemorySamplesPerReport = 32768;
+// Waves of one task (ReportWaveMemory.samples[].wave < kMaxWavesPerTask).
+inline constexpr std::uint32_t kMaxWavesPerTask = 8;
 // Op groups are numbered 0..kMaxOpGroups-1 within a job (the gate's sensitive set is a bitmap).
 inline constexpr std::uint32_t kMaxOpGroups = 4096;
 
@@ -85,7 +97,11 @@ enum class MessageType : std::uint16_t {
   kError = 7,
   kPolicy = 8,
   kForegrounds = 9,
+  kReportWaveMemory = 10,  // version 3 on
 };
+
+// The protocol version that introduced `type`.
+std::uint16_t VersionIntroducing(MessageType type);
 
 struct RegisterRequest {
   std::string namespace_name;
@@ -149,6 +165,19 @@ struct ReportMemory {
   std::vector<MemorySample> samples;  // <= kMaxMemorySamplesPerReport; time_ns never decreases
 };
 
+// The memory one wave of a task holds (tick-tock's tick is wave 0, its tock wave 1), for the
+// phase offset between the waves; ReportMemory still carries the task's total.
+struct WaveMemorySample {
+  std::uint8_t wave = 0;     // < kMaxWavesPerTask
+  std::int64_t time_ns = 0;  // CLOCK_MONOTONIC, >= 0
+  std::uint64_t allocated_bytes = 0;
+};
+
+struct ReportWaveMemory {
+  // <= kMaxMemorySamplesPerReport; time_ns never decreases among one wave's samples
+  std::vector<WaveMemorySample> samples;
+};
+
 struct ReportIteration {
   std::uint64_t iteration = 0;
   double seconds = 0;  // finite, >= 0
@@ -170,8 +199,9 @@ struct Policy {
   std::string reason;
 };
 
+// In MessageType order (TypeOf is the index + 1).
 using Message = std::variant<RegisterRequest, Registered, ReportOps, ReportMemory, ReportIteration,
-                             Goodbye, ErrorReply, Policy, Foregrounds>;
+                             Goodbye, ErrorReply, Policy, Foregrounds, ReportWaveMemory>;
 
 MessageType TypeOf(const Message& message);
 std::string_view MessageTypeName(MessageType type);
@@ -185,17 +215,21 @@ constexpr std::uint32_t NextSequence(std::uint32_t sequence) {
 ErrorReply ToErrorReply(const absl::Status& status);
 absl::Status ToStatus(const ErrorReply& error);
 
-// Encodes `message` as one frame with `sequence` (>= 1). InvalidArgument, naming the field, when
-// a field is out of the limits DecodeFrame enforces (a string too long, too many reports, an op
-// group >= kMaxOpGroups, an enum out of range, a negative or non-finite double).
-absl::StatusOr<std::string> EncodeFrame(const Message& message, std::uint32_t sequence);
+// Encodes `message` as one frame with `sequence` (>= 1) in protocol `version`. InvalidArgument,
+// naming the field, when a field is out of the limits DecodeFrame enforces (a string too long,
+// too many reports, an op group >= kMaxOpGroups, an enum out of range, a negative or non-finite
+// double), the version is not one this side speaks, or the message is newer than it.
+absl::StatusOr<std::string> EncodeFrame(const Message& message, std::uint32_t sequence,
+                                        std::uint16_t version = kProtocolVersion);
 
 struct Frame {
+  std::uint16_t version = kProtocolVersion;
   std::uint32_t sequence = 0;
   Message message;
 };
 
-// Decodes exactly one complete frame. Unimplemented for another protocol version,
+// Decodes exactly one complete frame. Unimplemented for a version outside
+// kOldestProtocolVersion..kProtocolVersion,
 // ResourceExhausted for a body over kMaxBodyBytes, InvalidArgument (naming the field, e.g.
 // "ReportOps.groups[12].op_group: 5000 >= 4096") for anything else malformed, out of its limits
 // or followed by extra bytes; never reads past `bytes`.
