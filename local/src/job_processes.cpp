@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -150,6 +151,7 @@ absl::Status JobProcesses::Start(const WorkerSettings& settings) {
     // The child waits for `go` to close: on_started has run by then.
     int go[2] = {-1, -1};
     if (pipe2(go, O_CLOEXEC) != 0) return ErrnoError(errno, absl::StrCat("pipe for ", job_.key));
+    const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) return ErrnoError(errno, absl::StrCat("fork for ", job_.key));
     if (pid == 0) {
@@ -159,6 +161,11 @@ absl::Status JobProcesses::Start(const WorkerSettings& settings) {
       }
       if (dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0) _exit(126);
       setpgid(0, 0);  // the terminal's Ctrl-C reaches `wavepool run`, which stops the workers
+      // A run killed outright (SIGKILL, a crash) cannot stop its workers: they get SIGTERM
+      // (checkpoint and exit) when it dies, instead of training on without an agent. The check
+      // after it covers a run that died before the request was made.
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(143);
       execve(argv[0], argv.data(), envp.data());
       _exit(127);
     }

@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -322,6 +324,38 @@ TEST_F(WavepoolRun, AnInterruptedRunCheckpointsAndTheSameCommandResumesIt) {
   EXPECT_EQ(resumed["jobs"][0]["stepsTrained"][0]["step"].get<int>(),
             resumed["jobs"][0]["resumedFrom"].get<int>() + 1);
   EXPECT_EQ(resumed["jobs"][0]["state"], "Succeeded");
+}
+
+// The processes whose environment names `text` (a run's workers carry its directory in theirs).
+std::vector<pid_t> ProcessesWhoseEnvironmentHas(const std::string& text) {
+  std::vector<pid_t> found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &pid)) continue;
+    if (ReadFileOrEmpty(entry.path().string() + "/environ").find(text) != std::string::npos) {
+      found.push_back(pid);
+    }
+  }
+  return found;
+}
+
+TEST_F(WavepoolRun, TheWorkersOfARunKilledOutrightStopToo) {
+  const std::string manifest = Manifest("pair.yaml", kPair, 100000, 100000);
+  const pid_t run =
+      Start({manifest, "--out", "killed", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN});
+  ASSERT_TRUE(Eventually(
+      [&] { return Out().find("team-a/sweep (background) training") != std::string::npos; },
+      std::chrono::seconds(120)))
+      << Out();
+  const std::string marker = "WAVEPOOL_AGENT_DIR=" + dir_ + "/killed/agent";
+  ASSERT_EQ(ProcessesWhoseEnvironmentHas(marker).size(), 3u);  // two foreground ranks, one bg
+  kill(run, SIGKILL);  // no chance to stop its workers itself
+  EXPECT_EQ(Wait(run), 128 + SIGKILL);
+  // They get SIGTERM from the kernel, checkpoint and exit (reaped by init, as orphans are).
+  EXPECT_TRUE(Eventually([&] { return ProcessesWhoseEnvironmentHas(marker).empty(); },
+                         std::chrono::seconds(60)))
+      << ProcessesWhoseEnvironmentHas(marker).size() << " workers left";
 }
 
 TEST_F(WavepoolRun, BadManifestsAndFailedJobsAreNamed) {

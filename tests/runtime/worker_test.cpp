@@ -5,9 +5,13 @@
 #include <filesystem>
 #include <memory>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/exec_test_support.h"
@@ -80,7 +84,8 @@ class WorkerProcess : public ::testing::Test {
   std::vector<std::unique_ptr<ChildProcess>> Gang(const std::string& plan, int ranks,
                                                   std::vector<std::string> extra = {},
                                                   int started = -1) {
-    const std::string store = "tcp://127.0.0.1:" + std::to_string(FreePort());
+    store_port_ = FreePort();
+    const std::string store = "tcp://127.0.0.1:" + std::to_string(store_port_);
     std::vector<std::unique_ptr<ChildProcess>> gang;
     ++gangs_;
     for (int r = 0; r < (started < 0 ? ranks : started); ++r) {
@@ -129,9 +134,39 @@ class WorkerProcess : public ::testing::Test {
     EXPECT_EQ(losses, expected);
   }
 
+  // Whether process `pid` has an established TCP connection to `port` on this machine (IPv4 or
+  // IPv6: the store listens on either): its sockets' inodes against /proc/net/tcp and tcp6.
+  static bool ConnectedTo(pid_t pid, int port) {
+    std::set<std::string> inodes;
+    std::error_code error;
+    const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+    for (const auto& fd : std::filesystem::directory_iterator(fds, error)) {
+      const std::string target = std::filesystem::read_symlink(fd.path(), error).string();
+      if (!error && target.rfind("socket:[", 0) == 0) {
+        inodes.insert(target.substr(8, target.size() - 9));
+      }
+    }
+    const std::string remote_port = absl::StrFormat(":%04X", port);
+    for (const char* path : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+      std::istringstream table(::wavepool::testing::ReadFileOrEmpty(path));
+      std::string line;
+      while (std::getline(table, line)) {
+        std::istringstream fields(line);
+        std::string slot, local, peer, state, queues, timer, retransmits, uid, timeout, inode;
+        fields >> slot >> local >> peer >> state >> queues >> timer >> retransmits >> uid >>
+            timeout >> inode;
+        if (state == "01" && absl::EndsWith(peer, remote_port) && inodes.count(inode) > 0) {
+          return true;  // 01: ESTABLISHED
+        }
+      }
+    }
+    return false;
+  }
+
   TempDir temp_dir_;
   std::string dir_;  // temp_dir_.path()
   int gangs_ = 0;
+  int store_port_ = 0;  // the last gang's
 };
 
 TEST_F(WorkerProcess, ABurstParallelGangTrainsToTheEndOverLoopback) {
@@ -174,6 +209,21 @@ TEST_F(WorkerProcess, ARankThatNeverArrivesFailsTheGangNamingIt) {
   for (auto& rank : gang) {
     EXPECT_EQ(rank->Wait(), 4) << rank->err();  // WorkerExit::kGangBroken
     EXPECT_THAT(rank->err(), HasSubstr("rank 2 of 3 did not arrive within 2 s"));
+  }
+}
+
+TEST_F(WorkerProcess, SigtermWhileWaitingForTheGangStopsAtOnce) {
+  const std::string plan = WritePlan("dp", "mlp_tiny", 3, 12, api::Strategy::kDataParallel, 4);
+  auto gang = Gang(plan, 3, {"--rendezvous-timeout", "600"}, /*started=*/2);
+  // Ranks 0 and 1 connected to rank 0's store: both wait for rank 2, which never comes.
+  for (auto& rank : gang) {
+    ASSERT_TRUE(Eventually([&] { return ConnectedTo(rank->pid(), store_port_); },
+                           std::chrono::seconds(60)));
+  }
+  for (auto& rank : gang) rank->Signal(SIGTERM);
+  for (auto& rank : gang) {
+    EXPECT_EQ(rank->Wait(std::chrono::seconds(60)), 143) << rank->err();  // WorkerExit::kStopped
+    EXPECT_THAT(rank->err(), HasSubstr("stopped while waiting at"));
   }
 }
 

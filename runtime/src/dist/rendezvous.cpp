@@ -95,9 +95,17 @@ absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int w
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank, " is not in [0, world size ", world_size, ")"));
   }
+  const auto stop_requested = [&] { return stopped && stopped(); };
+  const auto stopped_error = [&] {
+    return absl::CancelledError(
+        absl::StrCat("stopped while waiting at ", address.ToString(), " for ranks to arrive"));
+  };
   const MonotonicTime deadline = clock.Now() + timeout;
-  WAVEPOOL_ASSIGN_OR_RETURN(StorePtr connected, Connect(address, rank, world_size, timeout));
-  StorePtr store = compat::WithPrefix("wavepool", connected);
+  absl::StatusOr<StorePtr> connected = Connect(address, rank, world_size, timeout);
+  // A stop request interrupts the connection's system calls: that is the stop, not a fault.
+  if (!connected.ok() && stop_requested()) return stopped_error();
+  WAVEPOOL_RETURN_IF_ERROR(connected.status());
+  StorePtr store = compat::WithPrefix("wavepool", *connected);
   try {
     const std::string value = std::to_string(rank);
     store->set(RankKey(rank), std::vector<uint8_t>(value.begin(), value.end()));
@@ -113,15 +121,14 @@ absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int w
   while (true) {
     absl::StatusOr<std::vector<int>> missing = Missing(*store, world_size);
     if (!missing.ok()) {
+      // A gang told to stop loses rank 0's store as rank 0 stops: that is the stop, not a fault.
+      if (stop_requested()) return stopped_error();
       return absl::UnavailableError(absl::StrCat("rendezvous at ", address.ToString(),
                                                  ": rank 0's store went away (",
                                                  missing.status().message(), ")"));
     }
     if (missing->empty()) return store;
-    if (stopped && stopped()) {
-      return absl::CancelledError(
-          absl::StrCat("stopped while waiting at ", address.ToString(), " for ranks to arrive"));
-    }
+    if (stop_requested()) return stopped_error();
     if (absl::StatusOr<std::string> failed = Failure(*store); failed.ok()) {
       Acknowledge(*store);
       return absl::DeadlineExceededError(*failed);

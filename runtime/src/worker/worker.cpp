@@ -197,7 +197,10 @@ absl::Status Worker::Prepare() {
     WAVEPOOL_ASSIGN_OR_RETURN(StoreAddress address, ParseStoreAddress(options_.store));
     WAVEPOOL_ASSIGN_OR_RETURN(
         StorePtr store,
-        Rendezvous(address, options_.rank, options_.world_size, options_.rendezvous_timeout));
+        // A stop request (SIGTERM) ends the wait for the other ranks: it may come before any
+        // of them arrives (a pod deleted while its gang starts).
+        Rendezvous(address, options_.rank, options_.world_size, options_.rendezvous_timeout,
+                   [] { return g_stop_requested.load(); }));
     store_ = store;
   }
   ExecutorSetup setup;
