@@ -2,9 +2,12 @@
 // pod's identity, launch groups and iterations reaching the agent's metrics, a background task
 // preempted by SIGTERM and resumed on another GPU, and a background task that finds no agent.
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -200,6 +203,45 @@ TEST(WorkerWithoutAgent, ABackgroundTaskNeverRunsUnpacedAForegroundTaskDoes) {
     }
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST(WorkerWithoutAgent, SigtermWhileWaitingForTheAgentStopsAtOnce) {
+  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("wavepool-worker-noagent"));
+  const std::string dir = temp_dir.path();
+  absl::StatusOr<planner::ModelGraph> graph = planner::BuiltinModel("mlp_tiny");
+  ASSERT_TRUE(graph.ok());
+  planner::PlanRequest request;
+  request.global_batch = 8;
+  absl::StatusOr<api::Plan> plan = testing::PlanFor(*graph, request, 3, 0.05, 5);
+  ASSERT_TRUE(plan.ok());
+  const std::string path = dir + "/plan.json";
+  ASSERT_OK(WriteFile(path, api::ToJson(*plan).dump()));
+  // An agent socket that hangs up on every connection: the worker retries until its timeout.
+  const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, (dir + "/agent.sock").c_str(), sizeof(address.sun_path) - 1);
+  ASSERT_EQ(bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(listener, 8), 0);
+  const auto hang_up = [&] {
+    const int fd = accept(listener, nullptr, nullptr);
+    if (fd >= 0) close(fd);
+    return fd >= 0;
+  };
+  ChildProcess worker(
+      {WAVEPOOL_WORKER_BIN, "--plan", path, "--agent-dir", dir, "--agent-timeout", "600"},
+      {{"WAVEPOOL_ROLE", "Background"}}, dir, "worker");
+  ASSERT_TRUE(Eventually(hang_up, std::chrono::seconds(60)));  // it is retrying
+  worker.Signal(SIGTERM);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        hang_up();
+        return worker.Wait(std::chrono::seconds(0)) >= 0;
+      },
+      std::chrono::seconds(30)));
+  EXPECT_EQ(worker.Wait(), 143) << worker.err();  // WorkerExit::kStopped
+  EXPECT_THAT(worker.err(), HasSubstr("stopped while waiting for the node agent"));
+  close(listener);
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ AgentSession::~AgentSession() { client_->Close(); }
 
 absl::StatusOr<std::unique_ptr<AgentSession>> AgentSession::Connect(
     const std::string& agent_dir, const agent::RegisterRequest& identity,
-    std::chrono::milliseconds connect_timeout, agent::LogSink log, Clock& clock) {
+    std::chrono::milliseconds connect_timeout, agent::LogSink log, Clock& clock,
+    const std::function<bool()>& stopped) {
   agent::AgentClient::Options options;
   options.socket_path = absl::StrCat(agent_dir, "/agent.sock");
   options.registration = identity;
@@ -53,6 +54,10 @@ absl::StatusOr<std::unique_ptr<AgentSession>> AgentSession::Connect(
       return absl::Status(
           client.status().code(),
           absl::StrCat("node agent at ", options.socket_path, ": ", client.status().message()));
+    }
+    if (stopped && stopped()) {
+      return absl::CancelledError(
+          absl::StrCat("stopped while waiting for the node agent at ", options.socket_path));
     }
     clock.SleepFor(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));

@@ -150,8 +150,9 @@ absl::Status Worker::ConnectAgent() {
   if (options_.role == api::Role::kBackground) {
     identity.batch_size = static_cast<std::uint32_t>(plan_.stages.front().per_gpu_batch);
   }
-  absl::StatusOr<std::unique_ptr<AgentSession>> session =
-      AgentSession::Connect(options_.agent_dir, identity, options_.agent_timeout);
+  absl::StatusOr<std::unique_ptr<AgentSession>> session = AgentSession::Connect(
+      options_.agent_dir, identity, options_.agent_timeout, agent::LogToStderr, RealClock(),
+      [] { return g_stop_requested.load(); });
   if (session.ok()) {
     pacer_ = *std::move(session);
     return absl::OkStatus();

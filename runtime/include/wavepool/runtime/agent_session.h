@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,12 +35,13 @@ class AgentSession final : public LaunchPacer {
   // may still be starting) until `connect_timeout`, then returns Unavailable naming the socket;
   // the agent's own refusal (no free slot, a bad registration) is returned at once. The retries
   // back off from 50 ms to 1 s on `clock` (a simulated one in tests), which also times
-  // `connect_timeout` and stamps the session's memory reports.
+  // `connect_timeout` and stamps the session's memory reports. `stopped`, when set, is asked
+  // between tries: true ends them with Cancelled (a SIGTERM while the node's agent is down).
   // REQUIRES: `clock` outlives the session.
   static absl::StatusOr<std::unique_ptr<AgentSession>> Connect(
       const std::string& agent_dir, const agent::RegisterRequest& identity,
       std::chrono::milliseconds connect_timeout, agent::LogSink log = agent::LogToStderr,
-      Clock& clock = RealClock());
+      Clock& clock = RealClock(), const std::function<bool()>& stopped = {});
   ~AgentSession() override;
 
   absl::StatusOr<LaunchTicket> Begin(OpGroup group) override;
