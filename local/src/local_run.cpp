@@ -303,7 +303,7 @@ void LocalRun::SampleAgent(const agent::AgentStatus& status) {
           said = t.recommended_batch_size;
           Note(
               absl::StrFormat("agent: recommends a per-GPU batch of %u for background job %s "
-                              "on GPU %d, so that it fits the foreground's memory waves",
+                              "on GPU %d: the foreground there stays over its slowdown limit",
                               said, job, gpu.info.index));
         }
       }
