@@ -6,16 +6,12 @@
 #define WAVEPOOL_TESTS_AGENT_METRICS_TEST_UTIL_H_
 
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -23,7 +19,6 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,9 +27,8 @@
 #include "cpprest/http_client.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/files.h"
+#include "tests/support/spawn.h"
 #include "tests/support/temp_dir.h"
-
-extern char** environ;
 
 namespace wavepool::agent::metrics_testing {
 
@@ -64,61 +58,41 @@ class ChildProcess {
   static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const std::vector<std::string>& argv,
                                                              const std::string& stdin_path,
                                                              const std::string& output_path) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, stdin_path.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    std::vector<char*> args;
-    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    pid_t pid = 0;
-    const int error = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (error != 0) {
-      return absl::UnavailableError(absl::StrCat("spawn ", argv[0], ": ", std::strerror(error)));
+    // One open file description for both streams, as `2>&1` gives: neither overwrites the other.
+    const int output = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (output < 0) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("open ", output_path));
     }
-    return std::unique_ptr<ChildProcess>(new ChildProcess(pid));
+    ::wavepool::testing::SpawnOptions options;
+    options.in = ::wavepool::testing::ChildStream::File(stdin_path);
+    options.out = ::wavepool::testing::ChildStream::Descriptor(output);
+    options.err = ::wavepool::testing::ChildStream::Descriptor(output);
+    const absl::StatusOr<pid_t> pid = ::wavepool::testing::Spawn(argv, options);
+    ::close(output);
+    if (!pid.ok()) return pid.status();
+    return std::unique_ptr<ChildProcess>(new ChildProcess(*pid));
   }
 
   ~ChildProcess() {
-    if (!exit_status_.has_value()) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
+    if (!exit_status_.has_value()) ::wavepool::testing::KillChild(pid_);
   }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   // The wait status once the child has exited; nullopt while it runs.
-  std::optional<int> Poll() {
-    if (exit_status_.has_value()) return exit_status_;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) exit_status_ = status;
-    return exit_status_;
-  }
+  std::optional<int> Poll() { return WaitFor(std::chrono::milliseconds(0)); }
 
   // Waits up to `timeout` for the child to exit; nullopt if it is still running.
   std::optional<int> WaitFor(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!Poll().has_value() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    if (!exit_status_.has_value()) exit_status_ = ::wavepool::testing::WaitForExit(pid_, timeout);
     return exit_status_;
   }
 
-  // SIGTERM, then SIGKILL if it has not exited within `grace`. Returns the wait status.
+  // SIGTERM, then SIGKILL if it has not exited within `grace`. Returns the wait status (-1 when
+  // it could not be reaped).
   int Stop(std::chrono::milliseconds grace) {
-    if (!Poll().has_value()) {
-      ::kill(pid_, SIGTERM);
-      if (!WaitFor(grace).has_value()) {
-        ::kill(pid_, SIGKILL);
-        int status = 0;
-        ::waitpid(pid_, &status, 0);
-        exit_status_ = status;
-      }
+    if (!exit_status_.has_value()) {
+      exit_status_ = ::wavepool::testing::StopChild(pid_, grace).value_or(-1);
     }
     return *exit_status_;
   }
@@ -132,7 +106,7 @@ class ChildProcess {
 
 struct CommandResult {
   int exit_code = -1;  // -1: killed by a signal or timed out
-  std::string output;  // stdout and stderr together
+  std::string output;  // stdout, then stderr
 };
 
 // Runs `argv` with `input` on its stdin, waiting at most `timeout`.
@@ -143,15 +117,15 @@ inline absl::StatusOr<CommandResult> RunWithInput(const std::vector<std::string>
       ::wavepool::testing::TempDir::Create("wavepool-metrics");
   if (!dir.ok()) return dir.status();
   const std::string input_path = dir->File("stdin");
-  const std::string output_path = dir->File("output");
   if (absl::Status s = ::wavepool::testing::WriteFile(input_path, input); !s.ok()) return s;
-  auto child = ChildProcess::Start(argv, input_path, output_path);
-  if (!child.ok()) return child.status();
-  const std::optional<int> status = (*child)->WaitFor(timeout);
+  ::wavepool::testing::SpawnOptions options;
+  options.in = ::wavepool::testing::ChildStream::File(input_path);
+  const ::wavepool::testing::ProcessResult run =
+      ::wavepool::testing::RunProcess(argv, options, timeout);
+  if (!run.started) return absl::UnavailableError(run.error);
   CommandResult result;
-  if (status.has_value() && WIFEXITED(*status)) result.exit_code = WEXITSTATUS(*status);
-  child->reset();  // kills it if it timed out
-  result.output = ::wavepool::testing::ReadFileOrEmpty(output_path);
+  if (run.exited) result.exit_code = run.exit_status;
+  result.output = run.out + run.err;
   return result;
 }
 

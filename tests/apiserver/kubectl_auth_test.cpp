@@ -2,13 +2,12 @@
 // TokenRequest API, the ServiceAccount's token in a kubeconfig of its own, kube-apiserver's
 // Forbidden wording as kubectl prints it, and `kubectl auth can-i` (SelfSubjectAccessReview).
 // The server serves HTTPS: kubectl sends a kubeconfig's token to https:// servers only.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/files.h"
 #include "tests/support/kubectl.h"
+#include "tests/support/spawn.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
@@ -118,39 +118,30 @@ TEST_P(KubectlAuthTest, UnknownTokenIsUnauthorized) {
 // The binary: --tls --authorization-mode=RBAC writes an https kubeconfig with the admin token
 // (and the token alone with --admin-token-out); a mode it does not know is a flag error (exit 2).
 TEST_P(KubectlAuthTest, BinaryServesRbacOverTlsWithTheAdminKubeconfig) {
-  auto spawn = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), WAVEPOOL_TEST_APISERVER);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, (dir_ + "/server.err").c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    char* env[] = {nullptr};
-    EXPECT_EQ(::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), env), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    return pid;
-  };
-  int status = 0;
-  const pid_t bad = spawn({"--authorization-mode=Webhook"});
-  ASSERT_EQ(::waitpid(bad, &status, 0), bad);
-  EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_THAT(ReadFileOrEmpty(dir_ + "/server.err"), HasSubstr("--authorization-mode"));
+  SpawnOptions options;  // an empty environment
+  options.inherit_environment = false;
+  const ProcessResult bad =
+      RunProcess({WAVEPOOL_TEST_APISERVER, "--authorization-mode=Webhook"}, options);
+  EXPECT_EQ(bad.exit_status, 2) << bad;
+  EXPECT_THAT(bad.err, HasSubstr("--authorization-mode"));
 
   const std::string kubeconfig = dir_ + "/binary-kubeconfig", token = dir_ + "/admin-token";
-  const pid_t server = spawn({"--port=0", "--tls", "--authorization-mode=RBAC",
-                              "--kubeconfig-out=" + kubeconfig, "--admin-token-out=" + token});
-  ASSERT_GT(server, 0);
+  options.out = ChildStream::File("/dev/null");
+  options.err = ChildStream::File(dir_ + "/server.err");
+  ASSERT_OK_AND_ASSIGN(
+      const pid_t server,
+      Spawn({WAVEPOOL_TEST_APISERVER, "--port=0", "--tls", "--authorization-mode=RBAC",
+             "--kubeconfig-out=" + kubeconfig, "--admin-token-out=" + token},
+            options));
   const bool written = Eventually([&] { return !ReadFileOrEmpty(token).empty(); });
   std::string text = ReadFileOrEmpty(kubeconfig);
   const KubectlResult ns = Kubectl({"get", "namespaces", "-o", "name"}, kubeconfig);
-  ::kill(server, SIGTERM);
-  ASSERT_EQ(::waitpid(server, &status, 0), server);
+  // SIGTERM; SIGKILL (not an exit) if it is still running after two minutes.
+  const std::optional<int> status = StopChild(server, std::chrono::seconds(120));
+  ASSERT_TRUE(status.has_value());
   ASSERT_TRUE(written);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << ReadFileOrEmpty(dir_ + "/server.err");
   EXPECT_THAT(text, HasSubstr("server: https://127.0.0.1:"));
   EXPECT_THAT(text, HasSubstr("certificate-authority-data: "));
   EXPECT_THAT(text, HasSubstr("token: " + ReadFileOrEmpty(token).substr(0, 20)));

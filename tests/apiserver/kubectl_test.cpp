@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/support/apiserver/test_server.h"
 #include "tests/support/files.h"
+#include "tests/support/spawn.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
@@ -50,8 +51,7 @@ class KubectlTest : public ::testing::TestWithParam<std::string> {
 
   void TearDown() override {
     for (pid_t pid : background_) {
-      ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
+      ::wavepool::testing::StopChild(pid, std::chrono::seconds(30));
     }
   }
 

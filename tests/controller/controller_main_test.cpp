@@ -1,21 +1,21 @@
 // The wavepool-controller binary's command line: bad flags exit 2 naming the flag, an API server
 // that cannot be reached exits 1 saying so.
-#include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <array>
 #include <chrono>
-#include <cstdio>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/controller/api_server_scene.h"
 #include "tests/support/eventually.h"
+#include "tests/support/spawn.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/resource.h"
@@ -29,7 +29,7 @@ using ::wavepool::testing::Eventually;
 
 struct ProcessResult {
   int exit_code = -1;
-  std::string output;  // stdout and stderr
+  std::string output;  // stdout, then stderr
 };
 
 void PrintTo(const ProcessResult& run, std::ostream* os) {
@@ -46,16 +46,20 @@ void PrintTo(const ProcessResult& run, std::ostream* os) {
 #define WAVEPOOL_CONTROLLER_BINARY "wavepool-controller"
 #endif
 
+// A safety net for one run of the binary, never a statement about speed.
+constexpr std::chrono::seconds kLimit(120);
+
+// Runs the binary with `arguments` (split at spaces), waiting at most kLimit.
 ProcessResult RunController(const std::string& arguments) {
-  ProcessResult run;
-  const std::string command = std::string(WAVEPOOL_CONTROLLER_BINARY) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer;
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) run.output += buffer.data();
-  const int status = pclose(pipe);
-  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  return run;
+  std::vector<std::string> argv = {WAVEPOOL_CONTROLLER_BINARY};
+  for (absl::string_view word : absl::StrSplit(arguments, ' ', absl::SkipEmpty())) {
+    argv.emplace_back(word);
+  }
+  const ::wavepool::testing::ProcessResult run = ::wavepool::testing::RunProcess(argv, {}, kLimit);
+  ProcessResult result;
+  if (run.exited) result.exit_code = run.exit_status;
+  result.output = run.out + run.err;
+  return result;
 }
 
 TEST(ControllerMain, UnknownFlagExitsTwoNamingIt) {
@@ -120,18 +124,10 @@ TEST(ControllerMain, RunsUntilSigtermThenReleasesTheLeaseAndExitsZero) {
   const std::string kubeconfig = ::testing::TempDir() + "/controller-main.kubeconfig";
   std::ofstream(kubeconfig) << scene.server->Kubeconfig();
 
-  std::vector<std::string> args = {
-      WAVEPOOL_CONTROLLER_BINARY, "--kubeconfig", kubeconfig,   "--http-port", "-1",
-      "--lease-namespace",        "default",      "--identity", "main-test"};
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  ASSERT_OK_AND_ASSIGN(const pid_t pid,
+                       ::wavepool::testing::Spawn(
+                           {WAVEPOOL_CONTROLLER_BINARY, "--kubeconfig", kubeconfig, "--http-port",
+                            "-1", "--lease-namespace", "default", "--identity", "main-test"}));
   const auto holder = [&]() -> std::string {
     absl::StatusOr<nlohmann::json> lease =
         scene.client->Get(kube::kLeases, "default", "wavepool-controller");
@@ -140,11 +136,11 @@ TEST(ControllerMain, RunsUntilSigtermThenReleasesTheLeaseAndExitsZero) {
   };
   Eventually([&] { return holder() == "main-test"; });
   EXPECT_EQ(holder(), "main-test");
-  ASSERT_EQ(kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // SIGTERM; SIGKILL (not an exit) if it is still running after kLimit.
+  const std::optional<int> status = ::wavepool::testing::StopChild(pid, kLimit);
+  ASSERT_TRUE(status.has_value());
+  ASSERT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
   EXPECT_EQ(holder(), "");  // released, as client-go's ReleaseOnCancel leaves it
 }
 

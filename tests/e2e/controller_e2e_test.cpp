@@ -5,14 +5,12 @@
 // binary: the simulated kubelet and agents run in this process anyway, and embedding it needs
 // no port discovery or second child to clean up; the controller and kubectl still reach it only
 // over HTTP through a kubeconfig, as they would a real cluster.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -28,6 +26,7 @@
 #include "tests/support/files.h"
 #include "tests/support/http_get.h"
 #include "tests/support/kubectl.h"
+#include "tests/support/spawn.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 #include "wavepool/api/kube_resources.h"
@@ -68,10 +67,7 @@ class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
   }
 
   void TearDown() override {
-    if (controller_pid_ > 0) {
-      ::kill(controller_pid_, SIGKILL);
-      ::waitpid(controller_pid_, nullptr, 0);
-    }
+    if (controller_pid_ > 0) KillChild(controller_pid_);
     agents_.reset();
     kubelet_.reset();
     server_.reset();
@@ -100,25 +96,18 @@ class ControllerE2eTest : public ::testing::TestWithParam<std::string> {
   // Starts wavepool-controller with leader election and an ephemeral HTTP port, and reads the
   // port from the line it prints once started.
   void StartController() {
-    std::vector<std::string> args = {WAVEPOOL_CONTROLLER_BIN,
-                                     "--kubeconfig=" + dir_ + "/kubeconfig",
-                                     "--leader-elect=true",
-                                     "--identity=e2e-controller",
-                                     "--http-address=127.0.0.1",
-                                     "--http-port=0",
-                                     "--default-image=wavepool/worker:e2e"};
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, (dir_ + "/controller.out").c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, (dir_ + "/controller.err").c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    char* env[] = {nullptr};
-    ASSERT_EQ(::posix_spawn(&controller_pid_, argv[0], &actions, nullptr, argv.data(), env), 0);
-    posix_spawn_file_actions_destroy(&actions);
+    const std::vector<std::string> args = {WAVEPOOL_CONTROLLER_BIN,
+                                           "--kubeconfig=" + dir_ + "/kubeconfig",
+                                           "--leader-elect=true",
+                                           "--identity=e2e-controller",
+                                           "--http-address=127.0.0.1",
+                                           "--http-port=0",
+                                           "--default-image=wavepool/worker:e2e"};
+    SpawnOptions options;
+    options.out = ChildStream::File(dir_ + "/controller.out");
+    options.err = ChildStream::File(dir_ + "/controller.err");
+    options.inherit_environment = false;  // an empty environment
+    ASSERT_OK_AND_ASSIGN(controller_pid_, Spawn(args, options));
     std::smatch match;
     const std::regex http(R"(http 127\.0\.0\.1:(\d+))");
     ASSERT_TRUE(Eventually(
@@ -261,12 +250,12 @@ TEST_P(ControllerE2eTest, ExamplesRunUnderTheControllerBinaryAndDeleteCleanly) {
       kTimeout, kPoll))
       << Kubectl({"get", "pods", "-A"});
 
-  ASSERT_EQ(::kill(controller_pid_, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(controller_pid_, &status, 0), controller_pid_);
+  // SIGTERM; SIGKILL (not an exit) if it is still running after kTimeout.
+  const std::optional<int> status = StopChild(controller_pid_, kTimeout);
   controller_pid_ = -1;
-  ASSERT_TRUE(WIFEXITED(status)) << ControllerOutput();
-  EXPECT_THAT(WEXITSTATUS(status), Eq(0)) << ControllerOutput();
+  ASSERT_TRUE(status.has_value()) << ControllerOutput();
+  ASSERT_TRUE(WIFEXITED(*status)) << ControllerOutput();
+  EXPECT_THAT(WEXITSTATUS(*status), Eq(0)) << ControllerOutput();
 }
 
 // An operator who skipped `kubectl create namespace wavepool-system`: the controller says so on

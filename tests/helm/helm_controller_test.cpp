@@ -6,11 +6,7 @@
 // status and conditions written, Events recorded) with no request refused. The same run with one
 // permission taken out of the rendered controller ClusterRole fails visibly, naming the
 // Forbidden, which shows that a permission the chart lacked would fail the first test.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +28,7 @@
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/eventually.h"
 #include "tests/support/files.h"
+#include "tests/support/spawn.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/yaml.h"
 #include "wavepool/kube/client.h"
@@ -63,49 +60,41 @@ bool ContainsIgnoringCase(const std::string& text, const std::string& word) {
   return absl::StrContains(absl::AsciiStrToLower(text), absl::AsciiStrToLower(word));
 }
 
-// A child process with its output in files, killed (SIGTERM, then SIGKILL) by the destructor.
+// A child process with its output in files and `env` as its whole environment, stopped (SIGTERM,
+// then SIGKILL after 5 s) by the destructor.
 class Child {
  public:
-  Child(std::vector<std::string> argv, const std::map<std::string, std::string>& env,
+  Child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
         std::string out, std::string err)
       : out_(std::move(out)), err_(std::move(err)) {
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    std::vector<std::string> env_strings;
-    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-    std::vector<char*> envp;
-    for (std::string& e : env_strings) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (::posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), envp.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
+    SpawnOptions options;
+    options.in = ChildStream::File("/dev/null");
+    options.out = ChildStream::File(out_);
+    options.err = ChildStream::File(err_);
+    options.env = env;
+    options.inherit_environment = false;
+    const absl::StatusOr<pid_t> pid = Spawn(argv, options);
+    if (pid.ok()) pid_ = *pid;
   }
   ~Child() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 100; ++i) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-      ::usleep(50'000);
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    if (pid_ > 0 && !exited_) StopChild(pid_, std::chrono::seconds(5));
   }
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
   bool started() const { return pid_ > 0; }
   // Whether it still runs (false once it exited).
-  bool Running() { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+  bool Running() {
+    if (pid_ <= 0 || exited_) return false;
+    exited_ = WaitForExit(pid_, std::chrono::milliseconds(0)).has_value();
+    return !exited_;
+  }
   std::string Output() const { return ReadFileOrEmpty(out_) + ReadFileOrEmpty(err_); }
 
  private:
   std::string out_, err_;
   pid_t pid_ = -1;
+  bool exited_ = false;
 };
 
 // The args of the only container of the pod template of `workload` (a Deployment or DaemonSet).

@@ -1,11 +1,6 @@
 #include "tests/helm/helm_fixture.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
@@ -14,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/support/files.h"
+#include "tests/support/spawn.h"
 #include "wavepool/api/yaml.h"
 
 namespace wavepool::testing::helm {
@@ -48,12 +44,8 @@ std::string Scratch::Write(const std::string& name, const std::string& text) con
 
 namespace {
 
-std::vector<char*> Pointers(std::vector<std::string>& strings) {
-  std::vector<char*> pointers;
-  for (std::string& s : strings) pointers.push_back(s.data());
-  pointers.push_back(nullptr);
-  return pointers;
-}
+// A safety net for one helm or kubectl command, never a statement about speed.
+constexpr std::chrono::seconds kCommandLimit(120);
 
 // helm logs each symbolic link of the chart (files/crds, files/dashboards) at INFO level.
 std::string WithoutLinkNotices(const std::string& err) {
@@ -69,31 +61,22 @@ std::string WithoutLinkNotices(const std::string& err) {
 
 CommandResult Scratch::Run(const std::vector<std::string>& args,
                            const std::string& kubeconfig) const {
+  SpawnOptions options;
+  options.in = ChildStream::File("/dev/null");
+  options.env = {{"HOME", path()},
+                 {"PATH", "/usr/bin:/bin"},
+                 {"HELM_CACHE_HOME", path() + "/helm-cache"},
+                 {"HELM_CONFIG_HOME", path() + "/helm-config"},
+                 {"HELM_DATA_HOME", path() + "/helm-data"},
+                 {"KUBECACHEDIR", path() + "/kube-cache"}};
+  if (!kubeconfig.empty()) options.env["KUBECONFIG"] = kubeconfig;
+  options.inherit_environment = false;
+  const ProcessResult run = RunProcess(args, options, kCommandLimit);
   CommandResult result;
-  std::vector<std::string> argv = args;
-  std::vector<std::string> env = {"HOME=" + path(),
-                                  "PATH=/usr/bin:/bin",
-                                  "HELM_CACHE_HOME=" + path() + "/helm-cache",
-                                  "HELM_CONFIG_HOME=" + path() + "/helm-config",
-                                  "HELM_DATA_HOME=" + path() + "/helm-data",
-                                  "KUBECACHEDIR=" + path() + "/kube-cache"};
-  if (!kubeconfig.empty()) env.push_back("KUBECONFIG=" + kubeconfig);
-  const std::string out = path() + "/.stdout", err = path() + "/.stderr";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int error = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, Pointers(argv).data(),
-                                  Pointers(env).data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) return result;
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = ReadFileOrEmpty(out);
-  result.err = WithoutLinkNotices(ReadFileOrEmpty(err));
+  result.exit_code = run.exited ? run.exit_status : -1;
+  result.out = run.out;
+  result.err = WithoutLinkNotices(run.started ? run.err : run.error);
+  if (run.timed_out) result.err += "killed after " + std::to_string(kCommandLimit.count()) + " s\n";
   return result;
 }
 

@@ -1,7 +1,6 @@
 #include "tests/integration/fault_support.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/support/eventually.h"
+#include "tests/support/spawn.h"
 #include "wavepool/api/kube_resources.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/api_error.h"
@@ -403,26 +403,18 @@ ManagerOptions FastManagerOptions() {
 
 absl::StatusOr<std::unique_ptr<ControllerProcess>> ControllerProcess::Start(
     const std::string& binary, const std::vector<std::string>& args, const std::string& log_path) {
+  // One descriptor for both streams, appending: a restarted controller adds to the same log.
   const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return absl::InternalError(absl::StrCat("cannot open ", log_path));
-  std::vector<std::string> argv_strings = {binary};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_strings) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(log_fd);
-    return absl::InternalError("fork failed");
-  }
-  if (pid == 0) {
-    dup2(log_fd, STDOUT_FILENO);
-    dup2(log_fd, STDERR_FILENO);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
+  std::vector<std::string> argv = {binary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  testing::SpawnOptions options;
+  options.out = testing::ChildStream::Descriptor(log_fd);
+  options.err = testing::ChildStream::Descriptor(log_fd);
+  const absl::StatusOr<pid_t> pid = testing::Spawn(argv, options);
   close(log_fd);
-  return std::unique_ptr<ControllerProcess>(new ControllerProcess(pid));
+  if (!pid.ok()) return pid.status();
+  return std::unique_ptr<ControllerProcess>(new ControllerProcess(*pid));
 }
 
 ControllerProcess::~ControllerProcess() {
@@ -431,30 +423,21 @@ ControllerProcess::~ControllerProcess() {
 
 void ControllerProcess::Kill() {
   if (reaped_) return;
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
+  testing::KillChild(pid_);
   reaped_ = true;
 }
 
 int ControllerProcess::Terminate(std::chrono::nanoseconds timeout) {
   if (reaped_) return -1;
-  kill(pid_, SIGTERM);
-  const auto give_up = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  while (std::chrono::steady_clock::now() < give_up) {
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      reaped_ = true;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  Kill();
-  return -1;
+  const std::optional<int> status =
+      testing::StopChild(pid_, std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+  reaped_ = true;
+  return status.has_value() && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
 }
 
 bool ControllerProcess::Running() {
   if (reaped_) return false;
-  if (waitpid(pid_, nullptr, WNOHANG) == pid_) reaped_ = true;
+  reaped_ = testing::WaitForExit(pid_, std::chrono::milliseconds(0)).has_value();
   return !reaped_;
 }
 

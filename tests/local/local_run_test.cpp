@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -35,6 +36,7 @@ using ::wavepool::testing::ReadFileOrEmpty;
 using ::wavepool::testing::Spawn;
 using ::wavepool::testing::SpawnOptions;
 using ::wavepool::testing::TempDir;
+using ::wavepool::testing::WaitForExit;
 using ::wavepool::testing::WriteFile;
 using json = nlohmann::json;
 
@@ -111,10 +113,15 @@ class WavepoolRun : public ::testing::Test {
     EXPECT_TRUE(pid.ok()) << pid.status();
     return pid.value_or(-1);
   }
+  // The run's exit status (128 + signal when killed); -1 when it still runs after 10 minutes
+  // (it is killed then).
   static int Wait(pid_t pid) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::optional<int> status = WaitForExit(pid, std::chrono::minutes(10));
+    if (!status.has_value()) {
+      ::wavepool::testing::KillChild(pid);
+      return -1;
+    }
+    return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
   }
   std::string Out() const {
     return ReadFileOrEmpty(dir_ + "/run" + std::to_string(runs_) + ".out");

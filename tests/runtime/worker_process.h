@@ -47,10 +47,7 @@ class ChildProcess {
     code_ = 127;
   }
   ~ChildProcess() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
+    if (pid_ > 0 && !exited_) ::wavepool::testing::KillChild(pid_);
   }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

@@ -4,12 +4,9 @@
 #ifndef WAVEPOOL_TESTS_SUPPORT_KUBECTL_H_
 #define WAVEPOOL_TESTS_SUPPORT_KUBECTL_H_
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include <chrono>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -17,7 +14,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "tests/support/files.h"
+#include "tests/support/spawn.h"
 
 namespace wavepool::testing {
 
@@ -57,50 +56,52 @@ class KubectlRunner {
   // pid (-1 when it could not start). The caller waits for it or kills it.
   pid_t Spawn(const std::vector<std::string>& args, const std::string& input_path,
               const std::string& out_path, const std::string& err_path) const {
-    std::vector<std::string> argv = {binary_, "--kubeconfig=" + dir_ + "/kubeconfig",
-                                     "--cache-dir=" + dir_ + "/cache"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<std::string> env = {"HOME=" + dir_, "EDITOR=" + dir_ + "/editor",
-                                    "KUBE_EDITOR=" + dir_ + "/editor", "PATH=/usr/bin:/bin"};
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, input_path.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    pid_t pid = -1;
-    const int error = ::posix_spawn(&pid, binary_.c_str(), &actions, nullptr, Pointers(argv).data(),
-                                    Pointers(env).data());
-    posix_spawn_file_actions_destroy(&actions);
-    return error == 0 ? pid : -1;
+    SpawnOptions options = Options();
+    options.in = ChildStream::File(input_path);
+    options.out = ChildStream::File(out_path);
+    options.err = ChildStream::File(err_path);
+    const absl::StatusOr<pid_t> pid = ::wavepool::testing::Spawn(Argv(args), options);
+    return pid.ok() ? *pid : -1;
   }
 
-  // Runs kubectl `args` to completion with `input` on its stdin.
-  KubectlResult Run(const std::vector<std::string>& args, const std::string& input = "") const {
-    const std::string in = dir_ + "/stdin", out = dir_ + "/stdout", err = dir_ + "/stderr";
+  // Runs kubectl `args` to completion with `input` on its stdin; one still running after `limit`
+  // is killed (exit_code -1, `err` saying so).
+  KubectlResult Run(const std::vector<std::string>& args, const std::string& input = "",
+                    std::chrono::seconds limit = std::chrono::seconds(120)) const {
+    const std::string in = dir_ + "/stdin";
     KubectlResult result;
     if (absl::Status written = WriteFile(in, input); !written.ok()) {
       result.err = std::string(written.message());
       return result;
     }
-    const pid_t pid = Spawn(args, in, out, err);
-    if (pid < 0) return result;
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = ReadFileOrEmpty(out);
-    result.err = ReadFileOrEmpty(err);
+    SpawnOptions options = Options();
+    options.in = ChildStream::File(in);
+    const ProcessResult run = RunProcess(Argv(args), options, limit);
+    result.exit_code = run.exited ? run.exit_status : -1;
+    result.out = run.out;
+    result.err = run.started ? run.err : run.error;
+    if (run.timed_out) result.err += "\nkilled after " + std::to_string(limit.count()) + " s";
     return result;
   }
 
  private:
-  // argv/envp for posix_spawn: pointers into `strings`, null-terminated.
-  static std::vector<char*> Pointers(std::vector<std::string>& strings) {
-    std::vector<char*> pointers;
-    for (std::string& s : strings) pointers.push_back(s.data());
-    pointers.push_back(nullptr);
-    return pointers;
+  // kubectl with this runner's kubeconfig and cache, then `args`.
+  std::vector<std::string> Argv(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {binary_, "--kubeconfig=" + dir_ + "/kubeconfig",
+                                     "--cache-dir=" + dir_ + "/cache"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
+  // Nothing of the test process's environment: HOME, the editor and PATH of this runner only.
+  SpawnOptions Options() const {
+    SpawnOptions options;
+    options.env = {{"HOME", dir_},
+                   {"EDITOR", dir_ + "/editor"},
+                   {"KUBE_EDITOR", dir_ + "/editor"},
+                   {"PATH", "/usr/bin:/bin"}};
+    options.inherit_environment = false;
+    return options;
   }
 
   std::string binary_;

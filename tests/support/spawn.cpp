@@ -1,10 +1,14 @@
 #include "tests/support/spawn.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -17,10 +21,15 @@ extern char** environ;
 namespace wavepool::testing {
 namespace {
 
-// The test process's environment with `overrides` set over it, as "KEY=value" strings.
-std::vector<std::string> ChildEnvironment(const std::map<std::string, std::string>& overrides) {
+// How long a child killed with SIGKILL may take to be reaped before KillChild gives up on it.
+constexpr std::chrono::seconds kReapAfterKill(10);
+
+// The child's environment as "KEY=value" strings: `options.env` set over the test process's own,
+// or alone.
+std::vector<std::string> ChildEnvironment(const SpawnOptions& options) {
+  const std::map<std::string, std::string>& overrides = options.env;
   std::vector<std::string> entries;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
+  for (char** entry = environ; options.inherit_environment && *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
     const std::string key(text.substr(0, text.find('=')));
     if (overrides.count(key) == 0) entries.emplace_back(text);
@@ -55,12 +64,73 @@ int AddStream(posix_spawn_file_actions_t* actions, const ChildStream& stream, in
   return EINVAL;
 }
 
+// A pipe whose ends close themselves; both are close-on-exec.
+class Pipe {
+ public:
+  Pipe() {
+    if (::pipe2(fds_.data(), O_CLOEXEC) != 0) fds_ = {-1, -1};
+  }
+  ~Pipe() {
+    CloseRead();
+    CloseWrite();
+  }
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+
+  bool ok() const { return fds_[0] >= 0; }
+  int read_end() const { return fds_[0]; }
+  int write_end() const { return fds_[1]; }
+  void CloseRead() { Close(0); }
+  void CloseWrite() { Close(1); }
+
+ private:
+  void Close(int i) {
+    if (fds_[i] >= 0) ::close(fds_[i]);
+    fds_[i] = -1;
+  }
+  std::array<int, 2> fds_{-1, -1};
+};
+
+// The time left until `deadline`, at least zero.
+std::chrono::milliseconds Left(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(0));
+}
+
+// Reads both pipes until both reach EOF or `deadline` passes; false on timeout.
+bool Drain(Pipe& out_pipe, Pipe& err_pipe, std::chrono::steady_clock::time_point deadline,
+           ProcessResult* result) {
+  std::array<pollfd, 2> fds{{{out_pipe.read_end(), POLLIN, 0}, {err_pipe.read_end(), POLLIN, 0}}};
+  std::array<std::string*, 2> sinks{&result->out, &result->err};
+  int open = 2;
+  while (open > 0) {
+    const std::chrono::milliseconds left = Left(deadline);
+    if (left.count() <= 0) return false;
+    const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;  // timed out, or poll failed: stop the child either way
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buffer[4096];
+      const ssize_t n = ::read(fds[i].fd, buffer, sizeof(buffer));
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;  // EOF or a read error: this stream is done
+        --open;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) return absl::InvalidArgumentError("Spawn: argv is empty");
   std::vector<std::string> arg_strings = argv;
-  std::vector<std::string> env_strings = ChildEnvironment(options.env);
+  std::vector<std::string> env_strings = ChildEnvironment(options);
   const std::vector<char*> args = Pointers(arg_strings);
   const std::vector<char*> envp = Pointers(env_strings);
 
@@ -93,6 +163,64 @@ std::optional<int> WaitForExit(pid_t pid, std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+std::optional<int> KillChild(pid_t pid) {
+  if (pid <= 0) return std::nullopt;  // kill would signal a process group
+  ::kill(pid, SIGKILL);
+  return WaitForExit(pid, kReapAfterKill);
+}
+
+std::optional<int> StopChild(pid_t pid, std::chrono::milliseconds grace) {
+  if (pid <= 0) return std::nullopt;
+  ::kill(pid, SIGTERM);
+  if (std::optional<int> status = WaitForExit(pid, grace); status.has_value()) return status;
+  return KillChild(pid);
+}
+
+std::ostream& operator<<(std::ostream& os, const ProcessResult& r) {
+  if (!r.started) return os << "not started: " << r.error;
+  if (r.timed_out) os << "timed out; ";
+  if (r.exited) os << "exit status " << r.exit_status;
+  if (r.signal != 0) os << "killed by signal " << r.signal << " (" << ::strsignal(r.signal) << ")";
+  return os << "\n--- stdout ---\n" << r.out << "--- stderr ---\n" << r.err;
+}
+
+ProcessResult RunProcess(const std::vector<std::string>& argv, SpawnOptions options,
+                         std::chrono::milliseconds limit) {
+  ProcessResult result;
+  Pipe out_pipe, err_pipe;
+  if (!out_pipe.ok() || !err_pipe.ok()) {
+    result.error = std::string("pipe2: ") + std::strerror(errno);
+    return result;
+  }
+  options.out = ChildStream::Descriptor(out_pipe.write_end());
+  options.err = ChildStream::Descriptor(err_pipe.write_end());
+  const absl::StatusOr<pid_t> spawned = Spawn(argv, options);
+  out_pipe.CloseWrite();
+  err_pipe.CloseWrite();
+  if (!spawned.ok()) {
+    result.error = std::string(spawned.status().message());
+    return result;
+  }
+  const pid_t pid = *spawned;
+  result.started = true;
+
+  // A child that closed both streams may still run: the deadline bounds its exit too.
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::optional<int> status;
+  if (Drain(out_pipe, err_pipe, deadline, &result)) status = WaitForExit(pid, Left(deadline));
+  if (!status.has_value()) {
+    result.timed_out = true;
+    status = KillChild(pid);
+  }
+  if (status.has_value() && WIFEXITED(*status) && !result.timed_out) {
+    result.exited = true;
+    result.exit_status = WEXITSTATUS(*status);
+  } else if (status.has_value() && WIFSIGNALED(*status)) {
+    result.signal = WTERMSIG(*status);
+  }
+  return result;
 }
 
 }  // namespace wavepool::testing
