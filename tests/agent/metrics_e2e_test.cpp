@@ -1,11 +1,12 @@
 // End to end: Debian's real `prometheus` server scrapes the agent's metrics endpoint on loopback,
 // and the test reads the series back through Prometheus' HTTP API.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -14,11 +15,15 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/metrics_test_util.h"
+#include "tests/support/child_process.h"
 #include "tests/support/files.h"
+#include "tests/support/free_port.h"
 #include "tests/support/http_get.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -27,11 +32,13 @@
 namespace wavepool::agent {
 namespace {
 
-using metrics_testing::ChildProcess;
 using metrics_testing::Sample;
 using metrics_testing::UrlEncode;
+using ::wavepool::testing::ChildProcess;
+using ::wavepool::testing::ChildStream;
 using ::wavepool::testing::HttpGet;
 using ::wavepool::testing::ReadFileOrEmpty;
+using ::wavepool::testing::SpawnOptions;
 using ::wavepool::testing::TempDir;
 using Clock = std::chrono::steady_clock;
 
@@ -42,22 +49,6 @@ constexpr double kMemoryUsedBytes = 123456789;
 // stay under CTest's 300 s limit for the test.
 constexpr std::chrono::seconds kDeadline(60);
 constexpr std::chrono::milliseconds kPollInterval(250);
-
-// A port that was free a moment ago (Prometheus cannot take port 0 and report it back).
-std::uint16_t FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  std::uint16_t port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  if (fd >= 0) ::close(fd);
-  return port;
-}
 
 std::string PrometheusConfig(std::uint16_t agent_port) {
   // honor_labels: the task series' own `job` label wins over the scrape job's (docs/agent.md).
@@ -72,6 +63,22 @@ std::string PrometheusConfig(std::uint16_t agent_port) {
       "    static_configs:\n"
       "      - targets: ['127.0.0.1:",
       agent_port, "']\n");
+}
+
+// Starts `argv` with stdin from /dev/null and both output streams in the file `log_path`, as
+// `2>&1` gives: one open file description, so that neither stream overwrites the other.
+absl::StatusOr<std::unique_ptr<ChildProcess>> StartWithLog(const std::vector<std::string>& argv,
+                                                           const std::string& log_path) {
+  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("open ", log_path));
+  SpawnOptions options;
+  options.in = ChildStream::File("/dev/null");
+  options.out = ChildStream::Descriptor(log_fd);
+  options.err = ChildStream::Descriptor(log_fd);
+  auto process = std::make_unique<ChildProcess>(argv, options);
+  ::close(log_fd);
+  if (!process->start_status().ok()) return process->start_status();
+  return process;
 }
 
 // A Prometheus server on loopback with its own storage, stopped (SIGTERM) on destruction.
@@ -90,16 +97,16 @@ class PrometheusServer {
       return ::testing::AssertionFailure() << written;
     }
     for (int attempt = 0; attempt < 3; ++attempt) {
-      port_ = FreeLoopbackPort();
-      auto child = ChildProcess::Start(
+      port_ = static_cast<std::uint16_t>(::wavepool::testing::FreePort());
+      auto child = StartWithLog(
           {binary_, "--config.file=" + config_path(), "--storage.tsdb.path=" + directory_ + "/data",
            absl::StrCat("--web.listen-address=127.0.0.1:", port_), "--log.level=info"},
-          "/dev/null", log_path());
+          log_path());
       if (!child.ok()) return ::testing::AssertionFailure() << child.status();
       process_ = std::move(child).value();
       if (WaitUntilReady()) return ::testing::AssertionSuccess();
       const bool port_taken = log().find("address already in use") != std::string::npos;
-      if (!port_taken || process_->Poll() == std::nullopt) break;
+      if (!port_taken || process_->Running()) break;
     }
     return ::testing::AssertionFailure()
            << "prometheus did not become ready on 127.0.0.1:" << port_;
@@ -126,9 +133,10 @@ class PrometheusServer {
     return text;
   }
 
-  bool running() { return process_ != nullptr && process_->Poll() == std::nullopt; }
+  bool running() { return process_ != nullptr && process_->Running(); }
 
-  // SIGTERM and a bounded wait; the wait status (-1 if it never ran).
+  // SIGTERM and a bounded wait; the exit code (128 + signal when a signal ended it; -1 if it never
+  // ran).
   int Stop() {
     if (process_ == nullptr) return -1;
     const int status = process_->Stop(std::chrono::seconds(30));
@@ -252,8 +260,7 @@ TEST(MetricsEndToEnd, PrometheusScrapesGpuAndTaskSeriesAndDropsEndedTasks) {
       << ended_query << " still answers " << server.Describe(ended_query);
 
   const int status = server.Stop();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "prometheus did not exit cleanly on SIGTERM (wait status " << status << ")";
+  EXPECT_EQ(status, 0) << "prometheus did not exit cleanly on SIGTERM (exit code " << status << ")";
 }
 
 }  // namespace

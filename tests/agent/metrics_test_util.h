@@ -1,21 +1,17 @@
-// Helpers for the metrics tests: child processes with a bounded wait (promtool, prometheus), a
-// reader of the Prometheus text
+// Helpers for the metrics tests: promtool run with a bounded wait, a reader of the Prometheus text
 // format that finds one sample by name and exact label set, and a reader of the instant vectors
 // that Prometheus' query API answers (nlohmann::json).
 #ifndef WAVEPOOL_TESTS_AGENT_METRICS_TEST_UTIL_H_
 #define WAVEPOOL_TESTS_AGENT_METRICS_TEST_UTIL_H_
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -23,7 +19,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "cpprest/http_client.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/files.h"
@@ -50,59 +45,6 @@ inline std::optional<std::string> FindExecutable(const std::string& name) {
   }
   return std::nullopt;
 }
-
-// A child process whose stdin comes from a file (or /dev/null) and whose stdout and stderr go to
-// one file. Killed (SIGKILL) and reaped on destruction if still running.
-class ChildProcess {
- public:
-  static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const std::vector<std::string>& argv,
-                                                             const std::string& stdin_path,
-                                                             const std::string& output_path) {
-    // One open file description for both streams, as `2>&1` gives: neither overwrites the other.
-    const int output = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (output < 0) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("open ", output_path));
-    }
-    ::wavepool::testing::SpawnOptions options;
-    options.in = ::wavepool::testing::ChildStream::File(stdin_path);
-    options.out = ::wavepool::testing::ChildStream::Descriptor(output);
-    options.err = ::wavepool::testing::ChildStream::Descriptor(output);
-    const absl::StatusOr<pid_t> pid = ::wavepool::testing::Spawn(argv, options);
-    ::close(output);
-    if (!pid.ok()) return pid.status();
-    return std::unique_ptr<ChildProcess>(new ChildProcess(*pid));
-  }
-
-  ~ChildProcess() {
-    if (!exit_status_.has_value()) ::wavepool::testing::KillChild(pid_);
-  }
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  // The wait status once the child has exited; nullopt while it runs.
-  std::optional<int> Poll() { return WaitFor(std::chrono::milliseconds(0)); }
-
-  // Waits up to `timeout` for the child to exit; nullopt if it is still running.
-  std::optional<int> WaitFor(std::chrono::milliseconds timeout) {
-    if (!exit_status_.has_value()) exit_status_ = ::wavepool::testing::WaitForExit(pid_, timeout);
-    return exit_status_;
-  }
-
-  // SIGTERM, then SIGKILL if it has not exited within `grace`. Returns the wait status (-1 when
-  // it could not be reaped).
-  int Stop(std::chrono::milliseconds grace) {
-    if (!exit_status_.has_value()) {
-      exit_status_ = ::wavepool::testing::StopChild(pid_, grace).value_or(-1);
-    }
-    return *exit_status_;
-  }
-
- private:
-  explicit ChildProcess(pid_t pid) : pid_(pid) {}
-
-  const pid_t pid_;
-  std::optional<int> exit_status_;
-};
 
 struct CommandResult {
   int exit_code = -1;  // -1: killed by a signal or timed out

@@ -50,6 +50,7 @@
 #include "tests/support/cluster/crds.h"
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/cluster/simulated_node_agent.h"
+#include "tests/support/free_port.h"
 #include "tests/support/http_get.h"
 #include "wavepool/api/kube_resources.h"
 #include "wavepool/kube/api_error.h"
@@ -126,18 +127,6 @@ std::vector<nlohmann::json> MakeJobs(const Flags& flags, int* foreground_gpus) {
   }
   std::shuffle(jobs.begin(), jobs.end(), rng);
   return jobs;
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
 }
 
 // GET http://127.0.0.1:<port><path>; the body of a 200 answer, "" otherwise.
@@ -350,7 +339,7 @@ int Run(const Flags& flags) {
   }
   close(kubeconfig_fd);
   const std::string log_path = std::string(kubeconfig) + ".controller.log";
-  const int port = FreePort();
+  const int port = wavepool::testing::FreePort();
   const pid_t controller = StartController(flags, kubeconfig, port, log_path);
   const auto ready_deadline = SteadyClock::now() + std::chrono::seconds(60);
   while (OkBody(port, "/readyz").empty()) {

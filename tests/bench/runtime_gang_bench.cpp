@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "tests/runtime/worker_process.h"
+#include "tests/support/free_port.h"
 #include "tests/support/temp_dir.h"
 #include "wavepool/api/plan.h"
 #include "wavepool/planner/comm.h"
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   int failed = 0;
   for (const Config& c : configs) {
     const std::string plan = runtime::PlanFile(c, dir, steps);
-    const auto gang = runtime::RunGang(worker, plan, c.gpus, runtime::testing::FreePort(), dir);
+    const auto gang = runtime::RunGang(worker, plan, c.gpus, wavepool::testing::FreePort(), dir);
     if (!gang.has_value()) {
       std::fprintf(stderr, "%s: a rank failed; the others were stopped\n", c.name.c_str());
       ++failed;

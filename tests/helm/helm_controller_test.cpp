@@ -25,9 +25,9 @@
 #include "nlohmann/json.hpp"
 #include "tests/helm/helm_fixture.h"
 #include "tests/support/apiserver/test_server.h"
+#include "tests/support/child_process.h"
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/eventually.h"
-#include "tests/support/files.h"
 #include "tests/support/spawn.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/yaml.h"
@@ -43,6 +43,7 @@ using ::testing::Not;
 
 constexpr std::chrono::seconds kTimeout(120);  // a safety net, never a statement about speed
 constexpr std::chrono::milliseconds kPoll(200);
+constexpr std::chrono::seconds kStopGrace(5);
 constexpr char kNode[] = "gpu-node-0";
 constexpr int kGpus = 8;
 constexpr char kJob[] = "vgg16";
@@ -60,42 +61,15 @@ bool ContainsIgnoringCase(const std::string& text, const std::string& word) {
   return absl::StrContains(absl::AsciiStrToLower(text), absl::AsciiStrToLower(word));
 }
 
-// A child process with its output in files and `env` as its whole environment, stopped (SIGTERM,
-// then SIGKILL after 5 s) by the destructor.
-class Child {
- public:
-  Child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-        std::string out, std::string err)
-      : out_(std::move(out)), err_(std::move(err)) {
-    SpawnOptions options;
-    options.in = ChildStream::File("/dev/null");
-    options.out = ChildStream::File(out_);
-    options.err = ChildStream::File(err_);
-    options.env = env;
-    options.inherit_environment = false;
-    const absl::StatusOr<pid_t> pid = Spawn(argv, options);
-    if (pid.ok()) pid_ = *pid;
-  }
-  ~Child() {
-    if (pid_ > 0 && !exited_) StopChild(pid_, std::chrono::seconds(5));
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  bool started() const { return pid_ > 0; }
-  // Whether it still runs (false once it exited).
-  bool Running() {
-    if (pid_ <= 0 || exited_) return false;
-    exited_ = WaitForExit(pid_, std::chrono::milliseconds(0)).has_value();
-    return !exited_;
-  }
-  std::string Output() const { return ReadFileOrEmpty(out_) + ReadFileOrEmpty(err_); }
-
- private:
-  std::string out_, err_;
-  pid_t pid_ = -1;
-  bool exited_ = false;
-};
+// Options for a program run as a container would be: its output in <scratch>/<name>.out and
+// .err, nothing on stdin, and `env` as its whole environment.
+SpawnOptions ContainerOptions(const std::string& scratch, const std::string& name,
+                              std::map<std::string, std::string> env) {
+  SpawnOptions options = OutputFiles(scratch, name, std::move(env));
+  options.in = ChildStream::File("/dev/null");
+  options.inherit_environment = false;
+  return options;
+}
 
 // The args of the only container of the pod template of `workload` (a Deployment or DaemonSet).
 std::vector<std::string> ContainerArgs(const json& workload) {
@@ -136,6 +110,13 @@ class HelmControllerTest : public ::testing::Test {
     const CommandResult standins =
         Kubectl({"apply", "-f", SourcePath("tests/helm/testdata/standin-crds.yaml")});
     ASSERT_EQ(standins.exit_code, 0) << standins;
+  }
+
+  // The controller and the agent end as a pod's containers do: SIGTERM, then SIGKILL after a grace
+  // period.
+  void TearDown() override {
+    if (controller_process_) controller_process_->Stop(kStopGrace);
+    if (agent_process_) agent_process_->Stop(kStopGrace);
   }
 
   CommandResult Kubectl(std::vector<std::string> args) const {
@@ -239,10 +220,9 @@ class HelmControllerTest : public ::testing::Test {
     args = Replace(args, "--metrics-port", "0");
     args.push_back("--kubeconfig=" + TokenKubeconfig(agent_, "agent-kubeconfig"));
     args.insert(args.begin(), WAVEPOOL_AGENT_BIN);
-    agent_process_ =
-        std::make_unique<Child>(args, std::map<std::string, std::string>{{"NODE_NAME", kNode}},
-                                scratch_.path() + "/agent.out", scratch_.path() + "/agent.err");
-    ASSERT_TRUE(agent_process_->started());
+    agent_process_ = std::make_unique<ChildProcess>(
+        args, ContainerOptions(scratch_.path(), "agent", {{"NODE_NAME", kNode}}));
+    ASSERT_OK(agent_process_->start_status());
   }
 
   // wavepool-controller with the Deployment's args. Replaced, because there is no pod here:
@@ -253,10 +233,10 @@ class HelmControllerTest : public ::testing::Test {
     std::vector<std::string> args = Replace(ContainerArgs(controller_), "--http-port", "0");
     args.push_back("--kubeconfig=" + TokenKubeconfig(controller_, "controller-kubeconfig"));
     args.insert(args.begin(), WAVEPOOL_CONTROLLER_BIN);
-    controller_process_ = std::make_unique<Child>(
-        args, std::map<std::string, std::string>{{"POD_NAME", "wp-wavepool-controller-0"}},
-        scratch_.path() + "/controller.out", scratch_.path() + "/controller.err");
-    ASSERT_TRUE(controller_process_->started());
+    controller_process_ = std::make_unique<ChildProcess>(
+        args, ContainerOptions(scratch_.path(), "controller",
+                               {{"POD_NAME", "wp-wavepool-controller-0"}}));
+    ASSERT_OK(controller_process_->start_status());
   }
 
   // Install, node, agent, controller, and the example job.
@@ -286,8 +266,12 @@ class HelmControllerTest : public ::testing::Test {
 
   std::string Logs() const {
     std::string logs;
-    if (controller_process_) logs += "controller:\n" + controller_process_->Output() + "\n";
-    if (agent_process_) logs += "agent:\n" + agent_process_->Output() + "\n";
+    if (controller_process_) {
+      logs += "controller:\n" + controller_process_->out() + controller_process_->err() + "\n";
+    }
+    if (agent_process_) {
+      logs += "agent:\n" + agent_process_->out() + agent_process_->err() + "\n";
+    }
     return logs;
   }
 
@@ -317,7 +301,7 @@ class HelmControllerTest : public ::testing::Test {
   json reduced_role_;  // the controller ClusterRole as RemoveControllerPermission left it
   std::unique_ptr<kube::Client> kubelet_client_;
   std::unique_ptr<SimulatedKubelet> kubelet_;
-  std::unique_ptr<Child> agent_process_, controller_process_;
+  std::unique_ptr<ChildProcess> agent_process_, controller_process_;
 };
 
 TEST_F(HelmControllerTest, ChartRbacIsEnoughToRunAJobEndToEnd) {

@@ -16,9 +16,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/exec_test_support.h"
-#include "tests/runtime/worker_process.h"
+#include "tests/support/child_process.h"
 #include "tests/support/eventually.h"
 #include "tests/support/files.h"
+#include "tests/support/free_port.h"
 #include "tests/support/http_get.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -30,12 +31,13 @@
 namespace wavepool::runtime {
 namespace {
 
-using testing::ChildProcess;
-using testing::FreePort;
 using ::testing::HasSubstr;
+using ::wavepool::testing::ChildProcess;
 using ::wavepool::testing::Eventually;
+using ::wavepool::testing::FreePort;
 using ::wavepool::testing::HttpGet;
 using ::wavepool::testing::HttpResponse;
+using ::wavepool::testing::OutputFiles;
 using ::wavepool::testing::TempDir;
 using ::wavepool::testing::WriteFile;
 
@@ -50,7 +52,7 @@ class WorkerWithAgent : public ::testing::Test {
                                  "simulated:2", "--mps", "off", "--hostname", "node-a",
                                  "--metrics-address", "127.0.0.1", "--metrics-port",
                                  std::to_string(metrics_port_), "--no-publish", "--trust-register"},
-        std::map<std::string, std::string>{}, dir_, "agent");
+        OutputFiles(dir_, "agent"));
     ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(dir_ + "/agent/agent.sock"); },
                            std::chrono::seconds(30)))
         << agent_->err();
@@ -77,13 +79,12 @@ class WorkerWithAgent : public ::testing::Test {
                                      dir_ + "/agent",     "--log-every", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     return std::make_unique<ChildProcess>(
-        args,
-        std::map<std::string, std::string>{{"WAVEPOOL_ROLE", role},
-                                           {"WAVEPOOL_NAMESPACE", "team-a"},
-                                           {"WAVEPOOL_JOB", name},
-                                           {"WAVEPOOL_POD_NAME", name + "-g0-0"},
-                                           {"WAVEPOOL_GPU_INDEX", std::to_string(gpu)}},
-        dir_, name + std::to_string(gpu) + std::to_string(++started_));
+        args, OutputFiles(dir_, name + std::to_string(gpu) + std::to_string(++started_),
+                          {{"WAVEPOOL_ROLE", role},
+                           {"WAVEPOOL_NAMESPACE", "team-a"},
+                           {"WAVEPOOL_JOB", name},
+                           {"WAVEPOOL_POD_NAME", name + "-g0-0"},
+                           {"WAVEPOOL_GPU_INDEX", std::to_string(gpu)}}));
   }
 
   TempDir temp_dir_;
@@ -192,7 +193,7 @@ TEST(WorkerWithoutAgent, ABackgroundTaskNeverRunsUnpacedAForegroundTaskDoes) {
   for (const std::string role : {"Background", "Foreground"}) {
     ChildProcess worker(
         {WAVEPOOL_WORKER_BIN, "--plan", path, "--agent-dir", dir, "--agent-timeout", "0.5"},
-        {{"WAVEPOOL_ROLE", role}}, dir, role);
+        OutputFiles(dir, role, {{"WAVEPOOL_ROLE", role}}));
     const int code = worker.Wait();
     if (role == "Background") {
       EXPECT_EQ(code, 4) << worker.err();  // Unavailable
@@ -230,7 +231,7 @@ TEST(WorkerWithoutAgent, SigtermWhileWaitingForTheAgentStopsAtOnce) {
   };
   ChildProcess worker(
       {WAVEPOOL_WORKER_BIN, "--plan", path, "--agent-dir", dir, "--agent-timeout", "600"},
-      {{"WAVEPOOL_ROLE", "Background"}}, dir, "worker");
+      OutputFiles(dir, "worker", {{"WAVEPOOL_ROLE", "Background"}}));
   ASSERT_TRUE(Eventually(hang_up, std::chrono::seconds(60)));  // it is retrying
   worker.Signal(SIGTERM);
   EXPECT_TRUE(Eventually(

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -15,9 +16,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/exec_test_support.h"
-#include "tests/runtime/worker_process.h"
+#include "tests/support/child_process.h"
 #include "tests/support/eventually.h"
 #include "tests/support/files.h"
+#include "tests/support/free_port.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 #include "wavepool/api/plan.h"
@@ -26,12 +28,13 @@
 namespace wavepool::runtime {
 namespace {
 
-using testing::ChildProcess;
-using testing::FreePort;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::PlanFor;
+using ::wavepool::testing::ChildProcess;
 using ::wavepool::testing::Eventually;
+using ::wavepool::testing::FreePort;
+using ::wavepool::testing::OutputFiles;
 using ::wavepool::testing::ReadFile;
 using ::wavepool::testing::TempDir;
 using ::wavepool::testing::WriteFile;
@@ -77,7 +80,7 @@ class WorkerProcess : public ::testing::Test {
   std::unique_ptr<ChildProcess> Worker(const std::string& name, std::vector<std::string> args,
                                        std::map<std::string, std::string> env = {}) {
     args.insert(args.begin(), WAVEPOOL_WORKER_BIN);
-    return std::make_unique<ChildProcess>(args, env, dir_, name);
+    return std::make_unique<ChildProcess>(args, OutputFiles(dir_, name, std::move(env)));
   }
 
   // Starts every rank of a gang; `extra` goes to every rank.
