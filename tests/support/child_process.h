@@ -30,7 +30,7 @@ SpawnOptions OutputFiles(const std::string& dir, const std::string& name,
                          std::map<std::string, std::string> env = {});
 
 // Thread-compatible. A ChildProcess owns its process: the destructor kills it (SIGKILL) and reaps
-// it, waiting seconds at most, unless it has already been reaped. Once reaped, its pid is never
+// it, waiting 10 s at most, unless it has already been reaped. Once reaped, its pid is never
 // signalled again (the number may belong to another process by then).
 // REQUIRES: nothing else in the test process waits for the child's pid.
 class ChildProcess {
