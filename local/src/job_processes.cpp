@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "wavepool/base/errno_error.h"
+#include "wavepool/base/exec_args.h"
 
 namespace wavepool::local {
 namespace {
@@ -35,27 +36,6 @@ int FreeLoopbackPort() {
   }
   close(fd);
   return port;
-}
-
-// `environ` with `overrides` set over it, as execve's "KEY=value" strings.
-std::vector<std::string> EnvironmentWith(const std::map<std::string, std::string>& overrides) {
-  std::vector<std::string> entries;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry(*e);
-    const std::size_t equals = entry.find('=');
-    if (equals != std::string::npos && overrides.count(entry.substr(0, equals)) > 0) continue;
-    entries.push_back(entry);
-  }
-  for (const auto& [key, value] : overrides) entries.push_back(absl::StrCat(key, "=", value));
-  return entries;
-}
-
-// Pointers to `strings`, null-terminated, for execve.
-std::vector<char*> ExecArray(std::vector<std::string>& strings) {
-  std::vector<char*> array;
-  for (std::string& s : strings) array.push_back(s.data());
-  array.push_back(nullptr);
-  return array;
 }
 
 std::string LastLine(const std::string& path) {
@@ -136,9 +116,9 @@ absl::Status JobProcesses::Start(const WorkerSettings& settings) {
     // Everything the child needs is made here: this process runs the agent's threads, so the
     // forked child may only make async-signal-safe calls (no allocation, no stdio, no setenv)
     // until it execs. Rank 0's stdout is the pipe, the others' a file; stderr a file.
-    std::vector<std::string> environment = EnvironmentWith(env);
-    const std::vector<char*> envp = ExecArray(environment);
-    const std::vector<char*> argv = ExecArray(args);
+    std::vector<std::string> environment = ChildEnvironment(env);
+    const std::vector<char*> envp = ExecPointers(environment);
+    const std::vector<char*> argv = ExecPointers(args);
     const int out = rank == 0
                         ? pipe_fds[1]
                         : open(out_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

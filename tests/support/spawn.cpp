@@ -11,41 +11,16 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <string_view>
 #include <thread>
 
 #include "absl/status/status.h"
-
-extern char** environ;
+#include "wavepool/base/exec_args.h"
 
 namespace wavepool::testing {
 namespace {
 
 // How long a child killed with SIGKILL may take to be reaped before KillChild gives up on it.
 constexpr std::chrono::seconds kReapAfterKill(10);
-
-// The child's environment as "KEY=value" strings: `options.env` set over the test process's own,
-// or alone.
-std::vector<std::string> ChildEnvironment(const SpawnOptions& options) {
-  const std::map<std::string, std::string>& overrides = options.env;
-  std::vector<std::string> entries;
-  for (char** entry = environ; options.inherit_environment && *entry != nullptr; ++entry) {
-    const std::string_view text(*entry);
-    const std::string key(text.substr(0, text.find('=')));
-    if (overrides.count(key) == 0) entries.emplace_back(text);
-  }
-  for (const auto& [key, value] : overrides) entries.push_back(key + "=" + value);
-  return entries;
-}
-
-// argv/envp for posix_spawn: pointers into `strings`, null-terminated.
-std::vector<char*> Pointers(std::vector<std::string>& strings) {
-  std::vector<char*> pointers;
-  pointers.reserve(strings.size() + 1);
-  for (std::string& s : strings) pointers.push_back(s.data());
-  pointers.push_back(nullptr);
-  return pointers;
-}
 
 // Adds the file action that makes `stream` the child's descriptor `target`; 0 or an errno.
 int AddStream(posix_spawn_file_actions_t* actions, const ChildStream& stream, int target) {
@@ -130,9 +105,9 @@ bool Drain(Pipe& out_pipe, Pipe& err_pipe, std::chrono::steady_clock::time_point
 absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) return absl::InvalidArgumentError("Spawn: argv is empty");
   std::vector<std::string> arg_strings = argv;
-  std::vector<std::string> env_strings = ChildEnvironment(options);
-  const std::vector<char*> args = Pointers(arg_strings);
-  const std::vector<char*> envp = Pointers(env_strings);
+  std::vector<std::string> env_strings = ChildEnvironment(options.env, options.inherit_environment);
+  const std::vector<char*> args = ExecPointers(arg_strings);
+  const std::vector<char*> envp = ExecPointers(env_strings);
 
   posix_spawn_file_actions_t actions;
   if (const int error = posix_spawn_file_actions_init(&actions); error != 0) {
