@@ -179,49 +179,49 @@ TEST_F(WorkerWithAgent, ABackgroundLaunchWaitsWhileAForegroundAllReduceRuns) {
   }
 }
 
-TEST(WorkerWithoutAgent, ABackgroundTaskNeverRunsUnpacedAForegroundTaskDoes) {
-  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("wavepool-worker-noagent"));
-  const std::string dir = temp_dir.path();
-  absl::StatusOr<planner::ModelGraph> graph = planner::BuiltinModel("mlp_tiny");
-  ASSERT_TRUE(graph.ok());
-  planner::PlanRequest request;
-  request.global_batch = 8;
-  absl::StatusOr<api::Plan> plan = testing::PlanFor(*graph, request, 3, 0.05, 5);
-  ASSERT_TRUE(plan.ok());
-  const std::string path = dir + "/plan.json";
-  ASSERT_OK(WriteFile(path, api::ToJson(*plan).dump()));
+// A worker whose node agent is not there: a 3-step mlp_tiny plan in a directory of its own.
+class WorkerWithoutAgent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(temp_dir_, TempDir::Create("wavepool-worker-noagent"));
+    dir_ = temp_dir_.path();
+    absl::StatusOr<planner::ModelGraph> graph = planner::BuiltinModel("mlp_tiny");
+    ASSERT_TRUE(graph.ok());
+    planner::PlanRequest request;
+    request.global_batch = 8;
+    absl::StatusOr<api::Plan> plan = testing::PlanFor(*graph, request, 3, 0.05, 5);
+    ASSERT_TRUE(plan.ok());
+    plan_ = dir_ + "/plan.json";
+    ASSERT_OK(WriteFile(plan_, api::ToJson(*plan).dump()));
+  }
+
+  TempDir temp_dir_;
+  std::string dir_;  // temp_dir_.path()
+  std::string plan_;
+};
+
+TEST_F(WorkerWithoutAgent, ABackgroundTaskNeverRunsUnpacedAForegroundTaskDoes) {
   for (const std::string role : {"Background", "Foreground"}) {
     ChildProcess worker(
-        {WAVEPOOL_WORKER_BIN, "--plan", path, "--agent-dir", dir, "--agent-timeout", "0.5"},
-        OutputFiles(dir, role, {{"WAVEPOOL_ROLE", role}}));
+        {WAVEPOOL_WORKER_BIN, "--plan", plan_, "--agent-dir", dir_, "--agent-timeout", "0.5"},
+        OutputFiles(dir_, role, {{"WAVEPOOL_ROLE", role}}));
     const int code = worker.Wait();
     if (role == "Background") {
       EXPECT_EQ(code, 4) << worker.err();  // Unavailable
-      EXPECT_THAT(worker.err(), HasSubstr(std::string(dir) + "/agent.sock"));
+      EXPECT_THAT(worker.err(), HasSubstr(dir_ + "/agent.sock"));
     } else {
       EXPECT_EQ(code, 0) << worker.err();
       EXPECT_THAT(worker.out(), HasSubstr("training unpaced"));
     }
   }
-  std::filesystem::remove_all(dir);
 }
 
-TEST(WorkerWithoutAgent, SigtermWhileWaitingForTheAgentStopsAtOnce) {
-  ASSERT_OK_AND_ASSIGN(const TempDir temp_dir, TempDir::Create("wavepool-worker-noagent"));
-  const std::string dir = temp_dir.path();
-  absl::StatusOr<planner::ModelGraph> graph = planner::BuiltinModel("mlp_tiny");
-  ASSERT_TRUE(graph.ok());
-  planner::PlanRequest request;
-  request.global_batch = 8;
-  absl::StatusOr<api::Plan> plan = testing::PlanFor(*graph, request, 3, 0.05, 5);
-  ASSERT_TRUE(plan.ok());
-  const std::string path = dir + "/plan.json";
-  ASSERT_OK(WriteFile(path, api::ToJson(*plan).dump()));
+TEST_F(WorkerWithoutAgent, SigtermWhileWaitingForTheAgentStopsAtOnce) {
   // An agent socket that hangs up on every connection: the worker retries until its timeout.
   const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  std::strncpy(address.sun_path, (dir + "/agent.sock").c_str(), sizeof(address.sun_path) - 1);
+  std::strncpy(address.sun_path, (dir_ + "/agent.sock").c_str(), sizeof(address.sun_path) - 1);
   ASSERT_EQ(bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
   ASSERT_EQ(listen(listener, 8), 0);
   const auto hang_up = [&] {
@@ -230,14 +230,14 @@ TEST(WorkerWithoutAgent, SigtermWhileWaitingForTheAgentStopsAtOnce) {
     return fd >= 0;
   };
   ChildProcess worker(
-      {WAVEPOOL_WORKER_BIN, "--plan", path, "--agent-dir", dir, "--agent-timeout", "600"},
-      OutputFiles(dir, "worker", {{"WAVEPOOL_ROLE", "Background"}}));
+      {WAVEPOOL_WORKER_BIN, "--plan", plan_, "--agent-dir", dir_, "--agent-timeout", "600"},
+      OutputFiles(dir_, "worker", {{"WAVEPOOL_ROLE", "Background"}}));
   ASSERT_TRUE(Eventually(hang_up, std::chrono::seconds(60)));  // it is retrying
   worker.Signal(SIGTERM);
   EXPECT_TRUE(Eventually(
       [&] {
         hang_up();
-        return worker.Wait(std::chrono::seconds(0)) >= 0;
+        return !worker.Running();
       },
       std::chrono::seconds(30)));
   EXPECT_EQ(worker.Wait(), 143) << worker.err();  // WorkerExit::kStopped
