@@ -3,13 +3,12 @@
 // background started once the foreground registered; an interrupted run resumed; failures named.
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <optional>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -19,9 +18,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/child_process.h"
 #include "tests/support/eventually.h"
 #include "tests/support/files.h"
-#include "tests/support/spawn.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
@@ -30,15 +29,17 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-using ::wavepool::testing::ChildStream;
+using ::wavepool::testing::ChildProcess;
 using ::wavepool::testing::Eventually;
+using ::wavepool::testing::OutputFiles;
 using ::wavepool::testing::ReadFileOrEmpty;
-using ::wavepool::testing::Spawn;
 using ::wavepool::testing::SpawnOptions;
 using ::wavepool::testing::TempDir;
-using ::wavepool::testing::WaitForExit;
 using ::wavepool::testing::WriteFile;
 using json = nlohmann::json;
+
+// How long one `wavepool run` of a test may take before it is killed and the test fails.
+constexpr std::chrono::minutes kRunLimit(10);
 
 // A foreground data-parallel job on two GPUs and a background job that shares one of them
 // (BACKGROUND_STEPS: the background's steps; STEPS the foreground's).
@@ -99,29 +100,23 @@ class WavepoolRun : public ::testing::Test {
     return path;
   }
 
-  // Starts `wavepool run` with `args`; output to <dir>/run<n>.out and .err.
-  pid_t Start(std::vector<std::string> args) {
+  // Starts `wavepool run` with `args` in the test's directory; output to <dir>/run<n>.out and
+  // .err.
+  std::unique_ptr<ChildProcess> Start(std::vector<std::string> args) {
     ++runs_;
     args.insert(args.begin(), {WAVEPOOL_BIN, "run"});
-    const std::string out = dir_ + "/run" + std::to_string(runs_) + ".out";
-    const std::string err = dir_ + "/run" + std::to_string(runs_) + ".err";
-    SpawnOptions options;
+    SpawnOptions options = OutputFiles(dir_, "run" + std::to_string(runs_));
     options.cwd = dir_;
-    options.out = ChildStream::File(out);
-    options.err = ChildStream::File(err);
-    absl::StatusOr<pid_t> pid = Spawn(args, options);
-    EXPECT_TRUE(pid.ok()) << pid.status();
-    return pid.value_or(-1);
+    auto run = std::make_unique<ChildProcess>(args, options);
+    EXPECT_OK(run->start_status());
+    return run;
   }
-  // The run's exit status (128 + signal when killed); -1 when it still runs after 10 minutes
-  // (it is killed then).
-  static int Wait(pid_t pid) {
-    std::optional<int> status = WaitForExit(pid, std::chrono::minutes(10));
-    if (!status.has_value()) {
-      ::wavepool::testing::KillChild(pid);
-      return -1;
-    }
-    return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+  // Runs `wavepool run` with `args` to its end: its exit status (128 + signal when killed), or
+  // ChildProcess::kRunning when it still runs after kRunLimit (it is killed then).
+  int Run(std::vector<std::string> args) { return Start(std::move(args))->Wait(kRunLimit); }
+  // Whether the latest run printed `text` within `limit`.
+  bool Printed(const std::string& text, std::chrono::seconds limit) const {
+    return Eventually([&] { return Out().find(text) != std::string::npos; }, limit);
   }
   std::string Out() const {
     return ReadFileOrEmpty(dir_ + "/run" + std::to_string(runs_) + ".out");
@@ -164,7 +159,7 @@ TEST_F(WavepoolRun, AForegroundAndABackgroundJobShareAGpuUnderTheAgent) {
   // the run takes a snapshot when the background registers.
   const std::string manifest = Manifest("pair.yaml", kPair, 400, 100);
   const int code =
-      Wait(Start({manifest, "--out", "out", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN}));
+      Run({manifest, "--out", "out", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN});
   ASSERT_EQ(code, 0) << Out() << Err();
   // Plain timestamped lines (stdout is not a terminal), one job per line.
   EXPECT_THAT(Out(), HasSubstr("team-a/train (foreground) done step 400/400"));
@@ -218,7 +213,7 @@ TEST_F(WavepoolRun, AForegroundAndABackgroundJobShareAGpuUnderTheAgent) {
 TEST_F(WavepoolRun, ABackgroundJobStartsOnceTheForegroundOnItsGpuRegistered) {
   const std::string manifest = Manifest("pair.yaml", kPair, 40, 10);
   const int code =
-      Wait(Start({manifest, "--out", "out", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN}));
+      Run({manifest, "--out", "out", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN});
   ASSERT_EQ(code, 0) << Out() << Err();
   EXPECT_THAT(Out(), HasSubstr("team-a/sweep (background) waiting for the foreground step 0/10"));
   const json report = Report("out");
@@ -250,7 +245,7 @@ TEST_F(WavepoolRun, ABackgroundJobWithNoForegroundOnItsGpuStartsAtOnce) {
   const std::string background = pair.substr(pair.find("---\n") + 4);  // the pair's sweep alone
   const std::string manifest = Manifest("sweep.yaml", background, 0, 10);
   const int code =
-      Wait(Start({manifest, "--out", "out", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN}));
+      Run({manifest, "--out", "out", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN});
   ASSERT_EQ(code, 0) << Out() << Err();
   EXPECT_THAT(Out(), Not(HasSubstr("waiting for the foreground")));
   EXPECT_THAT(Out(), HasSubstr("team-a/sweep (background) done step 10/10"));
@@ -263,15 +258,11 @@ TEST_F(WavepoolRun, ARunInterruptedBeforeTheBackgroundStartedReportsItInterrupte
   // The foreground's workers never register: the background waits for them until Ctrl-C.
   const std::string worker = ForegroundWorker("exec sleep 600");
   const std::string manifest = Manifest("pair.yaml", kPair, 20, 20);
-  const pid_t run = Start({manifest, "--out", "out", "--threads", "1", "--worker", worker});
-  const bool waiting = Eventually(
-      [&] {
-        return Out().find("team-a/sweep (background) waiting for the foreground") !=
-               std::string::npos;
-      },
-      std::chrono::seconds(60));
-  kill(run, SIGINT);  // Ctrl-C, whether or not it waited: the run stops its workers
-  EXPECT_EQ(Wait(run), 130) << Out() << Err();
+  const auto run = Start({manifest, "--out", "out", "--threads", "1", "--worker", worker});
+  const bool waiting =
+      Printed("team-a/sweep (background) waiting for the foreground", std::chrono::seconds(60));
+  run->Signal(SIGINT);  // Ctrl-C, whether or not it waited: the run stops its workers
+  EXPECT_EQ(run->Wait(kRunLimit), 130) << Out() << Err();
   ASSERT_TRUE(waiting) << Out();
   EXPECT_THAT(Out(), HasSubstr("team-a/sweep (background) stopped step 0/20"));
   EXPECT_THAT(Out(), Not(HasSubstr("team-a/sweep starts")));
@@ -291,7 +282,7 @@ TEST_F(WavepoolRun, ABackgroundJobTrainsWhenItsForegroundFailedBeforeRegistering
   const std::string worker = ForegroundWorker(
       "echo \"wavepool-worker rank $WAVEPOOL_RANK: error: no device today\" >&2; exit 3");
   const std::string manifest = Manifest("pair.yaml", kPair, 20, 20);
-  EXPECT_EQ(Wait(Start({manifest, "--out", "out", "--threads", "1", "--worker", worker})), 1)
+  EXPECT_EQ(Run({manifest, "--out", "out", "--threads", "1", "--worker", worker}), 1)
       << Out() << Err();
   EXPECT_THAT(Err(), HasSubstr("TrainingJob team-a/train failed: rank 0 exited 3: "
                                "wavepool-worker rank 0: error: no device today"));
@@ -307,14 +298,11 @@ TEST_F(WavepoolRun, ABackgroundJobTrainsWhenItsForegroundFailedBeforeRegistering
 
 TEST_F(WavepoolRun, AnInterruptedRunCheckpointsAndTheSameCommandResumesIt) {
   const std::string manifest = Manifest("pair.yaml", kPair, 1200, 1200);
-  const pid_t first =
+  const auto first =
       Start({manifest, "--out", "first", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN});
-  ASSERT_TRUE(Eventually(
-      [&] { return Out().find("team-a/train (foreground) training") != std::string::npos; },
-      std::chrono::seconds(120)))
-      << Out();
-  kill(first, SIGINT);  // Ctrl-C
-  EXPECT_EQ(Wait(first), 130) << Out() << Err();
+  ASSERT_TRUE(Printed("team-a/train (foreground) training", std::chrono::seconds(120))) << Out();
+  first->Signal(SIGINT);  // Ctrl-C
+  EXPECT_EQ(first->Wait(kRunLimit), 130) << Out() << Err();
   EXPECT_THAT(Out(), HasSubstr("run the same command to resume"));
   const json interrupted = Report("first");
   EXPECT_TRUE(interrupted["interrupted"].get<bool>());
@@ -324,7 +312,7 @@ TEST_F(WavepoolRun, AnInterruptedRunCheckpointsAndTheSameCommandResumesIt) {
   ASSERT_LT(trained, 1200u);
 
   const int code =
-      Wait(Start({manifest, "--out", "second", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN}));
+      Run({manifest, "--out", "second", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN});
   ASSERT_EQ(code, 0) << Out() << Err();
   const json resumed = Report("second");
   EXPECT_GE(resumed["jobs"][0]["resumedFrom"].get<int>(), 1);
@@ -349,16 +337,13 @@ std::vector<pid_t> ProcessesWhoseEnvironmentHas(const std::string& text) {
 
 TEST_F(WavepoolRun, TheWorkersOfARunKilledOutrightStopToo) {
   const std::string manifest = Manifest("pair.yaml", kPair, 100000, 100000);
-  const pid_t run =
+  const auto run =
       Start({manifest, "--out", "killed", "--threads", "1", "--worker", WAVEPOOL_WORKER_BIN});
-  ASSERT_TRUE(Eventually(
-      [&] { return Out().find("team-a/sweep (background) training") != std::string::npos; },
-      std::chrono::seconds(120)))
-      << Out();
+  ASSERT_TRUE(Printed("team-a/sweep (background) training", std::chrono::seconds(120))) << Out();
   const std::string marker = "WAVEPOOL_AGENT_DIR=" + dir_ + "/killed/agent";
   ASSERT_EQ(ProcessesWhoseEnvironmentHas(marker).size(), 3u);  // two foreground ranks, one bg
-  kill(run, SIGKILL);  // no chance to stop its workers itself
-  EXPECT_EQ(Wait(run), 128 + SIGKILL);
+  run->Signal(SIGKILL);  // no chance to stop its workers itself
+  EXPECT_EQ(run->Wait(kRunLimit), 128 + SIGKILL);
   // They get SIGTERM from the kernel, checkpoint and exit (reaped by init, as orphans are).
   EXPECT_TRUE(Eventually([&] { return ProcessesWhoseEnvironmentHas(marker).empty(); },
                          std::chrono::seconds(60)))
@@ -372,7 +357,7 @@ metadata: {name: oops}
 spec: {role: Foreground, model: {name: mlp_tiny}, globalBatchSize: 0, gpus: 1, steps: 2}
 )",
                                    0);
-  EXPECT_EQ(Wait(Start({bad})), 2);
+  EXPECT_EQ(Run({bad}), 2);
   EXPECT_THAT(Err(), HasSubstr("bad.yaml: document 1"));
   EXPECT_THAT(Err(), HasSubstr("spec.globalBatchSize"));
 
@@ -383,8 +368,8 @@ spec: {role: Foreground, model: {name: mlp_tiny}, globalBatchSize: 8, gpus: 1, s
 )",
                                   0);
   // The workers cannot read the data: the job fails, named with its worker's reason.
-  EXPECT_EQ(Wait(Start({ok, "--out", "failed", "--data", "cifar10:/nonexistent", "--worker",
-                        WAVEPOOL_WORKER_BIN})),
+  EXPECT_EQ(Run({ok, "--out", "failed", "--data", "cifar10:/nonexistent", "--worker",
+                 WAVEPOOL_WORKER_BIN}),
             1);
   EXPECT_THAT(Err(), HasSubstr("TrainingJob default/ok failed: rank 0 exited 3"));
   EXPECT_THAT(Err(), HasSubstr("/nonexistent"));
