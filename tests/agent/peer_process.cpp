@@ -2,22 +2,19 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "tests/support/spawn.h"
+#include "tests/support/child_process.h"
 
 namespace wavepool::agent {
 
+using ::wavepool::testing::ChildProcess;
 using ::wavepool::testing::ChildStream;
-using ::wavepool::testing::Spawn;
 using ::wavepool::testing::SpawnOptions;
-using ::wavepool::testing::WaitForExit;
 
 absl::StatusOr<std::unique_ptr<PeerProcess>> PeerProcess::Start(
     const std::vector<std::string>& args) {
@@ -36,23 +33,20 @@ absl::StatusOr<std::unique_ptr<PeerProcess>> PeerProcess::Start(
   SpawnOptions options;
   options.in = ChildStream::Descriptor(in[0]);
   options.out = ChildStream::Descriptor(out[1]);
-  absl::StatusOr<pid_t> pid = Spawn(argv, options);
+  auto process = std::make_unique<ChildProcess>(argv, options);
   close(in[0]);
   close(out[1]);
-  if (!pid.ok()) {
+  if (!process->start_status().ok()) {
     close(in[1]);
     close(out[0]);
-    return pid.status();
+    return process->start_status();
   }
-  return std::unique_ptr<PeerProcess>(new PeerProcess(*pid, in[1], out[0]));
+  return std::unique_ptr<PeerProcess>(new PeerProcess(std::move(process), in[1], out[0]));
 }
 
 PeerProcess::~PeerProcess() {
   CloseStdin();
-  if (!reaped_) {
-    kill(pid_, SIGKILL);
-    (void)WaitForExit(pid_, std::chrono::seconds(10));
-  }
+  process_.reset();  // killed and reaped while its stdout is still open to it
   close(stdout_fd_);
 }
 
@@ -67,9 +61,9 @@ absl::StatusOr<std::string> PeerProcess::ReadLine(std::chrono::milliseconds time
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      return absl::DeadlineExceededError(absl::StrCat("agent_test_peer ", pid_, ": no line within ",
-                                                      timeout.count(), " ms; printed so far: \"",
-                                                      pending_, "\""));
+      return absl::DeadlineExceededError(absl::StrCat("agent_test_peer ", pid(),
+                                                      ": no line within ", timeout.count(),
+                                                      " ms; printed so far: \"", pending_, "\""));
     }
     pollfd readable{stdout_fd_, POLLIN, 0};
     const int ready = poll(&readable, 1, static_cast<int>(left.count()));
@@ -81,7 +75,7 @@ absl::StatusOr<std::string> PeerProcess::ReadLine(std::chrono::milliseconds time
     if (n < 0) return absl::ErrnoToStatus(errno, "read agent_test_peer's stdout");
     if (n == 0) {
       return absl::UnavailableError(
-          absl::StrCat("agent_test_peer ", pid_, ": stdout closed; printed: \"", pending_, "\""));
+          absl::StrCat("agent_test_peer ", pid(), ": stdout closed; printed: \"", pending_, "\""));
     }
     pending_.append(buffer, static_cast<std::size_t>(n));
   }
@@ -90,22 +84,6 @@ absl::StatusOr<std::string> PeerProcess::ReadLine(std::chrono::milliseconds time
 void PeerProcess::CloseStdin() {
   if (stdin_fd_ >= 0) close(stdin_fd_);
   stdin_fd_ = -1;
-}
-
-void PeerProcess::Signal(int signal) {
-  if (!reaped_) kill(pid_, signal);
-}
-
-absl::StatusOr<int> PeerProcess::Wait(std::chrono::milliseconds timeout) {
-  if (reaped_) return status_;
-  const std::optional<int> status = WaitForExit(pid_, timeout);
-  if (!status.has_value()) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("agent_test_peer ", pid_, ": still running after ", timeout.count(), " ms"));
-  }
-  reaped_ = true;
-  status_ = *status;
-  return status_;
 }
 
 std::vector<std::string> WorkerFlags(const AgentClient::Options& options) {

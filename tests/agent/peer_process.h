@@ -7,10 +7,11 @@
 //   ASSERT_OK_AND_ASSIGN(auto doomed, PeerProcess::Start(WorkerFlags(options)));
 //   ASSERT_THAT(doomed->ReadLine(kCatchUp), IsOkAndHolds("y"));
 //   doomed->Signal(SIGKILL);
-//   ASSERT_OK(doomed->Wait(kCatchUp).status());
+//   EXPECT_EQ(doomed->Wait(kCatchUp), 128 + SIGKILL);
 //
-// Thread-compatible. A PeerProcess owns its process: the destructor closes its stdin, kills it
-// (SIGKILL) and reaps it if it has not been reaped. Every wait is bounded.
+// Thread-compatible. A PeerProcess owns its process (a ChildProcess, tests/support): the
+// destructor closes its stdin, kills it (SIGKILL) and reaps it if it has not been reaped. Every
+// wait is bounded.
 #ifndef WAVEPOOL_TESTS_AGENT_PEER_PROCESS_H_
 #define WAVEPOOL_TESTS_AGENT_PEER_PROCESS_H_
 
@@ -19,9 +20,11 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tests/support/child_process.h"
 #include "wavepool/agent/client/agent_client.h"
 
 namespace wavepool::agent {
@@ -45,23 +48,22 @@ class PeerProcess {
   void CloseStdin();
 
   // Sends `signal` to the peer; nothing once it has been reaped.
-  void Signal(int signal);
+  void Signal(int signal) { process_->Signal(signal); }
 
-  // Reaps the peer once it ends within `timeout`: its wait status (WIFEXITED ...), the same again
-  // on later calls. DeadlineExceeded when it still runs at the deadline.
-  absl::StatusOr<int> Wait(std::chrono::milliseconds timeout);
+  // Reaps the peer once it ends within `timeout`: its exit code (128 + signal when a signal ended
+  // it), the same again on later calls; ChildProcess::kRunning when it still runs at the deadline.
+  int Wait(std::chrono::milliseconds timeout) { return process_->Wait(timeout); }
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_->pid(); }
 
  private:
-  PeerProcess(pid_t pid, int stdin_fd, int stdout_fd)
-      : pid_(pid), stdin_fd_(stdin_fd), stdout_fd_(stdout_fd) {}
+  PeerProcess(std::unique_ptr<::wavepool::testing::ChildProcess> process, int stdin_fd,
+              int stdout_fd)
+      : process_(std::move(process)), stdin_fd_(stdin_fd), stdout_fd_(stdout_fd) {}
 
-  pid_t pid_;
-  int stdin_fd_;   // our end of its stdin; -1 once closed
-  int stdout_fd_;  // our end of its stdout
-  bool reaped_ = false;
-  int status_ = 0;       // its wait status once reaped_
+  std::unique_ptr<::wavepool::testing::ChildProcess> process_;
+  int stdin_fd_;         // our end of its stdin; -1 once closed
+  int stdout_fd_;        // our end of its stdout
   std::string pending_;  // what it printed after the last line returned
 };
 
