@@ -125,6 +125,7 @@ class LocalRun {
   absl::Status Prepare();
   absl::Status StartAgent();
   absl::Status StartJobs();
+  absl::Status StartJob(std::size_t index);
   absl::Status StartWaitingJobs(const agent::AgentStatus& status);
   std::vector<JobWorkers> Workers() const;
   absl::Status Loop();
@@ -365,6 +366,13 @@ std::vector<JobWorkers> LocalRun::Workers() const {
   return workers;
 }
 
+// Starts job `index`'s workers; an error names the job.
+absl::Status LocalRun::StartJob(std::size_t index) {
+  absl::Status started = processes_[index]->Start(settings_);
+  if (started.ok()) return started;
+  return absl::Status(started.code(), absl::StrCat(jobs_[index].key, ": ", started.message()));
+}
+
 // Every job's processes; the workers of foreground jobs and of background jobs with no foreground
 // on their GPUs start now, the others once the foreground trains (start_order.h).
 absl::Status LocalRun::StartJobs() {
@@ -377,9 +385,7 @@ absl::Status LocalRun::StartJobs() {
       views_[i].state = kWaitingForForeground;
       continue;
     }
-    if (absl::Status s = processes_[i]->Start(settings_); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(jobs_[i].key, ": ", s.message()));
-    }
+    WAVEPOOL_RETURN_IF_ERROR(StartJob(i));
   }
   return absl::OkStatus();
 }
@@ -394,9 +400,7 @@ absl::Status LocalRun::StartWaitingJobs(const agent::AgentStatus& status) {
     if (!MayStart(awaited)) continue;
     Note(StartNote(jobs_, workers, i, awaited));
     views_[i].state = "starting";
-    if (absl::Status s = processes_[i]->Start(settings_); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(jobs_[i].key, ": ", s.message()));
-    }
+    WAVEPOOL_RETURN_IF_ERROR(StartJob(i));
   }
   return absl::OkStatus();
 }
