@@ -8,8 +8,8 @@
 namespace wavepool::local {
 namespace {
 
-bool Shares(const LocalJob& job, std::uint32_t gpu) {
-  return std::find(job.gpus.begin(), job.gpus.end(), gpu) != job.gpus.end();
+bool HasGpu(const std::vector<std::uint32_t>& gpus, std::uint32_t gpu) {
+  return std::find(gpus.begin(), gpus.end(), gpu) != gpus.end();
 }
 
 // Whether the agent lists a foreground task of process `pid` on GPU `gpu`.
@@ -28,7 +28,7 @@ bool RanksRegistered(const LocalJob& foreground, const JobWorkers& workers,
                      const std::vector<std::uint32_t>& gpus, const agent::AgentStatus& status) {
   for (std::size_t rank = 0; rank < foreground.gpus.size(); ++rank) {
     const std::uint32_t gpu = foreground.gpus[rank];
-    if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) continue;
+    if (!HasGpu(gpus, gpu)) continue;
     if (rank >= workers.pids.size() || !RegisteredForeground(status, gpu, workers.pids[rank])) {
       return false;
     }
@@ -44,7 +44,7 @@ std::vector<std::size_t> ForegroundsSharingGpus(const std::vector<LocalJob>& job
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (jobs[i].background()) continue;
     const bool shares = std::any_of(jobs[background].gpus.begin(), jobs[background].gpus.end(),
-                                    [&](std::uint32_t gpu) { return Shares(jobs[i], gpu); });
+                                    [&](std::uint32_t gpu) { return HasGpu(jobs[i].gpus, gpu); });
     if (shares) sharing.push_back(i);
   }
   return sharing;
