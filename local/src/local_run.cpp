@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -289,14 +290,13 @@ void LocalRun::SampleAgent(const agent::AgentStatus& status) {
   last_sample_ = now;
   sampled_tasks_ = std::move(tasks);
   report_.agent.push_back(Snapshot(status, Elapsed()));
+  const std::map<std::string, double> slowdowns = ForegroundSlowdowns(status);
+  for (JobView& view : views_) {
+    if (auto it = slowdowns.find(view.name); it != slowdowns.end()) view.slowdown = it->second;
+  }
   for (const agent::GpuStatus& gpu : status.gpus) {
     for (const agent::TaskStatus& t : gpu.tasks) {
       const std::string job = absl::StrCat(t.namespace_name, "/", t.job);
-      for (JobView& view : views_) {
-        if (view.name == job && t.role == agent::Role::kForeground) {
-          view.slowdown = t.foreground_slowdown;
-        }
-      }
       // The agent's advice to a background job, said when it changes.
       if (t.role == agent::Role::kBackground && t.recommended_batch_size > 0) {
         std::uint32_t& said = recommended_[job];

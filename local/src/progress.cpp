@@ -1,12 +1,27 @@
 #include "progress.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <regex>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace wavepool::local {
+
+std::map<std::string, double> ForegroundSlowdowns(const agent::AgentStatus& status) {
+  std::map<std::string, double> slowdowns;
+  for (const agent::GpuStatus& gpu : status.gpus) {
+    for (const agent::TaskStatus& t : gpu.tasks) {
+      if (t.role != agent::Role::kForeground) continue;
+      auto [it, added] =
+          slowdowns.emplace(absl::StrCat(t.namespace_name, "/", t.job), t.foreground_slowdown);
+      if (!added) it->second = std::max(it->second, t.foreground_slowdown);
+    }
+  }
+  return slowdowns;
+}
 
 std::optional<StepLine> ParseStepLine(std::string_view line) {
   static const std::regex pattern(

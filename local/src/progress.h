@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "wavepool/agent/agent.h"
 #include "wavepool/base/clock.h"
 
 namespace wavepool::local {
@@ -47,6 +48,11 @@ struct JobView {
   // foreground", until the foreground on its GPUs trains (start_order.h).
   std::string state = "starting";
 };
+
+// The agent's measured slowdown of each foreground job in `status`, by "namespace/job": the
+// greatest over the job's ranks. Its SLO binds every rank, and only a rank beside a background
+// task slows down, so the job's other ranks must not hide it.
+std::map<std::string, double> ForegroundSlowdowns(const agent::AgentStatus& status);
 
 // Not synchronised: one thread updates it. Borrows `out` and `clock`, which must outlive it.
 class ProgressDisplay {

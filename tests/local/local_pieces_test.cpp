@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -64,6 +65,31 @@ std::string LocalClockTime(WallTime time) {
 
 std::vector<std::string> Lines(const std::string& text) {
   return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+agent::TaskStatus ForegroundTask(std::string job, double slowdown) {
+  agent::TaskStatus task;
+  task.namespace_name = "default";
+  task.job = std::move(job);
+  task.foreground_slowdown = slowdown;
+  return task;
+}
+
+TEST(ForegroundSlowdowns, AJobShowsItsSlowestRankWhereverItIsListed) {
+  agent::AgentStatus status;
+  status.gpus.resize(3);
+  agent::TaskStatus background = ForegroundTask("mlp-background", 3.0);
+  background.role = agent::Role::kBackground;
+  // The rank beside the background first, then one alone after it: listed last, the fast rank
+  // must not hide the slow one.
+  status.gpus[0].tasks = {ForegroundTask("cnn", 1.8), background};
+  status.gpus[1].tasks = {ForegroundTask("cnn", 0.98)};
+  status.gpus[2].tasks = {ForegroundTask("other", 1.05)};
+  EXPECT_THAT(ForegroundSlowdowns(status),
+              ::testing::UnorderedElementsAre(::testing::Pair("default/cnn", 1.8),
+                                              ::testing::Pair("default/other", 1.05)));
+  std::swap(status.gpus[0].tasks, status.gpus[1].tasks);
+  EXPECT_EQ(ForegroundSlowdowns(status).at("default/cnn"), 1.8);
 }
 
 TEST(ProgressDisplay, LinesCarryTheClocksWallTimeAndRepeatAJobAfterATenthOrTenSeconds) {
