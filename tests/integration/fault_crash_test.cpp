@@ -6,8 +6,13 @@
 // HTTP and is SIGKILLed (no chance to clean up) at seeded random delays; an in-process variant
 // stops and restarts the ControllerManager at random delays. Seeds are printed; run again with
 // WAVEPOOL_FAULT_SEED=<seed> to reproduce.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -18,7 +23,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/fault_support.h"
+#include "tests/support/child_process.h"
 #include "tests/support/cluster/test_cluster.h"
+#include "tests/support/eventually.h"
 #include "tests/support/files.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -27,6 +34,8 @@ namespace wavepool::controller::fault {
 namespace {
 
 using ::testing::IsEmpty;
+using ::wavepool::testing::ChildProcess;
+using ::wavepool::testing::Eventually;
 using ::wavepool::testing::ReadFileOrEmpty;
 using ::wavepool::testing::TempDir;
 using ::wavepool::testing::TestCluster;
@@ -68,6 +77,33 @@ std::vector<std::string> ControllerArgs(const std::string& kubeconfig) {
   return {"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--http-port=-1", "--workers=2"};
 }
 
+// The wavepool-controller binary talking to `kubeconfig`, both its streams appended to `log_path`:
+// every round's controller adds to one log.
+std::unique_ptr<ChildProcess> StartController(const std::string& kubeconfig,
+                                              const std::string& log_path) {
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  EXPECT_GE(log_fd, 0) << "cannot open " << log_path;
+  testing::SpawnOptions options;
+  options.out = testing::ChildStream::Descriptor(log_fd);
+  options.err = testing::ChildStream::Descriptor(log_fd);
+  std::vector<std::string> argv = {WAVEPOOL_CONTROLLER_BIN};
+  for (std::string& arg : ControllerArgs(kubeconfig)) argv.push_back(std::move(arg));
+  auto controller = std::make_unique<ChildProcess>(argv, options);
+  if (log_fd >= 0) close(log_fd);
+  return controller;
+}
+
+// How many controllers wrote their start line to `log_path`.
+int StartedControllers(const std::string& log_path) {
+  const std::string log = ReadFileOrEmpty(log_path);
+  int started = 0;
+  for (std::size_t at = log.find(": API server "); at != std::string::npos;
+       at = log.find(": API server ", at + 1)) {
+    ++started;
+  }
+  return started;
+}
+
 TEST(FaultCrash, ControllerProcessKilledAtRandomPointsPlacesEveryJobOnce) {
   std::mt19937 rng = SeededRng();
   ASSERT_OK_AND_ASSIGN(auto cluster, TestCluster::Start(FixtureOptions(4, 8, false)));
@@ -87,9 +123,8 @@ TEST(FaultCrash, ControllerProcessKilledAtRandomPointsPlacesEveryJobOnce) {
   std::uniform_int_distribution<int> delay_ms(30, 600);
   constexpr int kRounds = 7;
   for (int round = 0; round < kRounds; ++round) {
-    ASSERT_OK_AND_ASSIGN(
-        auto controller,
-        ControllerProcess::Start(WAVEPOOL_CONTROLLER_BIN, ControllerArgs(kubeconfig), log_path));
+    std::unique_ptr<ChildProcess> controller = StartController(kubeconfig, log_path);
+    ASSERT_OK(controller->start_status());
     const std::size_t first = static_cast<std::size_t>(round) * batch;
     if (first < jobs.size()) {
       const std::vector<nlohmann::json> some(
@@ -100,7 +135,8 @@ TEST(FaultCrash, ControllerProcessKilledAtRandomPointsPlacesEveryJobOnce) {
     const int delay = delay_ms(rng);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay));
     ASSERT_TRUE(controller->Running()) << "the controller exited by itself; see " << log_path;
-    controller->Kill();
+    controller->Signal(SIGKILL);
+    ASSERT_EQ(controller->Wait(), 128 + SIGKILL);
     ASSERT_OK_AND_ASSIGN(Snapshot snapshot, TakeSnapshot(cluster->client()));
     std::cout << "round " << round << ": SIGKILL after " << delay << " ms with "
               << CountPlaced(snapshot) << " of " << snapshot.jobs.size() << " jobs placed, "
@@ -110,12 +146,16 @@ TEST(FaultCrash, ControllerProcessKilledAtRandomPointsPlacesEveryJobOnce) {
     partial.all_placed = false;
     EXPECT_THAT(CheckInvariants(snapshot, partial), IsEmpty());
   }
-  ASSERT_OK_AND_ASSIGN(
-      auto controller,
-      ControllerProcess::Start(WAVEPOOL_CONTROLLER_BIN, ControllerArgs(kubeconfig), log_path));
+  // The jobs may all be placed already; the last controller must still come up and keep them so.
+  // (A controller killed early in its round may have died before its start line.)
+  const int started = StartedControllers(log_path);
+  std::unique_ptr<ChildProcess> controller = StartController(kubeconfig, log_path);
+  ASSERT_OK(controller->start_status());
+  ASSERT_TRUE(Eventually([&] { return StartedControllers(log_path) > started; }))
+      << "the last controller did not start; see " << log_path;
   ExpectConvergedOnce(cluster->client(), *log, jobs.size());
   EXPECT_TRUE(controller->Running());
-  controller->Terminate(std::chrono::seconds(10));
+  EXPECT_EQ(controller->Stop(std::chrono::seconds(10)), 0) << "see " << log_path;
   log->Stop();
   // The directory goes with the test: a failure shows the log here.
   if (HasFailure()) std::cout << "controller log:\n" << ReadFileOrEmpty(log_path) << "\n";

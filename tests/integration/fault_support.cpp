@@ -1,11 +1,5 @@
 #include "tests/integration/fault_support.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <utility>
@@ -14,7 +8,6 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/support/eventually.h"
-#include "tests/support/spawn.h"
 #include "wavepool/api/kube_resources.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/api_error.h"
@@ -399,57 +392,6 @@ ManagerOptions FastManagerOptions() {
   options.reconciler.restart_backoff_max = std::chrono::seconds(2);
   options.log = [](std::string_view) {};
   return options;
-}
-
-absl::StatusOr<std::unique_ptr<ControllerProcess>> ControllerProcess::Start(
-    const std::string& binary, const std::vector<std::string>& args, const std::string& log_path) {
-  // One descriptor for both streams, appending: a restarted controller adds to the same log.
-  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return absl::InternalError(absl::StrCat("cannot open ", log_path));
-  std::vector<std::string> argv = {binary};
-  argv.insert(argv.end(), args.begin(), args.end());
-  testing::SpawnOptions options;
-  options.out = testing::ChildStream::Descriptor(log_fd);
-  options.err = testing::ChildStream::Descriptor(log_fd);
-  const absl::StatusOr<pid_t> pid = testing::Spawn(argv, options);
-  close(log_fd);
-  if (!pid.ok()) return pid.status();
-  return std::unique_ptr<ControllerProcess>(new ControllerProcess(*pid));
-}
-
-ControllerProcess::~ControllerProcess() {
-  if (!reaped_) Kill();
-}
-
-void ControllerProcess::Kill() {
-  if (reaped_) return;
-  testing::KillChild(pid_);
-  reaped_ = true;
-}
-
-int ControllerProcess::Terminate(std::chrono::nanoseconds timeout) {
-  if (reaped_) return -1;
-  const std::optional<int> status =
-      testing::StopChild(pid_, std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
-  reaped_ = true;
-  return status.has_value() && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
-}
-
-bool ControllerProcess::Running() {
-  if (reaped_) return false;
-  reaped_ = testing::WaitForExit(pid_, std::chrono::milliseconds(0)).has_value();
-  return !reaped_;
-}
-
-std::int64_t ControllerProcess::PeakRssBytes() const {
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      return std::strtoll(line.c_str() + 6, nullptr, 10) * 1024;  // "VmHWM:   1234 kB"
-    }
-  }
-  return -1;
 }
 
 }  // namespace wavepool::controller::fault

@@ -10,8 +10,6 @@
 #ifndef WAVEPOOL_TESTS_INTEGRATION_FAULT_SUPPORT_H_
 #define WAVEPOOL_TESTS_INTEGRATION_FAULT_SUPPORT_H_
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -164,31 +162,6 @@ testing::TestCluster::Options FixtureOptions(int nodes, std::int64_t gpus_per_no
 // Manager options for tests: no HTTP server, no leader election, short informer backoffs and
 // requeues, a 1 s resync, logs dropped (set `log` to see them).
 ManagerOptions FastManagerOptions();
-
-// The `wavepool-controller` binary as a child process, its output appended to `log_path`.
-class ControllerProcess {
- public:
-  // REQUIRES: `binary` is executable.
-  static absl::StatusOr<std::unique_ptr<ControllerProcess>> Start(
-      const std::string& binary, const std::vector<std::string>& args, const std::string& log_path);
-  // SIGKILLs a process still running.
-  ~ControllerProcess();
-
-  pid_t pid() const { return pid_; }
-  // SIGKILL, then reaps it.
-  void Kill();
-  // SIGTERM, then waits up to `timeout` (SIGKILL after it); the exit status, -1 when killed.
-  int Terminate(std::chrono::nanoseconds timeout);
-  // False once the process has exited (reaps it).
-  bool Running();
-  // VmHWM from /proc/<pid>/status: the peak resident set, bytes; -1 when unreadable.
-  std::int64_t PeakRssBytes() const;
-
- private:
-  explicit ControllerProcess(pid_t pid) : pid_(pid) {}
-  pid_t pid_;
-  bool reaped_ = false;
-};
 
 }  // namespace wavepool::controller::fault
 
