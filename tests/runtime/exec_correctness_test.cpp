@@ -46,11 +46,13 @@ planner::PlanRequest Request(int gpus, std::int64_t batch, api::Strategy strateg
 }
 
 // Trains `plan` on its ranks and one process on the same samples; every parameter must agree.
+// With `slice_rows`, each rank trains its block in slices of that many samples.
 void ExpectSameAsOneProcess(const api::Plan& plan,
                             const std::shared_ptr<const planner::ModelGraph>& graph,
-                            std::int64_t samples_per_step) {
+                            std::int64_t samples_per_step, std::int64_t slice_rows = 0) {
   ASSERT_THAT(api::Validate(plan), wavepool::testing::IsOk());
-  ASSERT_OK_AND_ASSIGN(std::vector<testing::RankResult> ranks, TrainRanks(plan, graph));
+  ASSERT_OK_AND_ASSIGN(std::vector<testing::RankResult> ranks,
+                       TrainRanks(plan, graph, torch::kCPU, slice_rows));
   ASSERT_OK_AND_ASSIGN(auto parameters, MergeReplicas(ranks, "model", kTolerance));
   ASSERT_OK_AND_ASSIGN(testing::ReferenceResult reference,
                        TrainReference(*graph, plan.training, samples_per_step, kSteps));
@@ -86,6 +88,39 @@ TEST(DataParallel, UnevenBlocksMatchOneProcess) {
                        PlanFor(*graph, Request(3, 13, api::Strategy::kDataParallel), kSteps));
   ASSERT_EQ(plan.stages[0].per_gpu_batch, 5);
   ExpectSameAsOneProcess(plan, graph, 13);
+}
+
+TEST(DataParallel, StepsTrainedInSlicesMatchOneProcess) {
+  auto graph = Zoo("cnn_tiny");
+  // 18 samples on 2 ranks, blocks of 9 in slices of 4, 4 and 1: the gradients of a step's slices
+  // add up before the all-reduce, and each slice keeps its samples' place in the batch.
+  ASSERT_OK_AND_ASSIGN(api::Plan plan,
+                       PlanFor(*graph, Request(2, 18, api::Strategy::kDataParallel), kSteps));
+  ExpectSameAsOneProcess(plan, graph, 18, /*slice_rows=*/4);
+}
+
+TEST(DataParallel, OneRankTrainsInSlicesAsWhole) {
+  // One rank: no all-reduce gathers the slices; BatchNorm-free branchy_tiny with its fork/join.
+  ASSERT_OK_AND_ASSIGN(planner::ModelGraph model, BranchyWithoutBatchNorm());
+  auto graph = std::make_shared<const planner::ModelGraph>(std::move(model));
+  ASSERT_OK_AND_ASSIGN(api::Plan plan,
+                       PlanFor(*graph, Request(1, 8, api::Strategy::kDataParallel), kSteps));
+  ExpectSameAsOneProcess(plan, graph, 8, /*slice_rows=*/3);
+}
+
+TEST(BurstParallel, StagesOnDifferentRanksDoNotSliceSteps) {
+  ASSERT_OK_AND_ASSIGN(planner::ModelGraph model, BranchyWithoutBatchNorm());
+  auto graph = std::make_shared<const planner::ModelGraph>(std::move(model));
+  ASSERT_OK_AND_ASSIGN(api::Plan data_parallel,
+                       PlanFor(*graph, Request(2, 8, api::Strategy::kDataParallel), 1));
+  ASSERT_OK_AND_ASSIGN(std::vector<testing::RankResult> ranks,
+                       TrainRanks(data_parallel, graph, torch::kCPU, 3));
+  for (const testing::RankResult& rank : ranks) EXPECT_TRUE(rank.slices_steps);
+  ASSERT_OK_AND_ASSIGN(api::Plan burst,
+                       PlanFor(*graph, Request(4, 128, api::Strategy::kBurstParallel), 1));
+  ASSERT_GT(burst.stages.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(ranks, TrainRanks(burst, graph, torch::kCPU, 3));
+  for (const testing::RankResult& rank : ranks) EXPECT_FALSE(rank.slices_steps);
 }
 
 TEST(BurstParallel, BranchingPlanWithDifferentGpuCountsMatchesOneProcess) {

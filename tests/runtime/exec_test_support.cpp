@@ -86,7 +86,8 @@ std::string FreshStorePath() {
 
 absl::StatusOr<RankResult> TrainRank(const api::Plan& plan,
                                      std::shared_ptr<const planner::ModelGraph> graph, int rank,
-                                     const StoreAddress& address, torch::Device device) {
+                                     const StoreAddress& address, torch::Device device,
+                                     std::int64_t slice_rows) {
   absl::StatusOr<StorePtr> store =
       Rendezvous(address, rank, static_cast<int>(plan.gpus), std::chrono::seconds(60));
   if (!store.ok()) return store.status();
@@ -112,6 +113,8 @@ absl::StatusOr<RankResult> TrainRank(const api::Plan& plan,
   RankResult result;
   StepHooks hooks;
   hooks.after_step = [&](const StepReport& report) { result.reports.push_back(report); };
+  hooks.slice_rows = [slice_rows](std::int64_t) { return slice_rows; };
+  result.slices_steps = (*executor)->SlicesSteps();
   absl::StatusOr<std::int64_t> next = (*executor)->Train(0, plan.training.steps, hooks);
   if (!next.ok()) return next.status();
   for (const Replica& replica : (*executor)->Replicas()) {
@@ -127,7 +130,7 @@ absl::StatusOr<RankResult> TrainRank(const api::Plan& plan,
 
 absl::StatusOr<std::vector<RankResult>> TrainRanks(const api::Plan& plan,
                                                    std::shared_ptr<const planner::ModelGraph> graph,
-                                                   torch::Device device) {
+                                                   torch::Device device, std::int64_t slice_rows) {
   StoreAddress address;
   address.kind = StoreAddress::Kind::kFile;
   address.path = FreshStorePath();
@@ -137,7 +140,8 @@ absl::StatusOr<std::vector<RankResult>> TrainRanks(const api::Plan& plan,
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
-      results[static_cast<std::size_t>(rank)] = TrainRank(plan, graph, rank, address, device);
+      results[static_cast<std::size_t>(rank)] =
+          TrainRank(plan, graph, rank, address, device, slice_rows);
     });
   }
   for (std::thread& thread : threads) thread.join();

@@ -33,14 +33,17 @@ absl::StatusOr<planner::ModelGraph> BranchyWithoutBatchNorm();
 struct RankResult {
   std::map<std::string, torch::Tensor> parameters;  // "<replica>/<layer>.<param>"
   std::vector<StepReport> reports;
+  bool slices_steps = false;  // the executor's SlicesSteps()
 };
 
 // Runs every rank of `plan` on its own thread (synthetic data of `plan.training.seed`), each for
-// the plan's steps from a fresh start, every replica on `device`; the parameters returned are
-// host copies. The first error of any rank is returned.
+// the plan's steps from a fresh start, every replica on `device`, each step in slices of
+// `slice_rows` samples (StepHooks::slice_rows; 0: whole); the parameters returned are host
+// copies. The first error of any rank is returned.
 absl::StatusOr<std::vector<RankResult>> TrainRanks(const api::Plan& plan,
                                                    std::shared_ptr<const planner::ModelGraph> graph,
-                                                   torch::Device device = torch::kCPU);
+                                                   torch::Device device = torch::kCPU,
+                                                   std::int64_t slice_rows = 0);
 
 // Every rank's parameters merged by name; InvalidArgument when two ranks hold different values of
 // one parameter (relative difference over `tolerance`).

@@ -130,6 +130,47 @@ TEST_F(WorkerWithAgent, APreemptedBackgroundTaskResumesOnAnotherGpu) {
   EXPECT_THAT(second->out(), HasSubstr("done: 400 steps"));
 }
 
+// The agent's smaller batch recommendation reaches a background worker, which then trains each
+// step in slices of that size. The foreground here is the test's own session: its op groups take
+// 1 ms alone and 5 ms once the background trains beside it, past the advisor's patience.
+TEST_F(WorkerWithAgent, ABackgroundWorkerTrainsInSlicesOfTheBatchTheAgentRecommends) {
+  agent::RegisterRequest identity;
+  identity.namespace_name = "team-a";
+  identity.job = identity.pod = "fg";
+  identity.role = agent::Role::kForeground;
+  identity.max_foreground_slowdown = 1.1;
+  ASSERT_OK_AND_ASSIGN(auto foreground,
+                       AgentSession::Connect(dir_ + "/agent", identity, std::chrono::seconds(5)));
+  auto report = [&](std::chrono::microseconds duration) {
+    for (std::uint32_t group = 0; group < 20; ++group) {
+      absl::StatusOr<LaunchTicket> ticket = foreground->Begin(ForwardGroup(group));
+      ASSERT_OK(ticket.status());
+      foreground->End(*ticket, duration);
+    }
+  };
+  for (int i = 0; i < 5; ++i) report(std::chrono::microseconds(1000));
+  auto background = Worker("sweep", "Background", 0, {"--steps", "1000000"});
+  ASSERT_TRUE(Eventually([&] { return background->out().find("step 5/") != std::string::npos; },
+                         std::chrono::seconds(60)))
+      << background->err();
+  const std::string followed = "each step's 16 samples train in slices of at most 8";
+  EXPECT_TRUE(Eventually(
+      [&] {
+        report(std::chrono::microseconds(5000));
+        return background->out().find(followed) != std::string::npos;
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(20)))
+      << background->out().substr(0, 2000) << Metrics();
+  EXPECT_THAT(background->out(), HasSubstr("following the node agent (the foreground stays over "
+                                           "its slowdown limit)"));
+  // It keeps training, in slices.
+  const std::size_t said = background->out().find(followed);
+  EXPECT_TRUE(Eventually([&] { return background->out().find("step ", said) != std::string::npos; },
+                         std::chrono::seconds(30)));
+  background->Signal(SIGTERM);
+  EXPECT_EQ(background->Wait(), 143) << background->err();
+}
+
 // The launch-group contract between a foreground and a background worker on one GPU
 // (AgentSession, launch_pacer.h): while a foreground all-reduce runs, a background launch waits;
 // it runs once the pause is lowered; a stop request ends its wait without running it.

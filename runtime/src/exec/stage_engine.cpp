@@ -102,33 +102,84 @@ std::vector<BatchBlock> StageEngine::DataBlocks() const {
   return blocks;
 }
 
+bool StageEngine::CanSliceSteps() const {
+  if (instances_on_rank_.size() != 1) return false;
+  const StageInstance& instance =
+      program_->forward_order()[static_cast<std::size_t>(instances_on_rank_.front())];
+  return program_->reads_input(instance.stage) && program_->holds_sink(instance.stage) &&
+         program_->edges_into(instance.stage).empty() &&
+         program_->edges_out_of(instance.stage).empty();
+}
+
 absl::StatusOr<StageEngine::StepResult> StageEngine::RunStep(std::int64_t step,
-                                                             const std::vector<Batch>& data) {
+                                                             const std::vector<Batch>& data,
+                                                             std::int64_t slice_rows) {
   // `result` is the returned object itself (named return value), so the timer's destructor,
   // which runs after the return statement, still adds ApplyGradients' time to it.
   absl::StatusOr<StepResult> result =
-      ComputeGradients(step, data, 1.0 / static_cast<double>(program_->samples_per_step()));
+      slice_rows > 0 && CanSliceSteps() && data.size() == 1 && data.front().rows() > slice_rows
+          ? RunSlicedStep(step, data.front(), slice_rows)
+          : ComputeGradients(step, data, 1.0 / static_cast<double>(program_->samples_per_step()));
   if (!result.ok()) return result;
   StepTimer timer(&result->times.compute);
   WAVEPOOL_RETURN_IF_ERROR(ApplyGradients());
   return result;
 }
 
+absl::StatusOr<StageEngine::StepResult> StageEngine::RunSlicedStep(std::int64_t step,
+                                                                   const Batch& block,
+                                                                   std::int64_t slice_rows) {
+  const StageInstance& instance =
+      program_->forward_order()[static_cast<std::size_t>(instances_on_rank_.front())];
+  const RowRange rows = instance.BlockOf(options_.rank);
+  if (block.rows() != rows.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("step ", step, ": a block of ", block.rows(),
+                                                   " samples for ", rows.size(), " rows"));
+  }
+  for (torch::Tensor& p : model_->Parameters()) p.mutable_grad() = torch::Tensor();
+  const double loss_scale = 1.0 / static_cast<double>(program_->samples_per_step());
+  StepResult total;
+  for (std::int64_t offset = 0; offset < rows.size(); offset += slice_rows) {
+    const std::int64_t count = std::min(slice_rows, rows.size() - offset);
+    Batch slice;
+    slice.inputs = block.inputs.narrow(0, offset, count);
+    slice.labels = block.labels.narrow(0, offset, count);
+    slice.step = block.step;
+    slice.first_sample = block.first_sample + offset;
+    const bool last = offset + count == rows.size();
+    WAVEPOOL_ASSIGN_OR_RETURN(
+        StepResult part,
+        AccumulateGradients(step, {slice}, loss_scale, {},
+                            RowRange{rows.begin + offset, rows.begin + offset + count}, last));
+    total.loss_sum += part.loss_sum;
+    total.times.compute += part.times.compute;
+    total.times.transfer += part.times.transfer;
+    total.times.allreduce += part.times.allreduce;
+    total.times.data += part.times.data;
+  }
+  return total;
+}
+
 absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
     std::int64_t step, const std::vector<Batch>& data, double loss_scale,
     const std::function<void()>& after_forward) {
+  // Gradients start undefined (not zeroed) so that the first accumulation of a step stores it.
+  for (torch::Tensor& p : model_->Parameters()) p.mutable_grad() = torch::Tensor();
+  return AccumulateGradients(step, data, loss_scale, after_forward, std::nullopt, true);
+}
+
+absl::StatusOr<StageEngine::StepResult> StageEngine::AccumulateGradients(
+    std::int64_t step, const std::vector<Batch>& data, double loss_scale,
+    const std::function<void()>& after_forward, std::optional<RowRange> rows, bool reduce) {
   const c10::OptionalStreamGuard on_device = device_->Enter();
   StepResult result;
   const auto start = std::chrono::steady_clock::now();
   instances_left_ = instances_per_stage_;
-  // Gradients start undefined (not zeroed) so that the first accumulation of a step stores it.
-  for (torch::Tensor& p : model_->Parameters()) p.mutable_grad() = torch::Tensor();
   std::size_t next_data = 0;
   for (int id : instances_on_rank_) {
     const StageInstance& instance = program_->forward_order()[static_cast<std::size_t>(id)];
     std::vector<Batch> mine;
-    const RowRange rows = instance.BlockOf(options_.rank);
-    if (!rows.empty() &&
+    if (!instance.BlockOf(options_.rank).empty() &&
         (program_->reads_input(instance.stage) || program_->holds_sink(instance.stage))) {
       if (next_data >= data.size()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -136,19 +187,19 @@ absl::StatusOr<StageEngine::StepResult> StageEngine::ComputeGradients(
       }
       mine.push_back(data[next_data++]);
     }
-    WAVEPOOL_RETURN_IF_ERROR(Forward(instance, mine, step, &result.times));
+    WAVEPOOL_RETURN_IF_ERROR(Forward(instance, mine, rows, step, &result.times));
   }
   if (after_forward) after_forward();
   torch::Tensor loss_sum;
   for (auto it = instances_on_rank_.rbegin(); it != instances_on_rank_.rend(); ++it) {
     const StageInstance& instance = program_->forward_order()[static_cast<std::size_t>(*it)];
-    WAVEPOOL_RETURN_IF_ERROR(Backward(instance, loss_scale, &loss_sum, &result.times));
+    WAVEPOOL_RETURN_IF_ERROR(Backward(instance, loss_scale, reduce, &loss_sum, &result.times));
   }
   if (loss_sum.defined()) result.loss_sum = loss_sum.item<double>();
   {
     StepTimer timer(&result.times.allreduce);
     for (std::size_t s = 0; s < reducers_.size(); ++s) {
-      if (reducers_[s] == nullptr) continue;
+      if (reducers_[s] == nullptr || !reduce) continue;
       absl::Status reduced;
       WAVEPOOL_RETURN_IF_ERROR(device_->pacer()->Run(AllReduceGroup(static_cast<int>(s)),
                                                      [&] { reduced = reducers_[s]->Finish(); }));

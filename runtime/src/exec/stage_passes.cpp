@@ -10,8 +10,9 @@
 namespace wavepool::runtime {
 
 absl::Status StageEngine::Forward(const StageInstance& instance, const std::vector<Batch>& data,
-                                  std::int64_t step, StepTimes* times) {
-  const RowRange rows = instance.BlockOf(options_.rank);
+                                  std::optional<RowRange> slice, std::int64_t step,
+                                  StepTimes* times) {
+  const RowRange rows = slice.value_or(instance.BlockOf(options_.rank));
   auto state = std::make_unique<InstanceState>();
   state->rows = rows;
   if (rows.empty()) {  // a rank with no samples here launches nothing (DeepPool §4: idle time)
@@ -66,7 +67,7 @@ absl::Status StageEngine::Forward(const StageInstance& instance, const std::vect
   return absl::OkStatus();
 }
 
-absl::Status StageEngine::Backward(const StageInstance& instance, double loss_scale,
+absl::Status StageEngine::Backward(const StageInstance& instance, double loss_scale, bool reduce,
                                    torch::Tensor* loss_sum, StepTimes* times) {
   InstanceState& state = *states_[static_cast<std::size_t>(instance.id)];
   const int stage = instance.stage;
@@ -74,7 +75,7 @@ absl::Status StageEngine::Backward(const StageInstance& instance, double loss_sc
   const planner::ModelGraph& graph = model_->graph();
   // Once this rank's last instance of the stage is done, each layer's gradients are final: its
   // bucket may start summing while backward goes on.
-  GradientReducer* reducer = --instances_left_[static_cast<std::size_t>(stage)] == 0
+  GradientReducer* reducer = --instances_left_[static_cast<std::size_t>(stage)] == 0 && reduce
                                  ? reducers_[static_cast<std::size_t>(stage)].get()
                                  : nullptr;
   auto layer_done = [reducer](planner::LayerId id) {

@@ -87,7 +87,8 @@ absl::StatusOr<std::int64_t> StagedExecutor::TrainSteps(std::int64_t first, std:
       batches = std::move(loaded);
     }
     ++next_step_;
-    WAVEPOOL_ASSIGN_OR_RETURN(StageEngine::StepResult result, engine_->RunStep(step, batches));
+    WAVEPOOL_ASSIGN_OR_RETURN(StageEngine::StepResult result,
+                              engine_->RunStep(step, batches, hooks.slice_rows(step)));
     WAVEPOOL_RETURN_IF_ERROR(Agree(result.loss_sum, hooks.requests(step), &report));
     const double data_seconds = report.times.data;
     report.times = result.times;

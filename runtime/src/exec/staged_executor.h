@@ -29,6 +29,7 @@ class StagedExecutor final : public Executor {
   absl::Status SynchronizeInitialWeights() override;
   absl::StatusOr<std::int64_t> Train(std::int64_t first, std::int64_t end,
                                      const StepHooks& hooks) override;
+  bool SlicesSteps() const override { return engine_->CanSliceSteps(); }
   std::vector<Replica> Replicas() override;
   std::vector<std::pair<std::string, torch::Tensor>> ExtraState() override { return {}; }
   absl::Status LoadExtraState(const std::vector<std::pair<std::string, torch::Tensor>>&) override;

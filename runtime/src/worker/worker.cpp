@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -116,6 +117,7 @@ class Worker {
                                                    : agent::Role::kForeground;
   }
   StepRequests Requests(std::int64_t step);
+  std::int64_t SliceRows();
   absl::Status StopWhileWaiting(std::int64_t saved);
   void Progress(const StepReport& report);
 
@@ -125,6 +127,8 @@ class Worker {
   std::shared_ptr<const planner::ModelGraph> graph_;
   std::int64_t steps_ = 0;
   std::unique_ptr<LaunchPacer> pacer_;
+  AgentSession* session_ = nullptr;     // pacer_ when the node's agent paces it
+  std::int64_t recommended_batch_ = 0;  // the agent's last recommendation, as followed
   StorePtr store_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Checkpointing> checkpointing_;
@@ -154,6 +158,7 @@ absl::Status Worker::ConnectAgent() {
       options_.agent_dir, identity, options_.agent_timeout, agent::LogToStderr, RealClock(),
       [] { return g_stop_requested.load(); });
   if (session.ok()) {
+    session_ = session->get();
     pacer_ = *std::move(session);
     return absl::OkStatus();
   }
@@ -246,6 +251,35 @@ StepRequests Worker::Requests(std::int64_t step) {
   return requests;
 }
 
+// A background task follows its node agent's smaller batch recommendation (the foreground beside
+// it stays over its slowdown limit: deeppool-burst-parallel §5) by training each step in slices of
+// the recommended size, gradients accumulated: the kernels it launches get shorter while the job
+// trains as planned (executor.h, StepHooks::slice_rows). Said once per recommendation.
+std::int64_t Worker::SliceRows() {
+  if (session_ == nullptr || options_.role != api::Role::kBackground) return 0;
+  const std::optional<agent::Policy> policy = session_->client().LatestPolicy();
+  const std::int64_t batch = plan_.stages.front().per_gpu_batch;
+  std::int64_t recommended = policy.has_value() ? policy->recommended_batch_size : 0;
+  if (recommended >= batch) recommended = 0;
+  if (recommended != recommended_batch_) {
+    recommended_batch_ = recommended;
+    if (recommended == 0) {
+      out_ << "the node agent no longer recommends a smaller batch: steps train whole\n";
+    } else if (executor_->SlicesSteps()) {
+      out_ << absl::StrFormat(
+          "following the node agent (%s): each step's %d samples train in slices of at most %d\n",
+          policy->reason, batch, recommended);
+    } else {
+      out_ << absl::StrFormat(
+          "the node agent recommends a per-GPU batch of %d (%s), but a %s plan cannot train its "
+          "steps in slices: they train whole\n",
+          recommended, policy->reason, api::ToString(plan_.strategy));
+    }
+    out_ << std::flush;
+  }
+  return recommended;
+}
+
 void Worker::Progress(const StepReport& report) {
   agreed_ = report.agreed;
   last_loss_ = report.loss;
@@ -294,6 +328,7 @@ absl::Status Worker::Run() {
   StepHooks hooks;
   hooks.requests = [this](std::int64_t step) { return Requests(step); };
   hooks.after_step = [this](const StepReport& report) { Progress(report); };
+  hooks.slice_rows = [this](std::int64_t) { return SliceRows(); };
   std::int64_t saved = next;
   while (next < steps_) {
     agreed_ = {};

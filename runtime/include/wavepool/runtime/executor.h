@@ -54,6 +54,14 @@ struct StepHooks {
   };
   // Called once per completed step, in step order, never concurrently.
   std::function<void(const StepReport&)> after_step = [](const StepReport&) {};
+  // The most samples one pass of step `step` may hold on this rank; 0: its whole block. An
+  // executor that slices steps (Executor::SlicesSteps) then runs the block as consecutive slices
+  // and accumulates their gradients before the all-reduce and the optimizer: the step trains as
+  // it would whole (the same samples, losses and dropout masks; BatchNorm normalises each slice),
+  // while each launch holds fewer samples. A background task follows its node agent's smaller
+  // batch recommendation this way, so that the foreground waits less for its kernels. Asked from
+  // the executor's thread before each step.
+  std::function<std::int64_t(std::int64_t step)> slice_rows = [](std::int64_t) { return 0; };
 };
 
 // One trained replica of the model: its modules and its optimizer (tick-tock has two).
@@ -77,6 +85,10 @@ class Executor {
   // made a request (every rank returns after the same step). Steps that started are finished.
   virtual absl::StatusOr<std::int64_t> Train(std::int64_t first, std::int64_t end,
                                              const StepHooks& hooks) = 0;
+
+  // Whether Train follows StepHooks::slice_rows (a plan whose every stage runs on all of this
+  // rank's samples with no transfers between ranks: data parallel); otherwise it ignores it.
+  virtual bool SlicesSteps() const { return false; }
 
   virtual std::vector<Replica> Replicas() = 0;
   // State beyond the replicas that a resumed run needs (tick-tock: the last local gradient),

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -80,8 +81,14 @@ class StageEngine {
   std::vector<BatchBlock> DataBlocks() const;
 
   // One optimizer step: gradients of sum(loss) / samples_per_step, summed over each stage's
-  // sync group, applied. `data` as DataBlocks() says.
-  absl::StatusOr<StepResult> RunStep(std::int64_t step, const std::vector<Batch>& data);
+  // sync group, applied. `data` as DataBlocks() says. With `slice_rows` > 0 and CanSliceSteps(),
+  // this rank's block runs as slices of at most that many samples, one after another, their
+  // gradients accumulated and summed over the sync group once (executor.h, StepHooks).
+  absl::StatusOr<StepResult> RunStep(std::int64_t step, const std::vector<Batch>& data,
+                                     std::int64_t slice_rows = 0);
+  // True when this rank runs one stage instance that reads the input and computes the loss, with
+  // no activations to or from other ranks: its block can be cut into slices anywhere.
+  bool CanSliceSteps() const;
 
   // The parts of a step, for executors that combine gradients themselves (tick-tock): leaves the
   // gradients of sum(loss) * loss_scale over this rank's samples in the parameters (summed over
@@ -112,11 +119,20 @@ class StageEngine {
   StageEngine(std::shared_ptr<const StageProgram> program, Communicator* communicator,
               Options options);
 
+  // ComputeGradients' passes without clearing the gradients first: they add to what the
+  // parameters hold. `rows`, when set, are the samples of this rank's single instance that `data`
+  // holds (a slice of its block); `reduce`: sum the gradients over the sync groups at the end.
+  absl::StatusOr<StepResult> AccumulateGradients(std::int64_t step, const std::vector<Batch>& data,
+                                                 double loss_scale,
+                                                 const std::function<void()>& after_forward,
+                                                 std::optional<RowRange> rows, bool reduce);
+  absl::StatusOr<StepResult> RunSlicedStep(std::int64_t step, const Batch& block,
+                                           std::int64_t slice_rows);
   absl::Status Forward(const StageInstance& instance, const std::vector<Batch>& data,
-                       std::int64_t step, StepTimes* times);
+                       std::optional<RowRange> rows, std::int64_t step, StepTimes* times);
   // Adds the instance's loss terms to `loss_sum` (a tensor on the device: read once per step).
-  absl::Status Backward(const StageInstance& instance, double loss_scale, torch::Tensor* loss_sum,
-                        StepTimes* times);
+  absl::Status Backward(const StageInstance& instance, double loss_scale, bool reduce,
+                        torch::Tensor* loss_sum, StepTimes* times);
   // Transfers (stage_transfers.cpp).
   absl::StatusOr<torch::Tensor> GatherActivations(const StageEdge& edge, int wave,
                                                   const RowRange& rows, StepTimes* times);
