@@ -28,6 +28,7 @@
 #include "wavepool/agent/placement_records.h"
 #include "wavepool/agent/simulated_gpu.h"
 #include "wavepool/api/kube_resources.h"
+#include "wavepool/api/validation.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/typed_client.h"
@@ -426,6 +427,55 @@ TEST_F(GpuNodePublisherTest, AdversarialTaskNamesNeverStopTheHeartbeat) {
   std::lock_guard<std::mutex> lock(log_mu_);
   EXPECT_THAT(log_, Contains(HasSubstr("left out: task.pod: not valid UTF-8: \"sweep-\\xff\"")));
   EXPECT_THAT(log_, Contains(HasSubstr("left out: task.namespace")));
+}
+
+// A foreground's allocator reports can claim a wave above the GPU's memory, whose headroom is
+// negative; the CRD requires headroomBytes >= 0, so publishing it as is would have the API server
+// refuse the node's whole status, and with it the heartbeat.
+TEST_F(GpuNodePublisherTest, AdversarialAPeakAboveTheGpusMemoryNeverStopsTheHeartbeat) {
+  StartSimulatedAgent(1);
+  Agent* agent = agent_.get();
+  auto snapshot = [agent] {
+    AgentStatus status = agent->Status();
+    MemoryWave wave;
+    wave.period = Seconds(0.5);
+    wave.peak_bytes = status.gpus[0].info.memory_total_bytes + (100ull << 30);
+    wave.trough_bytes = 1ull << 30;
+    wave.headroom_bytes = -(100ll << 30);
+    status.gpus[0].memory_wave = wave;
+    return status;
+  };
+  ASSERT_OK_AND_ASSIGN(publisher_,
+                       GpuNodePublisher::Create(Options(), client_.get(), snapshot, &clock_));
+  publisher_->Start();
+  ASSERT_TRUE(Eventually(
+      [&] { return publisher_->State().publishes + publisher_->State().failures >= 1; }, kCatchUp));
+  publisher_->Stop();
+  EXPECT_OK(publisher_->State().last_error);
+  EXPECT_EQ(publisher_->State().failures, 0);
+  ASSERT_OK_AND_ASSIGN(api::GpuNode gpunode, Read());
+  ASSERT_TRUE(gpunode.status.gpus[0].memory_wave.has_value());
+  EXPECT_EQ(gpunode.status.gpus[0].memory_wave->headroom_bytes, 0);
+}
+
+TEST(GpuNodeStatus, ANegativeHeadroomIsPublishedAsNone) {
+  AgentStatus snapshot;
+  GpuStatus gpu;
+  gpu.info.uuid = "GPU-sim-0";
+  gpu.info.memory_total_bytes = 80ull << 30;
+  MemoryWave wave;
+  wave.peak_bytes = 90ull << 30;  // no capacity given: the GPU's memory minus the peak
+  gpu.memory_wave = wave;
+  snapshot.gpus.push_back(gpu);
+  api::GpuNode node;
+  node.metadata.name = "node-a";
+  node.spec.node_name = "node-a";
+  GpuNodeStatusInputs inputs;
+  inputs.now = ::wavepool::testing::kSimulatedWallStart;
+  node.status = MakeGpuNodeStatus(snapshot, inputs);
+  ASSERT_TRUE(node.status.gpus[0].memory_wave.has_value());
+  EXPECT_EQ(node.status.gpus[0].memory_wave->headroom_bytes, 0);
+  EXPECT_OK(api::Validate(node));
 }
 
 // An exception from the JSON library inside a publish is a failed publish, not the end of the

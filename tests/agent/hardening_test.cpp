@@ -191,30 +191,36 @@ TEST(SocketServerLimits, AnUnregisteredConnectionCannotBufferMuch) {
   EXPECT_TRUE(testing::WaitUntil([&] { return server->connection_count() == 0; }));
 }
 
-TEST(SocketServerLimits, UnregisteredConnectionsBeyondTheLimitAreRefused) {
+// Connections that never register must not keep a worker from registering: at the limit a new
+// connection closes the oldest unregistered one instead of being refused.
+TEST(SocketServerLimits, AConnectionBeyondTheUnregisteredLimitClosesTheOldest) {
   ASSERT_OK_AND_ASSIGN(const TempDir dir, TempDir::Create("wavepool-sock"));
   RecordingHandler handler;
   SocketServer::Options options;
   options.path = dir.File("agent.sock");
   options.max_unregistered = 2;
+  options.register_timeout = std::chrono::seconds(60);  // none expires during the test
   options.log = nullptr;
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<SocketServer> server,
                        SocketServer::Start(options, &handler));
-  RawClient a(options.path), b(options.path);
+  RawClient a(options.path);
+  ASSERT_TRUE(testing::WaitUntil([&] { return server->connection_count() == 1; }));
+  RawClient b(options.path);
   ASSERT_TRUE(testing::WaitUntil([&] { return server->connection_count() == 2; }));
   RawClient c(options.path);
-  absl::StatusOr<Frame> refused = c.Receive();
-  ASSERT_OK(refused.status());
-  const auto* error = std::get_if<ErrorReply>(&refused->message);
+  absl::StatusOr<Frame> closed = a.Receive();
+  ASSERT_OK(closed.status());
+  const auto* error = std::get_if<ErrorReply>(&closed->message);
   ASSERT_NE(error, nullptr);
   EXPECT_EQ(error->code, absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(error->message, HasSubstr("have not registered yet"));
-  // Registering frees the place.
-  ASSERT_TRUE(a.Register());
-  ASSERT_OK(a.Receive().status());
-  RawClient d(options.path);
-  ASSERT_TRUE(d.Register());
-  absl::StatusOr<Frame> registered = d.Receive();
+  EXPECT_THAT(error->message, HasSubstr("have not registered yet; closing the oldest"));
+  // The newest registers; the second oldest is still open.
+  ASSERT_TRUE(c.Register());
+  absl::StatusOr<Frame> registered = c.Receive();
+  ASSERT_OK(registered.status());
+  EXPECT_TRUE(std::holds_alternative<Registered>(registered->message));
+  ASSERT_TRUE(b.Register());
+  registered = b.Receive();
   ASSERT_OK(registered.status());
   EXPECT_TRUE(std::holds_alternative<Registered>(registered->message));
 }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -101,6 +102,30 @@ TEST(MemoryWave, HeadroomIsNegativeWhenThePeakExceedsTheCapacity) {
   options.capacity_bytes = 10ull << 30;
   ASSERT_OK_AND_ASSIGN(MemoryWave wave, AnalyzeMemoryWave(MakeWave(WaveSpec{}), options));
   EXPECT_NEAR(static_cast<double>(*wave.headroom_bytes), -2 * kGiB, 1 * kMiB);
+}
+
+// A worker's allocator reports are untrusted and may sit anywhere below 2^64 bytes: the peak and
+// the headroom saturate instead of overflowing the conversions.
+TEST(MemoryWave, AWaveNear2To64BytesSaturatesInsteadOfOverflowing) {
+  constexpr std::uint64_t kBase = 0xF000'0000'0000'0000ull;
+  std::vector<MemoryPoint> points = MakeWave(WaveSpec{});
+  for (MemoryPoint& p : points) p.bytes += kBase;
+  MemoryWaveOptions options;
+  options.capacity_bytes = 80ull << 30;
+  ASSERT_OK_AND_ASSIGN(MemoryWave wave, AnalyzeMemoryWave(points, options));
+  EXPECT_NEAR(Bytes(wave.peak_bytes), Bytes(kBase) + 12 * kGiB, 64 * kMiB);
+  EXPECT_NEAR(Bytes(wave.trough_bytes), Bytes(kBase) + 4 * kGiB, 64 * kMiB);
+  EXPECT_THAT(wave.headroom_bytes, Optional(std::numeric_limits<std::int64_t>::min()));
+}
+
+TEST(MemoryWave, HeadroomSaturatesToTheInt64Range) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(HeadroomBytes(80, 30), 50);
+  EXPECT_EQ(HeadroomBytes(30, 80), -50);
+  EXPECT_EQ(HeadroomBytes(kMax, 0), kInt64Max);
+  EXPECT_EQ(HeadroomBytes(0, kMax), std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(HeadroomBytes(0, static_cast<std::uint64_t>(kInt64Max)), -kInt64Max);
 }
 
 TEST(MemoryWave, TooFewSamplesIsFailedPrecondition) {

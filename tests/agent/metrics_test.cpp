@@ -448,11 +448,7 @@ TEST(Metrics, CreateRejectsBadOptions) {
   twice.gpus[1].index = 0;
   EXPECT_THAT(AgentMetrics::Create(twice),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpus[1].index: 0")));
-  MetricsOptions no_threads = TwoGpuOptions();
-  no_threads.bind_address = "127.0.0.1";
-  no_threads.http_threads = 0;
-  EXPECT_THAT(AgentMetrics::Create(no_threads),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("http_threads")));
+  // The endpoint's limits: metrics_endpoint_test.cpp.
 }
 
 TEST(Metrics, AddTaskRejectsUnknownGpuEmptyNamesAndUnknownRole) {

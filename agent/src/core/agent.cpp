@@ -8,6 +8,7 @@
 #include <cstring>
 #include <deque>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -311,8 +312,13 @@ void Agent::AnalyzeWaves(Gpu& gpu) {
   if (!wave.ok()) return;  // no wave yet: keep the last one
   gpu.wave = *wave;
   MemoryWaveSummary summary;
-  summary.peak_bytes = static_cast<std::int64_t>(wave->peak_bytes);
-  summary.trough_bytes = static_cast<std::int64_t>(wave->trough_bytes);
+  // Clamped: an allocator-derived wave may claim more than an int64 holds.
+  const auto to_gauge = [](std::uint64_t bytes) {
+    return static_cast<std::int64_t>(
+        std::min<std::uint64_t>(bytes, std::numeric_limits<std::int64_t>::max()));
+  };
+  summary.peak_bytes = to_gauge(wave->peak_bytes);
+  summary.trough_bytes = to_gauge(wave->trough_bytes);
   summary.period = wave->period;
   summary.headroom_bytes = wave->headroom_bytes.value_or(0);
   // Tick-tock (wavelet-tick-tock §3.2): the offset between the waves' memory, from a foreground
@@ -369,8 +375,7 @@ absl::StatusOr<MemoryWave> Agent::AnalyzeForegroundAllocatorWave(
     std::uint64_t used = 0;
     for (const GpuSample& sample : samples) used = std::max(used, sample.memory_used_bytes);
     wave->headroom_bytes =
-        static_cast<std::int64_t>(*options.capacity_bytes) -
-        static_cast<std::int64_t>(std::max<std::uint64_t>(used, wave->peak_bytes));
+        HeadroomBytes(*options.capacity_bytes, std::max<std::uint64_t>(used, wave->peak_bytes));
   }
   return wave;
 }

@@ -67,8 +67,12 @@ api::GpuStatus ToApiGpu(const GpuStatus& gpu) {
     wave.period_seconds = Finite(gpu.memory_wave->period.count());
     wave.phase_offset_seconds = Finite(gpu.phase_offset.value_or(Seconds(0)).count());
     // Without a capacity the analysis has no headroom; the GPU's memory minus the peak is it.
-    wave.headroom_bytes = gpu.memory_wave->headroom_bytes.value_or(
-        ClampBytes(gpu.info.memory_total_bytes) - wave.peak_bytes);
+    // A peak above the GPU's memory (a foreground's allocator reports can claim anything) leaves
+    // none: the CRD requires headroomBytes >= 0, and one negative value would make the API server
+    // refuse the node's whole status, heartbeat included.
+    wave.headroom_bytes =
+        std::max<std::int64_t>(0, gpu.memory_wave->headroom_bytes.value_or(
+                                      ClampBytes(gpu.info.memory_total_bytes) - wave.peak_bytes));
     out.memory_wave = wave;
   }
   for (const TaskStatus& task : gpu.tasks) {

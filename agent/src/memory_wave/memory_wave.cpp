@@ -298,8 +298,15 @@ absl::StatusOr<Extremes> MeasureExtremes(const std::vector<MemoryPoint>& points,
   return e;
 }
 
+// Saturating: a worker's allocator reports may sit near 2^64 bytes, past what llround (and a
+// plain conversion) can represent.
 std::uint64_t ToBytes(double value) {
-  return static_cast<std::uint64_t>(std::llround(std::max(0.0, value)));
+  constexpr double kTwoTo64 = 18446744073709551616.0;
+  if (!(value > 0)) return 0;
+  if (value >= kTwoTo64) return std::numeric_limits<std::uint64_t>::max();
+  const double rounded = std::round(value);
+  return rounded >= kTwoTo64 ? std::numeric_limits<std::uint64_t>::max()
+                             : static_cast<std::uint64_t>(rounded);
 }
 
 absl::Status Prefixed(const absl::Status& status, const char* prefix) {
@@ -307,6 +314,16 @@ absl::Status Prefixed(const absl::Status& status, const char* prefix) {
 }
 
 }  // namespace
+
+std::int64_t HeadroomBytes(std::uint64_t capacity_bytes, std::uint64_t peak_bytes) {
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (capacity_bytes >= peak_bytes) {
+    return static_cast<std::int64_t>(std::min(capacity_bytes - peak_bytes, kMax));
+  }
+  const std::uint64_t short_by = peak_bytes - capacity_bytes;
+  return short_by > kMax ? std::numeric_limits<std::int64_t>::min()
+                         : -static_cast<std::int64_t>(short_by);
+}
 
 std::vector<MemoryPoint> PointsFromAllocatorSamples(const std::vector<MemorySample>& samples,
                                                     AllocatorField field) {
@@ -344,8 +361,7 @@ absl::StatusOr<MemoryWave> AnalyzeMemoryWave(const std::vector<MemoryPoint>& sam
   wave.peak_bytes = ToBytes(extremes.peak);
   wave.trough_bytes = ToBytes(extremes.trough);
   if (options.capacity_bytes.has_value()) {
-    wave.headroom_bytes = static_cast<std::int64_t>(*options.capacity_bytes) -
-                          static_cast<std::int64_t>(wave.peak_bytes);
+    wave.headroom_bytes = HeadroomBytes(*options.capacity_bytes, wave.peak_bytes);
   }
   wave.drift_bytes_per_second = extremes.drift;
   wave.periods = extremes.periods;

@@ -13,7 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "metrics/metric_families.h"
-#include "prometheus/exposer.h"
+#include "metrics/metrics_endpoint.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "wavepool/base/status_macros.h"
@@ -180,7 +180,7 @@ struct AgentMetrics::Impl {
 
   std::uint16_t port = 0;
   // Declared last: destroyed first, so no scrape runs while the rest goes away.
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<internal::MetricsEndpoint> endpoint;
 
   GpuMetrics* FindGpu(std::uint32_t index) const {
     for (const auto& gpu : gpus) {
@@ -190,7 +190,7 @@ struct AgentMetrics::Impl {
   }
   void AddGpu(const GpuIdentity& identity);
   void AddAgentSeries(const AgentInfo& agent_info);
-  absl::Status StartExposer(const MetricsOptions& options);
+  absl::Status StartEndpoint(const MetricsOptions& options);
   // Throw what Family::Add throws.
   std::unique_ptr<TaskMetrics::Series> NewTaskSeries(const Labels& labels, Role role);
   void RemoveTaskSeries(const TaskMetrics::Series& series);
@@ -301,21 +301,22 @@ void AgentMetrics::Impl::RemoveTaskSeries(const TaskMetrics::Series& series) {
   if (series.cheating != nullptr) f.task_cheating->Remove(series.cheating);
 }
 
-absl::Status AgentMetrics::Impl::StartExposer(const MetricsOptions& options) {
-  // civetweb's listening_ports syntax: "host:port", IPv6 hosts in brackets.
-  const bool ipv6 = options.bind_address.find(':') != std::string::npos;
-  const std::string listen = ipv6 ? absl::StrCat("[", options.bind_address, "]:", options.port)
-                                  : absl::StrCat(options.bind_address, ":", options.port);
-  try {
-    exposer = std::make_unique<prometheus::Exposer>(listen, options.http_threads);
-    exposer->RegisterCollectable(registry);
-  } catch (const std::exception& e) {
-    exposer.reset();
-    return absl::UnavailableError(absl::StrCat("metrics: listen on ", listen, ": ", e.what(),
-                                               " (is the port taken? port 0 picks a free one)"));
+absl::Status AgentMetrics::Impl::StartEndpoint(const MetricsOptions& options) {
+  internal::MetricsEndpointLimits limits;
+  limits.request_deadline = options.http_request_deadline;
+  limits.max_connections = options.http_max_connections;
+  // The registry outlives the endpoint, which is declared after it and so destroyed first.
+  absl::StatusOr<std::unique_ptr<internal::MetricsEndpoint>> started =
+      internal::MetricsEndpoint::Start(
+          options.bind_address, options.port,
+          [this] { return prometheus::TextSerializer().Serialize(registry->Collect()); }, limits);
+  if (!started.ok()) {
+    if (started.status().code() != absl::StatusCode::kUnavailable) return started.status();
+    return absl::UnavailableError(
+        absl::StrCat(started.status().message(), " (is the port taken? port 0 picks a free one)"));
   }
-  const std::vector<int> ports = exposer->GetListeningPorts();
-  port = ports.empty() ? 0 : static_cast<std::uint16_t>(ports.front());
+  endpoint = *std::move(started);
+  port = static_cast<std::uint16_t>(endpoint->port());
   return absl::OkStatus();
 }
 
@@ -325,8 +326,14 @@ absl::Status ValidateOptions(const MetricsOptions& options) {
   if (options.hostname.empty()) {
     return absl::InvalidArgumentError("metrics options: hostname: must not be empty");
   }
-  if (options.http_threads == 0) {
-    return absl::InvalidArgumentError("metrics options: http_threads: must be >= 1, got 0");
+  if (options.http_request_deadline.count() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics options: http_request_deadline: must be > 0 ms, got ",
+                     options.http_request_deadline.count(), " ms"));
+  }
+  if (options.http_max_connections < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics options: http_max_connections: must be >= 1, got ", options.http_max_connections));
   }
   std::set<std::uint32_t> indices;
   for (std::size_t i = 0; i < options.gpus.size(); ++i) {
@@ -357,7 +364,7 @@ absl::StatusOr<std::unique_ptr<AgentMetrics>> AgentMetrics::Create(const Metrics
     return absl::InternalError(absl::StrCat("metrics: registering the families: ", e.what()));
   }
   if (!options.bind_address.empty()) {
-    WAVEPOOL_RETURN_IF_ERROR(impl->StartExposer(options));
+    WAVEPOOL_RETURN_IF_ERROR(impl->StartEndpoint(options));
   }
   return std::unique_ptr<AgentMetrics>(new AgentMetrics(std::move(impl)));
 }

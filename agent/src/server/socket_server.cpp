@@ -89,6 +89,7 @@ class SocketServer::Loop {
 
   void AcceptAll();
   void Admit(int fd);
+  void CloseOldestUnregistered();
   void DeliverOutbox();
   void ExpireRegistrations();
   int NextTimeoutMs() const;
@@ -210,8 +211,6 @@ void SocketServer::Loop::Admit(int fd) {
   } else if (auto group = group_connections_.find(c->group);
              group != group_connections_.end() && group->second >= o.max_connections_per_group) {
     refused = absl::StrCat("at most ", o.max_connections_per_group, " connections from ", c->group);
-  } else if (unregistered_ >= o.max_unregistered) {
-    refused = absl::StrCat(o.max_unregistered, " connections have not registered yet");
   }
   if (!refused.empty()) {
     // Not admitted: answer (best-effort) and close without a session.
@@ -222,6 +221,7 @@ void SocketServer::Loop::Admit(int fd) {
     close(fd);
     return;
   }
+  if (unregistered_ >= o.max_unregistered) CloseOldestUnregistered();
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.u64 = c->id;
@@ -235,6 +235,20 @@ void SocketServer::Loop::Admit(int fd) {
   ++unregistered_;
   connections_.emplace(c->id, std::move(c));
   server_->connection_count_.store(connections_.size(), std::memory_order_relaxed);
+}
+
+void SocketServer::Loop::CloseOldestUnregistered() {
+  // At the limit the oldest connection that has not registered goes: it has had the longest to
+  // send its Register (a worker sends it at once), and refusing the new one instead would let a
+  // few pods that connect and stay silent keep every other worker from registering.
+  for (const auto& [deadline, id] : register_deadlines_) {  // in the order they connected
+    auto it = connections_.find(id);
+    if (it == connections_.end() || it->second->registered) continue;
+    Fail(*it->second, absl::ResourceExhaustedError(absl::StrCat(
+                          server_->options_.max_unregistered,
+                          " connections have not registered yet; closing the oldest, this one")));
+    return;  // Fail erased it: the iteration ends here
+  }
 }
 
 void SocketServer::Loop::Close(Connection& c, bool said_goodbye) {

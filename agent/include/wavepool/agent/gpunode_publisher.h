@@ -86,7 +86,8 @@ std::vector<std::string> DropUnpublishableTasks(AgentStatus* snapshot);
 
 using api::CheatingPods;
 
-// The GPUNode status for `snapshot` (pure). Memory-wave byte counts above INT64_MAX are clamped;
+// The GPUNode status for `snapshot` (pure). Memory-wave byte counts above INT64_MAX are clamped,
+// a negative headroom (a peak above the GPU's memory) becomes 0 as the CRD requires, and
 // non-finite numbers (JSON has none) become 0.
 api::GpuNodeStatus MakeGpuNodeStatus(const AgentStatus& snapshot,
                                      const GpuNodeStatusInputs& inputs);

@@ -77,6 +77,9 @@ struct MemoryWave {
   MonotonicTime last;
 };
 
+// capacity - peak, saturated to the int64 range (both may be anything a worker reported).
+std::int64_t HeadroomBytes(std::uint64_t capacity_bytes, std::uint64_t peak_bytes);
+
 // InvalidArgument when times do not strictly increase or options are out of range;
 // FailedPrecondition when the samples cannot support an answer (the message says why).
 absl::StatusOr<MemoryWave> AnalyzeMemoryWave(const std::vector<MemoryPoint>& samples,

@@ -56,8 +56,12 @@ struct MetricsOptions {
   // Address the HTTP endpoint (`/metrics`) binds, e.g. "0.0.0.0", "127.0.0.1" or "::1".
   // Empty: no endpoint (ExpositionText() still renders the metrics).
   std::string bind_address;
-  std::uint16_t port = 0;        // 0: the kernel picks a free port; read it back with port()
-  std::size_t http_threads = 2;  // threads serving scrapes
+  std::uint16_t port = 0;  // 0: the kernel picks a free port; read it back with port()
+  // Each connection's time to send its request and receive the answer, and the connections open
+  // at once (one more closes the oldest): the port is reachable from pods, and a client that
+  // connects and stays silent must not hold off scrapes or the liveness probe.
+  std::chrono::milliseconds http_request_deadline{5000};
+  int http_max_connections = 32;
 };
 
 // The labels of one task: a worker process of one pod on one GPU.
@@ -184,8 +188,9 @@ class TaskMetrics {
 class AgentMetrics {
  public:
   // Registers every family and the series of `options.gpus`, then starts the endpoint.
-  // InvalidArgument for an empty hostname, a GPU without UUID, a GPU index listed twice or zero
-  // http_threads; Unavailable when the endpoint cannot bind; Internal when registering fails.
+  // InvalidArgument for an empty hostname, a GPU without UUID, a GPU index listed twice, an
+  // http limit that is not positive or a bind_address that is not an IP address; Unavailable
+  // when the endpoint cannot bind; Internal when registering fails.
   static absl::StatusOr<std::unique_ptr<AgentMetrics>> Create(const MetricsOptions& options);
   ~AgentMetrics();
   AgentMetrics(const AgentMetrics&) = delete;

@@ -13,9 +13,11 @@
 //    Register, a second Register, a frame in another protocol version than the Register's (the
 //    agent answers each connection in its Register's version).
 //  - DeadlineExceeded: no Register within Options::register_timeout.
-//  - ResourceExhausted: more than Options::max_connections connections at once, more than
-//    max_connections_per_group from one connection group (one pod, or one process), or more than
-//    max_unregistered connections that have not registered yet.
+//  - ResourceExhausted: more than Options::max_connections connections at once, or more than
+//    max_connections_per_group from one connection group (one pod, or one process). A connection
+//    beyond max_unregistered that have not registered yet is admitted and closes the oldest of
+//    them instead (ResourceExhausted to that one), so silent clients cannot keep a worker from
+//    registering.
 //  - InvalidArgument: more than max_unregistered_bytes buffered before Register (a Register frame
 //    is far smaller): an unregistered connection never holds a large buffer.
 //  - The handler's error from OnRegister or OnReport, as it returned it.
