@@ -1,5 +1,6 @@
 // Rules shared by every kind: Kubernetes names, metav1.Condition, numbers and times.
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -141,6 +142,14 @@ absl::Status CheckAtLeast(const FieldPath& path, double value, double minimum) {
 absl::Status CheckPositive(const FieldPath& path, double value) {
   if (std::isfinite(value) && value > 0) return absl::OkStatus();
   return path.Invalid(absl::StrCat("must be > 0.0, got ", FormatDouble(value)));
+}
+
+absl::Status CheckLearningRateFitsFloat32(const FieldPath& path, double value) {
+  constexpr double kMaxFloat = std::numeric_limits<float>::max();
+  if (value <= kMaxFloat) return absl::OkStatus();
+  return path.Invalid(absl::StrCat("must be at most ", FormatDouble(kMaxFloat),
+                                   " (the largest float32: the workers train in float32), got ",
+                                   FormatDouble(value)));
 }
 
 absl::Status CheckInClosedRange(const FieldPath& path, double value, double low, double high) {

@@ -191,6 +191,8 @@ absl::Status ValidateTraining(const PlanTraining& training) {
     return path.Child("learningRate")
         .Invalid("must be a finite number > 0, got " + FormatDouble(training.learning_rate));
   }
+  WAVEPOOL_RETURN_IF_ERROR(
+      CheckLearningRateFitsFloat32(path.Child("learningRate"), training.learning_rate));
   WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(path.Child("steps"), training.steps, 0));
   WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(path.Child("seed"), training.seed, 0));
   WAVEPOOL_RETURN_IF_ERROR(

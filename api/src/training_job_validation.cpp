@@ -119,6 +119,8 @@ absl::Status ValidateSizes(const TrainingJobSpec& spec) {
   }
   if (spec.learning_rate.has_value()) {
     WAVEPOOL_RETURN_IF_ERROR(CheckPositive(SpecField("learningRate"), *spec.learning_rate));
+    WAVEPOOL_RETURN_IF_ERROR(
+        CheckLearningRateFitsFloat32(SpecField("learningRate"), *spec.learning_rate));
   }
   return absl::OkStatus();
 }

@@ -21,6 +21,10 @@ absl::Status CheckAtLeast(const FieldPath& path, std::int64_t value, std::int64_
 absl::Status CheckAtLeast(const FieldPath& path, double value, double minimum);
 // "must be > 0.0, got 0.0"
 absl::Status CheckPositive(const FieldPath& path, double value);
+// "must be at most 3.40282e+38 (the largest float32 ...), got 1e+300": a learning rate, which
+// the workers' optimizers apply to float32 tensors and refuse when it does not fit one; without
+// this check it would surface only after placement, as every worker failing its first step.
+absl::Status CheckLearningRateFitsFloat32(const FieldPath& path, double value);
 // "must be in [0.0, 1.0], got 1.5"
 absl::Status CheckInClosedRange(const FieldPath& path, double value, double low, double high);
 // "required"

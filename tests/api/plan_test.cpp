@@ -65,6 +65,8 @@ TEST(PlanValidation, TrainingSettingsNameTheirField) {
       {[](Plan& p) { p.training.learning_rate = 0; }, "training.learningRate: must be a finite"},
       {[](Plan& p) { p.training.learning_rate = std::numeric_limits<double>::infinity(); },
        "training.learningRate"},
+      {[](Plan& p) { p.training.learning_rate = 1e39; },
+       "training.learningRate: must be at most 3.4028234663852886e+38"},
       {[](Plan& p) { p.training.steps = -1; }, "training.steps"},
       {[](Plan& p) { p.training.seed = -3; }, "training.seed"},
       {[](Plan& p) { p.training.checkpoint_interval_steps = -1; },
@@ -98,10 +100,11 @@ TEST(PlanJson, RequiredFieldsAndStrictness) {
                                  "\"perGpuBatch\"?)")));
   document = ValidPlanJson();
   document["syncGroups"][0]["algorithm"] = "butterfly";
-  EXPECT_THAT(Plan::FromJson(document),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("syncGroups[0].algorithm: must be one of ring, tree, hierarchical, got "
-                                 "\"butterfly\"")));
+  EXPECT_THAT(
+      Plan::FromJson(document),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("syncGroups[0].algorithm: must be one of ring, tree, hierarchical, got "
+                         "\"butterfly\"")));
   document = ValidPlanJson();
   document["stages"][0]["ranks"][2] = "2";
   EXPECT_THAT(Plan::FromJson(document),

@@ -216,6 +216,9 @@ std::vector<RuleCase> RuleCases() {
        "spec.learningRate: must be > 0.0, got 0.0"},
       {"LearningRateFinite", Foreground([nan](TrainingJob& j) { j.spec.learning_rate = nan; }),
        "spec.learningRate: must be > 0.0, got NaN"},
+      // The workers' float32 optimizers refuse it, but only after the job holds its GPUs.
+      {"LearningRateFitsFloat32", Foreground([](TrainingJob& j) { j.spec.learning_rate = 1e300; }),
+       "spec.learningRate: must be at most 3.4028234663852886e+38 (the largest float32"},
       {"AmplificationAtLeastOne",
        Foreground([](TrainingJob& j) { j.spec.parallelism.amplification_limit = 0.5; }),
        "spec.parallelism.amplificationLimit: must be >= 1.0, got 0.5"},

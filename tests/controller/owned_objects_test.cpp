@@ -182,6 +182,35 @@ TEST(PlanConfigMap, IsOwnedByTheJobAsController) {
   EXPECT_EQ(owners[0]["blockOwnerDeletion"], true);
 }
 
+TEST(Pod, TheTemplateCannotSetTheControllersLabelsOrAnnotations) {
+  // A background template that copies a foreground pod's annotations and marks its pods
+  // preempted: none of it may reach the pod, where the controller and the agent trust those
+  // keys (the template policy refuses such a template first; this is the last line).
+  api::TrainingJob job = MakeJob(api::Role::kBackground);
+  job.spec.pod_template["metadata"]["annotations"]["wavepool.dev/preempted-by"] = "team-a/fg";
+  job.spec.pod_template["metadata"]["annotations"]["wavepool.dev/idle-fraction"] = "1";
+  job.spec.pod_template["metadata"]["annotations"]["wavepool.dev/allow-background"] = "true";
+  job.spec.pod_template["metadata"]["labels"]["agent.wavepool.dev/trusted"] = "yes";
+  const json pod = Build(job, /*rank=*/0);
+  const json& annotations = pod["metadata"]["annotations"];
+  EXPECT_FALSE(annotations.contains("wavepool.dev/preempted-by"));
+  EXPECT_FALSE(annotations.contains("wavepool.dev/idle-fraction"));
+  EXPECT_FALSE(annotations.contains("wavepool.dev/allow-background"));
+  EXPECT_FALSE(pod["metadata"]["labels"].contains("agent.wavepool.dev/trusted"));
+  EXPECT_EQ(annotations["note"], "kept");
+  EXPECT_EQ(pod["metadata"]["labels"]["team"], "a");
+  EXPECT_EQ(pod["metadata"]["labels"]["wavepool.dev/role"], "Background");
+}
+
+TEST(OwnedMetadataKeys, AreTheWavepoolDomainAndItsSubdomains) {
+  EXPECT_TRUE(IsControllerMetadataKey("wavepool.dev/role"));
+  EXPECT_TRUE(IsControllerMetadataKey("agent.wavepool.dev/x"));
+  EXPECT_FALSE(IsControllerMetadataKey("wavepool.dev"));
+  EXPECT_FALSE(IsControllerMetadataKey("notwavepool.dev/x"));
+  EXPECT_FALSE(IsControllerMetadataKey("wavepool.dev.example.com/x"));
+  EXPECT_FALSE(IsControllerMetadataKey("app.kubernetes.io/name"));
+}
+
 TEST(PlanConfigMap, RejectsAJobWithoutUid) {
   api::TrainingJob job = MakeJob(api::Role::kForeground);
   job.metadata.uid.clear();

@@ -5,6 +5,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -28,6 +29,13 @@ json Template(json worker, json spec = json::object()) {
   if (!worker.contains("image")) worker["image"] = "registry.example/team/worker:1";
   spec["containers"] = json::array({worker});
   return {{"spec", spec}};
+}
+
+// Template() with `metadata`.
+json WithMetadata(json metadata) {
+  json tmpl = Template(json::object());
+  tmpl["metadata"] = std::move(metadata);
+  return tmpl;
 }
 
 std::function<void(api::TrainingJob&)> SetTemplate(json tmpl) {
@@ -70,6 +78,14 @@ std::vector<RefusedJob> RefusedJobs() {
        std::string(kReasonInvalidImage), "spec.template.spec.containers[0].image"},
       {"UnknownModel", [](api::TrainingJob& job) { job.spec.model.name = "resnet9000"; }, false,
        "UnknownModel", "spec.model.name"},
+      // Its pods would read as preempted by another job the moment they exist.
+      {"ControllerAnnotation",
+       SetTemplate(WithMetadata({{"annotations", {{"wavepool.dev/preempted-by", "team/fg"}}}})),
+       false, std::string(kReasonForbiddenTemplateField),
+       "spec.template.metadata.annotations[wavepool.dev/preempted-by]"},
+      // The API server would refuse every pod, and the gang would wait for them forever.
+      {"InvalidLabelKey", SetTemplate(WithMetadata({{"labels", {{"bad key!", "x"}}}})), false,
+       std::string(kReasonMalformedTemplate), "spec.template.metadata.labels[bad key!]"},
   };
 }
 

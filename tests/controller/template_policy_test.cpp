@@ -265,6 +265,86 @@ TEST(TemplatePolicyAdversarial, AHugeValueGivesABoundedMessage) {
   EXPECT_LE(image->message.size(), 4096u);
 }
 
+TEST(TemplatePolicyAdversarial, TheControllersLabelsAndAnnotationsAreRefused) {
+  // The controller reads these back from the pod (a preemption, a foreground's idle share) and
+  // the node agent its role and GPUs: a template that set them would speak for the controller.
+  ExpectRefused(
+      Check({{"metadata", {{"annotations", {{"wavepool.dev/preempted-by", "team/other"}}}}}}),
+      kReasonForbiddenTemplateField,
+      "spec.template.metadata.annotations[wavepool.dev/preempted-by]");
+  ExpectRefused(Check({{"metadata", {{"labels", {{"wavepool.dev/role", "Foreground"}}}}}}),
+                kReasonForbiddenTemplateField, "spec.template.metadata.labels[wavepool.dev/role]");
+  ExpectRefused(Check({{"metadata", {{"labels", {{"agent.wavepool.dev/gpu", "0"}}}}}}),
+                kReasonForbiddenTemplateField,
+                "spec.template.metadata.labels[agent.wavepool.dev/gpu]");
+  const std::optional<TemplateViolation> reserved =
+      Check({{"metadata", {{"annotations", {{"wavepool.dev/idle-fraction", "1"}}}}}});
+  ASSERT_TRUE(reserved.has_value());
+  EXPECT_THAT(reserved->message, HasSubstr("wavepool.dev/ are written by the controller"));
+  // Only the domain itself and its subdomains are the controller's.
+  EXPECT_EQ(Check({{"metadata",
+                    {{"labels", {{"notwavepool.dev/x", "y"}, {"wavepool.dev", "y"}}},
+                     {"annotations", {{"wavepool.dev.example.com/x", "y"}}}}}}),
+            std::nullopt);
+}
+
+TEST(TemplatePolicyAdversarial, LabelsAndAnnotationsTheApiServerWouldRefuseAreRefused) {
+  // The API server refuses a pod with any of these, over and over, while the gang's GPUs stay
+  // reserved for pods that never come: the job must fail up front instead, naming the key.
+  const std::string long_name(64, 'a');
+  for (const std::string& key :
+       {std::string("bad key"), std::string("example.com/"), std::string("Example.com/x"),
+        std::string("a/b/c"), std::string("-x"), long_name, std::string("")}) {
+    SCOPED_TRACE(key);
+    ExpectRefused(Check({{"metadata", {{"labels", {{key, "v"}}}}}}), kReasonMalformedTemplate,
+                  "spec.template.metadata.labels[" + key + "]");
+    ExpectRefused(Check({{"metadata", {{"annotations", {{key, "v"}}}}}}), kReasonMalformedTemplate,
+                  "spec.template.metadata.annotations[" + key + "]");
+  }
+  for (const std::string& value :
+       {long_name, std::string("-x"), std::string("a b"), std::string("x.")}) {
+    SCOPED_TRACE(value);
+    ExpectRefused(Check({{"metadata", {{"labels", {{"team", value}}}}}}), kReasonMalformedTemplate,
+                  "spec.template.metadata.labels[team]");
+  }
+  // Annotation values are free text, up to the API server's total for the pod.
+  const std::string big(200 * 1024, 'x');
+  EXPECT_EQ(Check({{"metadata", {{"annotations", {{"a", big}, {"b", "any text: a b/c"}}}}}}),
+            std::nullopt);
+  const std::optional<TemplateViolation> too_big =
+      Check({{"metadata", {{"annotations", {{"a", big}, {"b", big}}}}}});
+  ExpectRefused(too_big, kReasonMalformedTemplate, "spec.template.metadata.annotations");
+  EXPECT_THAT(too_big->message, HasSubstr("got 409602"));
+  // What the API server takes is taken.
+  EXPECT_EQ(
+      Check(
+          {{"metadata",
+            {{"labels",
+              {{"kueue.x-k8s.io/queue-name", "q_1.A"}, {"empty", ""}, {"a", long_name.substr(1)}}},
+             {"annotations", {{"example.com/Note_1", ""}}}}}}),
+      std::nullopt);
+}
+
+TEST(TemplatePolicyAdversarial, ContainerNamesTheApiServerWouldRefuseAreRefused) {
+  // As with labels: every pod would be refused while the gang's GPUs stay reserved.
+  ExpectRefused(Check(PodSpec({{"containers", json::array({{{"image", "worker:1"}}})}})),
+                kReasonMalformedTemplate, "spec.template.spec.containers[0].name");
+  ExpectRefused(
+      Check(PodSpec({{"containers", json::array({{{"name", "Worker_1"}, {"image", "w:1"}}})}})),
+      kReasonMalformedTemplate, "spec.template.spec.containers[0].name");
+  ExpectRefused(
+      Check(PodSpec({{"containers", json::array({{{"name", "worker"}, {"image", "worker:1"}},
+                                                 {{"name", "worker"}, {"image", "side:1"}}})}})),
+      kReasonMalformedTemplate, "spec.template.spec.containers[1].name");
+  json init_clash = WorkerWith(json::object());
+  init_clash["spec"]["initContainers"] = json::array({{{"name", "worker"}, {"image", "fetch:1"}}});
+  ExpectRefused(Check(init_clash), kReasonMalformedTemplate,
+                "spec.template.spec.initContainers[0].name");
+  json distinct = WorkerWith(json::object());
+  distinct["spec"]["initContainers"] = json::array({{{"name", "fetch-1"}, {"image", "fetch:1"}}});
+  EXPECT_EQ(Check(distinct), std::nullopt);
+}
+
 TEST(TemplatePolicy, TheOperatorWidensByFieldPath) {
   TemplatePolicyOptions options;
   options.allowed_fields = {"spec.template.spec.hostIPC",

@@ -67,6 +67,7 @@ std::vector<BadCase> SpecCases() {
       {"OptimizerLowercase", kVgg, Spec({{"optimizer", "adam"}}), "spec.optimizer"},
       {"LearningRateZero", kVgg, Spec({{"learningRate", 0}}), "spec.learningRate"},
       {"LearningRateNegative", kVgg, Spec({{"learningRate", -0.1}}), "spec.learningRate"},
+      {"LearningRatePastFloat32", kVgg, Spec({{"learningRate", 1e39}}), "spec.learningRate"},
       {"StrategyUnknown", kVgg, Spec({{"parallelism", {{"strategy", "Burst"}}}}),
        "spec.parallelism.strategy"},
       {"AmplificationLimitBelowOne", kVgg, Spec({{"parallelism", {{"amplificationLimit", 0.5}}}}),

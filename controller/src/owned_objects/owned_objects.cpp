@@ -109,6 +109,18 @@ std::map<std::string, std::string> GangSelector(std::string_view job_name,
   return selector;
 }
 
+bool IsControllerMetadataKey(std::string_view key) {
+  constexpr std::string_view kDomain = "wavepool.dev";
+  const std::size_t slash = key.find('/');
+  if (slash == std::string_view::npos) return false;
+  const std::string_view prefix = key.substr(0, slash);
+  if (prefix == kDomain) return true;
+  // A subdomain: "<something>.wavepool.dev".
+  return prefix.size() > kDomain.size() &&
+         prefix.substr(prefix.size() - kDomain.size()) == kDomain &&
+         prefix[prefix.size() - kDomain.size() - 1] == '.';
+}
+
 std::string HashJson(const nlohmann::json& json) {
   return absl::StrFormat("%016x", Fnv1a64(json.dump()));
 }

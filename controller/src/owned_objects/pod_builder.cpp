@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <string>
@@ -368,16 +369,26 @@ void SetSpecFields(const Inputs& in, json& spec) {
   spec["terminationGracePeriodSeconds"] = grace;
 }
 
+// The template's labels or annotations without the controller's keys (IsControllerMetadataKey):
+// those on a pod must be exactly the ones BuildPod writes, or a template could, say, mark its own
+// pods preempted by another job or give a background pod a foreground's annotations.
+json WithoutControllerKeys(json entries) {
+  for (auto it = entries.begin(); it != entries.end();) {
+    it = IsControllerMetadataKey(it.key()) ? entries.erase(it) : std::next(it);
+  }
+  return entries;
+}
+
 // The pod's metadata: the template's labels and annotations, ours over them.
 json PodMetadata(const Inputs& in, const json& tmpl_meta) {
   json meta = internal::OwnedMetadata(
       in.job, PodName(in.job.metadata.name, in.gang_generation, in.assignment.rank));
-  json labels = tmpl_meta.value("labels", json::object());
+  json labels = WithoutControllerKeys(tmpl_meta.value("labels", json::object()));
   labels.update(meta["labels"]);
   labels[std::string(kLabelRole)] = std::string(api::ToString(*in.job.spec.role));
   labels[std::string(kLabelRank)] = absl::StrCat(in.assignment.rank);
   labels[std::string(kLabelGangGeneration)] = absl::StrCat(in.gang_generation);
-  json annotations = tmpl_meta.value("annotations", json::object());
+  json annotations = WithoutControllerKeys(tmpl_meta.value("annotations", json::object()));
   annotations.update(meta["annotations"]);
   annotations[std::string(kAnnotationPlanHash)] = HashJson(api::ToJson(in.plan));
   // What placement needs to count this pod's GPUs from the pod alone (AssignmentFromPod).

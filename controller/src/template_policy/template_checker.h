@@ -48,6 +48,7 @@ class Checker {
   void PodSpec(const json& v, const FieldPath& p);
   void Containers(const json& v, const FieldPath& p) { List(v, p, &Checker::Container); }
   void Container(const json& v, const FieldPath& p);
+  void ContainerName(const json& v, const FieldPath& p);
   void EnvList(const json& v, const FieldPath& p) { List(v, p, &Checker::EnvVar); }
   void EnvVar(const json& v, const FieldPath& p);
   void EnvVarSource(const json& v, const FieldPath& p);
@@ -91,6 +92,8 @@ class Checker {
   void String(const json& v, const FieldPath& p);
   void StringList(const json& v, const FieldPath& p);
   void StringMap(const json& v, const FieldPath& p);
+  void Labels(const json& v, const FieldPath& p);
+  void Annotations(const json& v, const FieldPath& p);
   void Bool(const json& v, const FieldPath& p);
   void NonNegativeInt(const json& v, const FieldPath& p);
   void FileMode(const json& v, const FieldPath& p);
@@ -126,11 +129,14 @@ class Checker {
 
  private:
   bool Allowed(const FieldPath& path) const;
+  // False after a Fail for a key of metadata.labels or .annotations that no template may set.
+  bool MetadataKey(const std::string& key, const FieldPath& p);
 
   const api::TrainingJob& job_;
   const TemplatePolicyOptions& options_;
   std::vector<std::vector<internal::PathSegment>> allowed_;
-  std::set<std::string> volume_names_;  // spec.template.spec.volumes[*].name, for mounts.
+  std::set<std::string> volume_names_;     // spec.template.spec.volumes[*].name, for mounts.
+  std::set<std::string> container_names_;  // Of containers and initContainers seen so far.
   std::optional<TemplateViolation> violation_;
 };
 

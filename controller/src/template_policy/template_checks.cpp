@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "template_policy/template_checker.h"
 #include "wavepool/controller/image_reference.h"
+#include "wavepool/controller/owned_objects.h"
 
 namespace wavepool::controller::internal {
 namespace {
@@ -56,6 +57,70 @@ void Checker::StringMap(const json& v, const FieldPath& p) {
   if (!v.is_object())
     return Fail(kReasonMalformedTemplate, p, "must be a map of strings, " + Got(v));
   for (const auto& [key, value] : v.items()) String(value, p.Key(key));
+}
+
+namespace {
+
+// The API server's limit on the annotations of one object, keys and values together, less what
+// BuildPod adds to a pod (owned_objects.h: the job's name, hashes, GPU UUIDs, a few numbers).
+constexpr std::size_t kMaxAnnotationBytes = 256 * 1024 - 4 * 1024;
+
+}  // namespace
+
+// Whether `key` of a label or annotation map at `p` may be set by a template: the API server
+// would refuse a malformed key (and the pod with it, leaving the gang's GPUs reserved for pods
+// that never come), and the controller's own keys say what only it decides.
+bool Checker::MetadataKey(const std::string& key, const FieldPath& p) {
+  if (IsControllerMetadataKey(key)) {
+    Fail(kReasonForbiddenTemplateField, p,
+         "reserved: keys with the prefix wavepool.dev/ are written by the controller alone, which "
+         "with the node agent trusts them to name a pod's job, role, GPUs and preemption");
+    return false;
+  }
+  if (!IsQualifiedName(key)) {
+    Fail(kReasonMalformedTemplate, p,
+         absl::StrCat("\"", key,
+                      "\" is not a valid key: an optional DNS subdomain prefix and '/', then at "
+                      "most 63 letters, digits, '-', '_' and '.', starting and ending with a "
+                      "letter or digit (e.g. \"team\", \"example.com/queue\")"));
+    return false;
+  }
+  return true;
+}
+
+void Checker::Labels(const json& v, const FieldPath& p) {
+  if (!v.is_object())
+    return Fail(kReasonMalformedTemplate, p, "must be a map of strings, " + Got(v));
+  for (const auto& [key, value] : v.items()) {
+    const FieldPath child = p.Key(key);
+    if (!MetadataKey(key, child)) return;
+    if (!value.is_string()) return String(value, child);
+    if (!IsLabelValue(value.get<std::string>())) {
+      return Fail(kReasonMalformedTemplate, child,
+                  "must be a label value: empty, or at most 63 letters, digits, '-', '_' and '.', "
+                  "starting and ending with a letter or digit, " +
+                      Got(value));
+    }
+  }
+}
+
+void Checker::Annotations(const json& v, const FieldPath& p) {
+  if (!v.is_object())
+    return Fail(kReasonMalformedTemplate, p, "must be a map of strings, " + Got(v));
+  std::size_t bytes = 0;
+  for (const auto& [key, value] : v.items()) {
+    const FieldPath child = p.Key(key);
+    if (!MetadataKey(key, child)) return;
+    if (!value.is_string()) return String(value, child);
+    bytes += key.size() + value.get<std::string>().size();
+  }
+  if (bytes > kMaxAnnotationBytes) {
+    Fail(kReasonMalformedTemplate, p,
+         absl::StrCat("must total at most ", kMaxAnnotationBytes,
+                      " bytes of keys and values (the API server's 256 KiB for a pod's "
+                      "annotations, less 4 KiB for the controller's own), got ",
+                      bytes));
+  }
 }
 
 void Checker::Bool(const json& v, const FieldPath& p) {

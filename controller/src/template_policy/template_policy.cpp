@@ -28,8 +28,8 @@ constexpr FieldRule kTemplateRules[] = {
     {"spec", &Checker::PodSpec},
 };
 constexpr FieldRule kMetadataRules[] = {
-    {"annotations", &Checker::StringMap},
-    {"labels", &Checker::StringMap},
+    {"annotations", &Checker::Annotations},
+    {"labels", &Checker::Labels},
 };
 constexpr FieldRule kPodSpecRules[] = {
     {"affinity", &Checker::AnyObject},  // Scheduling constraints only; the kubelet checks them.
@@ -53,7 +53,7 @@ constexpr FieldRule kContainerRules[] = {
     {"args", &Checker::StringList},     {"command", &Checker::StringList},
     {"env", &Checker::EnvList},         {"envFrom", &Checker::EnvFromList},
     {"image", &Checker::Image},         {"imagePullPolicy", &Checker::PullPolicy},
-    {"name", &Checker::String},         {"ports", &Checker::Ports},
+    {"name", &Checker::ContainerName},  {"ports", &Checker::Ports},
     {"resources", &Checker::Resources}, {"securityContext", &Checker::ContainerSecurity},
     {"volumeMounts", &Checker::Mounts}, {"workingDir", &Checker::String},
 };
@@ -280,7 +280,30 @@ void Checker::PodSpec(const json& v, const FieldPath& p) {
   Object(v, p, kPodSpecRules);
 }
 
-void Checker::Container(const json& v, const FieldPath& p) { Object(v, p, kContainerRules); }
+void Checker::Container(const json& v, const FieldPath& p) {
+  Object(v, p, kContainerRules);
+  // The API server refuses a pod with a nameless container (the worker gets its name only when
+  // the template has no container at all).
+  if (!violation_ && v.is_object() && (!v.contains("name") || v["name"].is_null())) {
+    Fail(kReasonMalformedTemplate, p.Child("name"),
+         "required: a DNS label (lowercase letters, digits and '-'), unique in the pod");
+  }
+}
+
+void Checker::ContainerName(const json& v, const FieldPath& p) {
+  if (!v.is_string()) return String(v, p);
+  const std::string name = v.get<std::string>();
+  if (!IsDns1123Label(name)) {
+    return Fail(kReasonMalformedTemplate, p,
+                "must be a DNS label (at most 63 lowercase letters, digits and '-', starting and "
+                "ending with a letter or digit), " +
+                    absl::StrCat("got \"", name, "\""));
+  }
+  // Containers and init containers share one namespace of names.
+  if (!container_names_.insert(name).second) {
+    Fail(kReasonMalformedTemplate, p, absl::StrCat("duplicate container name \"", name, "\""));
+  }
+}
 
 void Checker::EnvVar(const json& v, const FieldPath& p) {
   Object(v, p, kEnvVarRules);

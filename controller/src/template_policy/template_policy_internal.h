@@ -66,6 +66,12 @@ bool IsGpuResource(std::string_view name);
 
 bool IsDns1123Label(std::string_view text);      // [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63
 bool IsDns1123Subdomain(std::string_view text);  // labels joined by '.', <= 253
+// A label or annotation key: an optional DNS-1123 subdomain prefix and '/', then a name of at
+// most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit.
+bool IsQualifiedName(std::string_view text);
+// A label value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending with
+// a letter or digit.
+bool IsLabelValue(std::string_view text);
 
 // An absolute path without empty, "." or ".." components ("/data" or "/data/sets"; "/" too).
 bool IsCleanAbsolutePath(std::string_view path);

@@ -196,6 +196,22 @@ bool IsDns1123Subdomain(std::string_view text) {
   return true;
 }
 
+bool IsLabelValue(std::string_view text) {
+  if (text.empty()) return true;
+  if (text.size() > kMaxLabelLength) return false;
+  if (!absl::ascii_isalnum(text.front()) || !absl::ascii_isalnum(text.back())) return false;
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+bool IsQualifiedName(std::string_view text) {
+  const std::size_t slash = text.find('/');
+  const std::string_view name = slash == std::string_view::npos ? text : text.substr(slash + 1);
+  if (slash != std::string_view::npos && !IsDns1123Subdomain(text.substr(0, slash))) return false;
+  return !name.empty() && IsLabelValue(name);
+}
+
 bool IsCleanAbsolutePath(std::string_view path) {
   if (path.empty() || path.front() != '/') return false;
   if (path == "/") return true;

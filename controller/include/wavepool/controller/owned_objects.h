@@ -65,6 +65,12 @@ inline constexpr std::string_view kAnnotationMaxSlowdown = "wavepool.dev/max-for
 // "<namespace>/<job>" of the gang. Its own job's reconcile reads it to report Preempted.
 inline constexpr std::string_view kAnnotationPreemptedBy = "wavepool.dev/preempted-by";
 
+// Whether a label or annotation key belongs to the controller: its prefix is wavepool.dev or a
+// subdomain of it. The controller and the node agent trust these keys on a pod to say what the
+// controller decided (role, job, GPUs, preemption), so a pod template may never set one: BuildPod
+// drops them from the template, and the template policy refuses them.
+bool IsControllerMetadataKey(std::string_view key);
+
 // The port of rank 0's c10d TCP store, the gang Service's only port.
 inline constexpr std::int64_t kRendezvousPort = 29500;
 inline constexpr std::string_view kRendezvousPortName = "rendezvous";

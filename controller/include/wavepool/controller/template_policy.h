@@ -2,8 +2,9 @@
 // own rights, so a template is a request to run something on the tenant's behalf: it may ask for
 // what a training pod needs and nothing more (docs/controller.md "What a pod template may
 // contain" lists it). Built in:
-//   - containers and initContainers: name, image, imagePullPolicy, command, args, workingDir, env
-//     (values, ConfigMap/Secret keys, the downward API), envFrom (ConfigMaps and Secrets: always
+//   - containers and initContainers: name (a DNS label, unique among both lists), image,
+//     imagePullPolicy, command, args, workingDir, env (values, ConfigMap/Secret keys, the
+//     downward API), envFrom (ConfigMaps and Secrets: always
 //     the job's namespace, since a pod cannot name another), ports without hostPort, resources
 //     (limits and requests of cpu, memory and ephemeral-storage), volumeMounts of the template's
 //     volumes, and a restricted securityContext (runAsNonRoot, runAsUser/runAsGroup > 0,
@@ -16,7 +17,8 @@
 //     securityContext (runAsNonRoot, runAsUser/runAsGroup/fsGroup/supplementalGroups > 0,
 //     fsGroupChangePolicy, seccompProfile), serviceAccountName "default";
 //   - hostPID, hostIPC and hostNetwork only as false;
-//   - metadata: labels and annotations.
+//   - metadata: labels and annotations with keys and values the API server accepts on a pod,
+//     none under wavepool.dev/ (the controller's own keys: IsControllerMetadataKey).
 // Everything else is refused with its JSON path. An operator widens the list with
 // TemplatePolicyOptions (the controller's --allow-* flags); the built-in list lives in one place,
 // the tables of template_policy.cpp.
