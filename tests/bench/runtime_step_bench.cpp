@@ -4,7 +4,7 @@
 // train the same modules (ExecutableModel) with SGD on the same samples, read by the same
 // pre-loading BatchLoader, in one process with the worker's allocator setting; the plain loop runs
 // one autograd call per step over the whole graph. Arguments: model index, batch, intra-op
-// threads.
+// threads (and for BM_WorkerStepInSlices the slice's samples).
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,7 +84,8 @@ void BM_PlainLoop(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * batch);
 }
 
-void BM_WorkerStep(benchmark::State& state) {
+// Steps of a one-rank data-parallel executor, each in slices of `slice_rows` samples (0: whole).
+void RunWorkerSteps(benchmark::State& state, std::int64_t slice_rows) {
   torch::set_num_threads(static_cast<int>(state.range(2)));
   auto graph = Graph(state);
   const std::int64_t batch = state.range(1);
@@ -102,13 +103,26 @@ void BM_WorkerStep(benchmark::State& state) {
     return;
   }
   std::int64_t step = 0;
-  const StepHooks hooks;
+  StepHooks hooks;
+  hooks.slice_rows = [slice_rows](std::int64_t) { return slice_rows; };
   for (auto _ : state) {
     absl::StatusOr<std::int64_t> next = (*executor)->Train(step, step + 1, hooks);
     if (!next.ok()) state.SkipWithError(std::string(next.status().message()).c_str());
     step = *next;
   }
   state.SetItemsProcessed(state.iterations() * batch);
+}
+
+void BM_WorkerStep(benchmark::State& state) { RunWorkerSteps(state, 0); }
+
+// What a background worker pays for following its agent's smaller batch recommendation: the same
+// steps trained in slices of state.range(3) samples, gradients accumulated (executor.h).
+void BM_WorkerStepInSlices(benchmark::State& state) { RunWorkerSteps(state, state.range(3)); }
+
+void SliceArguments(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"model", "batch", "threads", "slice"});
+  for (std::int64_t slice : {64, 32, 16, 8}) b->Args({1, 64, 1, slice});
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
 void Arguments(benchmark::internal::Benchmark* b) {
@@ -123,6 +137,7 @@ void Arguments(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_PlainLoop)->Apply(Arguments);
 BENCHMARK(BM_WorkerStep)->Apply(Arguments);
+BENCHMARK(BM_WorkerStepInSlices)->Apply(SliceArguments);
 
 }  // namespace
 }  // namespace wavepool::runtime
