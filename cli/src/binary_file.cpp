@@ -8,6 +8,7 @@
 #include "wavepool/base/atomic_file.h"
 #include "wavepool/base/errno_error.h"
 #include "wavepool/base/scoped_fd.h"
+#include "wavepool/base/status_macros.h"
 
 namespace wavepool::cli {
 namespace {
@@ -39,8 +40,10 @@ absl::Status FileError(int error, const std::string& what) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
+  // O_NONBLOCK: a FIFO opens at once (and is then refused as not regular) instead of waiting for
+  // a writer; it changes nothing for a regular file.
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return FileError(errno, absl::StrCat("open ", path));
   absl::StatusOr<std::string> contents = ReadWholeFile(fd, path, /*what=*/"");
   if (!contents.ok()) {
@@ -51,7 +54,12 @@ absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path
                             : absl::StatusCode::kDataLoss,
                         contents.status().message());
   }
-  return std::vector<std::uint8_t>(contents->begin(), contents->end());
+  return contents;
+}
+
+absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path) {
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string contents, ReadTextFile(path));
+  return std::vector<std::uint8_t>(contents.begin(), contents.end());
 }
 
 absl::Status WriteFileAtomically(const std::string& path, absl::Span<const std::uint8_t> bytes) {

@@ -1,5 +1,5 @@
-// Whole-file binary reads and all-or-nothing writes for the `wavepool` subcommands that turn one
-// file into another (`wavepool codec`).
+// Whole-file reads and all-or-nothing writes for the `wavepool` subcommands: the files they read
+// (layer tables, profiles, network files, traces, codec input) and the ones they write.
 #ifndef WAVEPOOL_CLI_SRC_BINARY_FILE_H_
 #define WAVEPOOL_CLI_SRC_BINARY_FILE_H_
 
@@ -17,7 +17,12 @@ namespace wavepool::cli {
 // Errors name the path and the failed step ("open <path>: ...", "read <path>: ..."): NotFound,
 // PermissionDenied, InvalidArgument (a directory or other non-regular file), or DataLoss (a read
 // error, or a file that shrank while read).
+// A FIFO or device is refused rather than read: /dev/zero would never end, and a FIFO without a
+// writer would block the open forever.
 absl::StatusOr<std::vector<std::uint8_t>> ReadBinaryFile(const std::string& path);
+
+// The same, as text.
+absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 
 // Writes `bytes` to `path` so that `path` either keeps its old content (or stays absent) or holds
 // all of `bytes` (wavepool/base/atomic_file.h): on any error the temporary file is removed and

@@ -1,32 +1,15 @@
 #include "model_loading.h"
 
-#include <cerrno>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "wavepool/base/errno_error.h"
+#include "binary_file.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/planner/compute_cost.h"
 
 namespace wavepool::cli {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int error = errno;
-    return ErrnoError(
-        error == ENOENT ? absl::StatusCode::kNotFound : absl::StatusCode::kPermissionDenied, error,
-        absl::StrCat("open ", path));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("read ", path, ": failed"));
-  return text.str();
-}
 
 namespace {
 
@@ -54,7 +37,7 @@ absl::StatusOr<planner::ModelSource> ModelSourceFor(const PlanFlags& flags) {
   }
   // BuiltinModel's NotFound quotes the name: no prefix needed.
   if (!flags.model.empty()) return planner::BuiltinModelSource{flags.model, ""};
-  WAVEPOOL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.layer_table));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(flags.layer_table));
   return planner::LayerTableSource{std::filesystem::path(flags.layer_table).stem().string(),
                                    std::move(text), flags.layer_table};
 }
@@ -71,7 +54,7 @@ absl::StatusOr<planner::ComputeSource> ComputeSourceFor(const PlanFlags& flags) 
   } else if (flags.profile.empty()) {
     source.times = planner::ShippedProfileSource{""};
   } else {
-    WAVEPOOL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.profile));
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(flags.profile));
     source.times = planner::MeasuredProfileSource{std::move(text), flags.profile};
   }
   return source;
@@ -80,7 +63,7 @@ absl::StatusOr<planner::ComputeSource> ComputeSourceFor(const PlanFlags& flags) 
 absl::StatusOr<planner::NetworkSource> NetworkSourceFor(const PlanFlags& flags) {
   if (flags.network.empty()) return planner::DefaultNetworkSource{};
   if (NamesAPreset(flags.network)) return planner::NetworkPresetSource{flags.network, "--network"};
-  WAVEPOOL_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.network));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::string text, ReadTextFile(flags.network));
   return planner::NetworkFileSource{std::move(text), flags.network};
 }
 

@@ -12,9 +12,6 @@
 
 namespace wavepool::cli {
 
-// The whole content of a file; NotFound / PermissionDenied name the path.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
-
 // The planner's sources (plan_pipeline.h) from the flags, with the files they name read; what the
 // files hold is checked when the planner resolves them, its errors naming the file's path.
 

@@ -1,6 +1,7 @@
 #include "wavepool/cli/profile_command.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -14,6 +15,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/types/span.h"
+#include "binary_file.h"
 #include "model_loading.h"
 #include "wavepool/base/errno_error.h"
 #include "wavepool/base/plural.h"
@@ -77,7 +80,7 @@ absl::StatusOr<planner::ModelGraph> LoadProfiledModel(const ProfileFlags& flags)
     }
     return model;
   }
-  if (absl::StatusOr<std::string> text = ReadFile(flags.layer_table); !text.ok()) {
+  if (absl::StatusOr<std::string> text = ReadTextFile(flags.layer_table); !text.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--layer-table: ", text.status().message()));
   }
   PlanFlags plan;
@@ -102,16 +105,13 @@ absl::StatusOr<bool> CheckWritable(const std::string& path) {
   return existed;
 }
 
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::trunc | std::ios::binary);
-  file << text;
-  file.close();
-  if (!file) {
-    const int error = errno;
-    return ErrnoError(absl::StatusCode::kDataLoss, error,
-                      absl::StrCat("--out: writing ", path, " failed"));
-  }
-  return absl::OkStatus();
+// Replaces --out whole, or not at all: a failed write (a full disk) keeps an earlier profile
+// there instead of leaving it cut short.
+absl::Status WriteProfile(const std::string& path, const std::string& text) {
+  const absl::Status written = WriteFileAtomically(
+      path, absl::MakeConstSpan(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+  if (written.ok()) return written;
+  return absl::Status(written.code(), absl::StrCat("--out: ", written.message()));
 }
 
 std::vector<std::string> UnprofiledLayers(const planner::ModelGraph& model) {
@@ -161,7 +161,7 @@ int RunProfile(const ProfileFlags& flags, std::ostream& out, std::ostream& err) 
   absl::StatusOr<std::vector<runtime::MeasuredLayer>> measured =
       runtime::ProfileLayers(*model, *options, PrintProgress(out));
   absl::Status written = measured.ok()
-                             ? WriteFile(flags.out, runtime::FormatProfileCsv(*model, *measured))
+                             ? WriteProfile(flags.out, runtime::FormatProfileCsv(*model, *measured))
                              : measured.status();
   if (!written.ok()) {
     if (!*existed) std::filesystem::remove(flags.out);

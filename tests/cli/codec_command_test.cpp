@@ -3,6 +3,9 @@
 // file that leaves the output untouched (no partial or temporary file behind).
 #include "wavepool/cli/codec_command.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -138,6 +141,11 @@ TEST(CodecCommand, AMissingInputNamesTheFile) {
   ExpectError(Codec(CodecMode::kDecode, dir + "/absent.wpc", dir + "/out"), "decode",
               {dir + "/absent.wpc", "No such file"});
   ExpectError(Codec(CodecMode::kEncode, dir, dir + "/out"), "encode", {dir, "not a regular file"});
+  // A FIFO nobody writes to is refused at once rather than waited on.
+  const std::string fifo = dir + "/weights.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  ExpectError(Codec(CodecMode::kDecode, fifo, dir + "/out"), "decode",
+              {fifo, "not a regular file"});
   EXPECT_FALSE(std::filesystem::exists(dir + "/out"));
 }
 

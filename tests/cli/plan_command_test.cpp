@@ -1,7 +1,11 @@
 // `wavepool plan` in-process: RunPlan's text, tables and JSON checked against the plan it made.
 #include "wavepool/cli/plan_command.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <set>
 #include <sstream>
 #include <string>
@@ -502,6 +506,27 @@ TEST(PlanCommandErrors, BadValuesNameTheFlagAndWhatIsValid) {
   flags = Readme();
   flags.dataset_samples = 0;
   ExpectRejected(flags, {"dataset samples", "got 0"});
+}
+
+// Every file flag takes a regular file: a directory read as an empty table would be reported as
+// a table without a header, /dev/zero would be read until memory runs out, and a FIFO without a
+// writer would block the open forever.
+TEST(PlanCommandErrors, FileFlagsRefuseWhatIsNotARegularFile) {
+  const std::string dir = ::wavepool::cli::testing::MakeTestDir();
+  const std::string fifo = dir + "/table.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  for (const std::string& path : {dir, std::string("/dev/zero"), fifo}) {
+    PlanFlags table = Readme();
+    table.model.clear();
+    table.layer_table = path;
+    ExpectRejected(table, {path, "not a regular file"});
+    PlanFlags profile = Readme();
+    profile.profile = path;
+    ExpectRejected(profile, {path, "not a regular file"});
+    PlanFlags network = Readme();
+    network.network = path;
+    ExpectRejected(network, {path, "not a regular file"});
+  }
 }
 
 TEST(PlanCommandErrors, EnumFlagsAcceptAnyCase) {

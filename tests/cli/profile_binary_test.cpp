@@ -14,6 +14,7 @@
 namespace wavepool::cli {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
@@ -46,6 +47,27 @@ TEST(WavepoolProfile, WritesAProfileThatPlanUses) {
   ASSERT_EQ(planned.exit_status, 0) << planned;
   EXPECT_THAT(planned.out, HasSubstr("\ncompute cost: measured profile of cnn_tiny (8 layers; "
                                      "others analytical"));
+}
+
+// A write that fails part-way (here the file-size limit; a full disk alike) keeps the profile
+// --out held before, instead of leaving it truncated.
+TEST(WavepoolProfile, AFailedWriteKeepsTheEarlierProfile) {
+  const std::string path = MakeTestDir() + "/cnn_tiny.csv";
+  const std::string earlier = "an earlier profile\n";
+  std::ofstream(path) << earlier;
+  // 1 KiB: the profile is about 2 KiB. SIGXFSZ ignored, so that the write fails with EFBIG.
+  const ProcessResult profiled =
+      RunProcess("/bin/sh", {"-c", "ulimit -f 2; trap '' XFSZ; exec \"$0\" \"$@\"", WAVEPOOL_BINARY,
+                             "profile", "--model", "cnn_tiny", "--batch-sizes", "1,2,4", "--out",
+                             path, "--warmup", "0", "--repeats", "1", "--threads", "1"});
+  ASSERT_TRUE(profiled.exited) << profiled;
+  EXPECT_EQ(profiled.exit_status, 1) << profiled;
+  EXPECT_THAT(profiled.err, AllOf(StartsWith("wavepool profile: --out: "), HasSubstr(path),
+                                  HasSubstr("File too large")));
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_EQ(text.str(), earlier);
 }
 
 TEST(WavepoolProfile, BadFlagsExitTwoNamingTheFlag) {

@@ -1,10 +1,13 @@
 #include "wavepool/planner/burst_search.h"
 
 #include "wavepool/planner/builtin_profiles.h"
+#include "wavepool/planner/layer_table.h"
 #include "wavepool/planner/zoo.h"
 
 #include <cstdint>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/planner/burst_random_problems.h"
@@ -13,9 +16,12 @@
 namespace wavepool::planner {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 using ::wavepool::planner::testing::ExhaustiveOptimum;
 using ::wavepool::planner::testing::RandomGraphShape;
 using ::wavepool::planner::testing::RandomProblem;
+using ::wavepool::testing::StatusIs;
 
 void ExpectOptimal(const BurstProblem& problem, std::uint32_t seed) {
   const Nanos reference = ExhaustiveOptimum(problem);
@@ -92,6 +98,37 @@ TEST(BurstSearch, ReconstructsItsOptimumOnZooModels) {
       EXPECT_OK(result.status()) << name << " on " << gpus << " GPUs, batch " << batch;
     }
   }
+}
+
+// The search counts in int64 nanoseconds: a cost beyond them is an error naming the layer, not a
+// wrapped (negative) time that would make the slowest layer look the fastest.
+TEST(BurstProblem, RejectsCostsBeyondWhatTheSearchCanCount) {
+  const DeviceSpec device = FindDevice("a100").value();
+  const ComputeCostModelPtr compute = MakeAnalyticCostModel(device);
+  BurstOptions options;
+  options.max_gpus = 8;
+  options.global_batch = 8;
+  const auto problem = [&](const std::string& time_us, const CommModel& comm) {
+    const std::string table = absl::StrCat(
+        "name,type,inputs,input_shape,weight_shape,output_shape,time_us_per_sample\n"
+        "stem,opaque:stem,,10,,10,1\n"
+        "head,opaque:head,stem,10,,10,",
+        time_us, "\n");
+    return BuildBurstProblem(ParseLayerTable("m", table).value(), *compute, comm, options);
+  };
+  const CommModel comm(DefaultNetworkModel(device));
+  ASSERT_OK(problem("1e6", comm).status());  // a second per sample is slow, not unsearchable
+  for (const char* huge : {"1e300", "1e15"}) {
+    EXPECT_THAT(problem(huge, comm), StatusIs(absl::StatusCode::kInvalidArgument,
+                                              AllOf(HasSubstr("model m, layer head: "),
+                                                    HasSubstr("the burst search can count"))))
+        << huge;
+  }
+  // A network's latency reaches the search as each edge's fixed cost.
+  NetworkModel slow = DefaultNetworkModel(device);
+  slow.intra_node.alpha = Seconds(1e300);
+  EXPECT_THAT(problem("1", CommModel(slow)), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                      HasSubstr("the burst search can count")));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/planner/burst_random_problems.h"
@@ -29,6 +30,7 @@
 namespace wavepool::planner {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::Each;
 using ::testing::ElementsAre;
@@ -419,7 +421,7 @@ TEST(PlannerErrors, RejectsBadRequestsWithCodes) {
     request.amplification_limit = limit;
     EXPECT_THAT(MakePlan(setup.Context(), request),
                 StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("amplification limit: must be >= 1.0, got ")))
+                         HasSubstr("amplification limit: must be a finite number >= 1.0, got ")))
         << limit;
   }
   PlanRequest half = Request(8, 32);
@@ -435,6 +437,26 @@ TEST(PlannerErrors, ModelThatFitsNoGpuNamesTheModelAndTheMemory) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("model huge split into 1 stages of 8 samples does not fit the "
                                  "40.0 GiB of a100-40gb")));
+}
+
+// The planner counts bytes in 64-bit integers: a job whose activations at the global batch pass
+// what they hold is an error naming the model and the batch, not a plan built on wrapped
+// (negative) byte counts.
+TEST(PlannerErrors, JobTooLargeToCountIsRejectedNotWrapped) {
+  // 10^12 items per sample: 4 TB; 2^20 samples of them are 4.2 EB (2^62 bytes is 4.6 EB).
+  ModelBuilder builder("vast", TensorShape{{1'000'000, 1'000'000}});
+  builder.ReLU("relu", ModelBuilder::kInput);
+  const Planning setup = MakePlanning(std::move(builder).Build().value());
+  for (std::int64_t batch : {std::int64_t{1} << 20, std::int64_t{1} << 24}) {
+    EXPECT_THAT(MakePlan(setup.Context(), Request(8, batch)),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr(absl::StrCat("model vast at a global batch of ", batch)),
+                               HasSubstr("more than the 1.15e+18 bytes (1 EiB)"))))
+        << batch;
+  }
+  // A smaller batch is planned, and found not to fit.
+  EXPECT_THAT(MakePlan(setup.Context(), Request(8, 8)),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("does not fit")));
 }
 
 TEST(PlannerErrors, TickTockOnNeedsADataParallelPlan) {

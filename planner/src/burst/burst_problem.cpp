@@ -11,7 +11,16 @@
 namespace wavepool::planner {
 namespace {
 
-Nanos ToNanos(Seconds s) { return std::llround(s.count() * 1e9); }
+// A plan's time is a sum of at most one work entry per layer and one transfer per edge, to which
+// the search adds kInfeasible to mark what it cannot reach: keeping every such sum at or below this
+// keeps it below kInfeasible and every addition in range. About 36 years.
+constexpr double kMaxPlanNanos = static_cast<double>(kInfeasible / 2);
+
+// Saturates at kInfeasible instead of overflowing: the edges' latencies come from a network
+// model, and BuildBurstProblem rejects any entry above kMaxPlanNanos.
+Nanos ToNanos(Seconds s) {
+  return std::llround(std::min(s.count() * 1e9, static_cast<double>(kInfeasible)));
+}
 
 // Parses a topologically ordered DAG into series and blocks (deeppool-burst-parallel §4.2,
 // "Multi-chain graph reduction": each fork's branches are reduced to one edge to its join).
@@ -165,6 +174,36 @@ void PruneEqualShards(BurstProblem* problem) {
   problem->counts = std::move(pruned);
 }
 
+// The most a transfer along `edge` can cost: the whole batch at the slower level, in doubles.
+double LargestTransferNanos(const EdgeCost& edge, const CountSet& counts) {
+  double largest = 0;
+  for (size_t level = 0; level < 2; ++level) {
+    largest = std::max(largest,
+                       static_cast<double>(edge.base[level]) +
+                           static_cast<double>(counts.shard.front()) * edge.per_sample_ns[level]);
+  }
+  return largest;
+}
+
+// Every count's work of `layer`: its compute at the count's shard plus its gradient all-reduce.
+absl::StatusOr<std::vector<Seconds>> LayerTimes(const ModelGraph& model, const Layer& layer,
+                                                const ComputeCostModel& compute,
+                                                const CommModel& comm, const CountSet& counts) {
+  std::vector<Seconds> times;
+  for (int k = 0; k < counts.size(); ++k) {
+    const Seconds time = compute.Time(layer, counts.shard[k]).Total() +
+                         comm.AllReduce(layer.ParamBytes(), counts.gpus[k]);
+    // The search marks what cannot be reached by adding kInfeasible, which needs costs >= 0.
+    if (!(time.count() >= 0) || !std::isfinite(time.count())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model ", model.name(), ", layer ", layer.name, ": the cost model gives ",
+                       time.count(), " s at ", counts.shard[k], " samples per GPU"));
+    }
+    times.push_back(time);
+  }
+  return times;
+}
+
 }  // namespace
 
 Nanos EdgeCost::ShardTime(int level, std::int64_t shard) const {
@@ -287,23 +326,30 @@ absl::StatusOr<BurstProblem> BuildBurstProblem(const ModelGraph& model,
   problem.counts = MakeCountSet(options.max_gpus, options.global_batch, options.gpu_counts,
                                 comm.network().gpus_per_node);
   const Nanos exempt_below = ToNanos(options.amplification_exempt_below);
+  double bound_ns = 0;  // the most one plan's work and transfer entries can add up to
   for (const Layer& layer : model.layers()) {
     problem.layer_names.push_back(layer.name);
     problem.inputs.push_back(layer.inputs);
     problem.out_edges.push_back(MakeEdgeCost(layer, comm, options.max_gpus));
-    LayerCost cost;
-    for (int k = 0; k < problem.counts.size(); ++k) {
-      const int gpus = problem.counts.gpus[k];
-      const Seconds time = compute.Time(layer, problem.counts.shard[k]).Total() +
-                           comm.AllReduce(layer.ParamBytes(), gpus);
-      // The search marks what cannot be reached by adding kInfeasible, which needs costs >= 0.
-      if (!(time.count() >= 0) || !std::isfinite(time.count())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("model ", model.name(), ", layer ", layer.name, ": the cost model gives ",
-                         time.count(), " s at ", problem.counts.shard[k], " samples per GPU"));
-      }
-      cost.work.push_back(ToNanos(time));
+    WAVEPOOL_ASSIGN_OR_RETURN(std::vector<Seconds> times,
+                              LayerTimes(model, layer, compute, comm, problem.counts));
+    double largest_ns = 0;  // this layer's work and what its inputs' transfers may cost
+    for (Seconds time : times) largest_ns = std::max(largest_ns, time.count() * 1e9);
+    for (LayerId in : layer.inputs) {
+      largest_ns += LargestTransferNanos(problem.out_edges[in], problem.counts);
     }
+    bound_ns += largest_ns;
+    // Checked while the times are still doubles: a larger one would overflow the nanoseconds.
+    if (!(bound_ns <= kMaxPlanNanos)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model ", model.name(), ", layer ", layer.name,
+          ": the iteration up to this layer may take ", bound_ns * 1e-9,
+          " s (this layer and its inputs' transfers up to ", largest_ns * 1e-9, " s at up to ",
+          problem.counts.shard.front(), " samples per GPU), more than the ", kMaxPlanNanos * 1e-9,
+          " s the burst search can count"));
+    }
+    LayerCost cost;
+    for (Seconds time : times) cost.work.push_back(ToNanos(time));
     cost.single = cost.work.front();
     cost.exempt = cost.single < exempt_below;
     cost.pinned = layer.WorksInPlace();

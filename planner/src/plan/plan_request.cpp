@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "wavepool/api/object_key.h"
 #include "wavepool/api/validation.h"
 #include "wavepool/base/status_macros.h"
@@ -17,6 +18,11 @@ namespace {
 // Bounds that keep every product of sizes and times in 64-bit integers.
 constexpr int kMaxGpus = 1 << 16;
 constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 31;
+// The most bytes a job's activations at the global batch and its parameter state may come to:
+// the planner multiplies them by up to 2 (tick-tock's doubled batch) and adds them in 64-bit
+// integers. 1 EiB is over a hundred times what 65536 GPUs of 141 GB hold, so a model this large
+// could never be planned to fit anyway.
+constexpr double kMaxJobBytes = static_cast<double>(std::int64_t{1} << 60);
 
 absl::Status ValidateJobName(const std::string& job) {
   if (job.empty()) return absl::OkStatus();
@@ -52,14 +58,32 @@ absl::Status ValidateRequest(const PlanRequest& r) {
                      " GPUs or a global batch of at least ", r.gpus, ")"));
   }
   if (!(r.amplification_limit >= 1.0) || !std::isfinite(r.amplification_limit)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("amplification limit: must be >= 1.0, got ", r.amplification_limit));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "amplification limit: must be a finite number >= 1.0, got ", r.amplification_limit));
   }
   if (r.dataset_samples < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset samples: must be >= 1, got ", r.dataset_samples));
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateJobSize(const ModelGraph& model, const PlanRequest& r) {
+  // In doubles: the sums themselves may pass 2^63.
+  double activations = static_cast<double>(model.input_shape().Elements());
+  for (const Layer& layer : model.layers()) {
+    activations += static_cast<double>(layer.output.Elements());
+  }
+  activations *= static_cast<double>(kBytesPerItem) * static_cast<double>(r.global_batch);
+  // Weights, gradients and the optimizer's moments.
+  const double state = static_cast<double>(model.TotalParams()) *
+                       static_cast<double>(kBytesPerItem) * (2 + OptimizerMoments(r.optimizer));
+  if (activations + state <= kMaxJobBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "model %s at a global batch of %d: %.3g bytes of activations and %.3g bytes of weights, "
+      "gradients and optimizer state, more than the %.3g bytes (1 EiB) the planner counts, and "
+      "far more than any cluster's GPUs hold",
+      model.name(), r.global_batch, activations, state, kMaxJobBytes));
 }
 
 int OptimizerMoments(api::Optimizer optimizer) {

@@ -12,6 +12,11 @@ namespace wavepool::planner {
 // smaller than the GPUs (every GPU needs at least one sample).
 absl::Status ValidateRequest(const PlanRequest& request);
 
+// InvalidArgument naming the model and the global batch when the model's activations at the
+// request's global batch and its parameter state pass 1 EiB: the planner's byte counts are 64-bit
+// integers, and no cluster holds that much. REQUIRES: ValidateRequest(request) is OK.
+absl::Status ValidateJobSize(const ModelGraph& model, const PlanRequest& request);
+
 }  // namespace wavepool::planner
 
 #endif  // WAVEPOOL_PLANNER_SRC_PLAN_PLAN_REQUEST_H_

@@ -458,6 +458,7 @@ absl::Status FinishPlan(const PlanContext& c, const PlanRequest& r, Bytes usable
 
 absl::StatusOr<PlanReport> MakePlan(const PlanContext& c, const PlanRequest& r) {
   WAVEPOOL_RETURN_IF_ERROR(ValidateRequest(r));
+  WAVEPOOL_RETURN_IF_ERROR(ValidateJobSize(c.model, r));
   PlanReport report;
   report.compute_source = c.compute.Description();
   // Every memory check keeps the same reserve for the framework and CUDA context (ticktock.h).

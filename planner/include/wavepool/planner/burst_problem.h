@@ -139,8 +139,9 @@ CountSet MakeCountSet(int max_gpus, std::int64_t global_batch, GpuCounts mode, i
 // only the smallest is kept when that is exact: when every layer's work is non-decreasing in the
 // count at an equal shard and the inter-node level costs at least the intra-node one (then any
 // plan using the larger count is matched by one using the smaller). InvalidArgument for a bad
-// request (B < 1, G < 1, limit < 1), a negative or non-finite cost, or a graph the search does
-// not support.
+// request (B < 1, G < 1, limit < 1), a negative or non-finite cost, costs whose largest entries
+// could add up past what the int64 nanoseconds count (kInfeasible / 2, about 36 years; the message
+// names the layer where they do), or a graph the search does not support.
 absl::StatusOr<BurstProblem> BuildBurstProblem(const ModelGraph& model,
                                                const ComputeCostModel& compute,
                                                const CommModel& comm, const BurstOptions& options);

@@ -102,9 +102,12 @@ struct PlanReport {
 // amplification limit lifted if no plan meets it there), and only when no count fits is the model
 // split into model-parallel stages (Auto); `decisions` says which. The predicted iteration counts
 // compute, gradient all-reduces, sample transfers and the input copy left on the critical path.
-// InvalidArgument names a bad request field; FailedPrecondition explains a request that cannot be
-// planned: a global batch smaller than the GPUs, a model whose plan does not fit the device's
-// memory, a strategy forced on that cannot work (tick-tock waves that do not fit).
+// InvalidArgument names a bad request field, or the model and batch of a job whose activations
+// and parameter state pass 1 EiB (beyond the planner's 64-bit byte counts and any cluster's
+// memory), or the layer where the burst search's times pass its range; FailedPrecondition explains
+// a request that cannot be planned: a global batch smaller than the GPUs, a model whose plan does
+// not fit the device's memory, a strategy forced on that cannot work (tick-tock waves that do not
+// fit).
 absl::StatusOr<PlanReport> MakePlan(const PlanContext& context, const PlanRequest& request);
 
 }  // namespace wavepool::planner
