@@ -182,43 +182,110 @@ absl::Status CheckExpansion(const YAML::Node& root) {
   return absl::OkStatus();
 }
 
-// Records where each document starts, and nothing else.
-class DocumentStarts final : public YAML::EventHandler {
+// Notes where each document starts, and the first collection nested deeper than kMaxYamlDepth
+// with its field path. yaml-cpp's own depth guard (500 levels, during the parse) would otherwise
+// refuse deep text first, naming its limit rather than this one and no field.
+class DocumentScan final : public YAML::EventHandler {
  public:
   const YAML::Mark& last_start() const { return last_start_; }
+  // The first "line L, column C: at <path>: nesting deeper than ..." error; OK when none.
+  const absl::Status& too_deep() const { return too_deep_; }
 
-  void OnDocumentStart(const YAML::Mark& mark) override { last_start_ = mark; }
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    last_start_ = mark;
+    frames_.clear();
+  }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override { Advance("?"); }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { Advance("?"); }
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
+                const std::string& value) override {
+    Advance(value);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, /*is_map=*/false);
+  }
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, /*is_map=*/true);
+  }
+  void OnMapEnd() override { Close(); }
 
  private:
+  // One open collection: its path, how many nodes it holds so far (a map's keys and values
+  // alternate) and its last key.
+  struct Frame {
+    FieldPath path;
+    bool is_map = false;
+    std::size_t nodes = 0;
+    std::string key;
+  };
+
+  // Counts the node that starts now in its parent; `text` is its scalar text (a map key's name).
+  void Advance(const std::string& text) {
+    if (frames_.empty()) return;
+    Frame& parent = frames_.back();
+    if (parent.is_map && parent.nodes % 2 == 0) parent.key = text;
+    ++parent.nodes;
+  }
+
+  // The path of the node about to start.
+  FieldPath NextPath() const {
+    if (frames_.empty()) return FieldPath();
+    const Frame& parent = frames_.back();
+    if (!parent.is_map) return parent.path.Index(parent.nodes);
+    // A collection as a key has no name; Converter refuses it later.
+    if (parent.nodes % 2 == 0) return parent.path.Child("?");
+    return parent.path.Child(parent.key);
+  }
+
+  void Open(const YAML::Mark& mark, bool is_map) {
+    FieldPath path = NextPath();
+    Advance("?");
+    // Collections inside the refused one are not followed: their paths would only grow.
+    if (too_deep_.ok() && frames_.size() >= static_cast<std::size_t>(kMaxYamlDepth)) {
+      too_deep_ = ErrorAt(mark, absl::StrCat("at ", path.str(), ": nesting deeper than ",
+                                             kMaxYamlDepth, " levels"));
+    }
+    frames_.push_back({too_deep_.ok() ? std::move(path) : FieldPath(), is_map, 0, ""});
+  }
+
+  void Close() {
+    if (!frames_.empty()) frames_.pop_back();
+  }
+
   YAML::Mark last_start_;
+  std::vector<Frame> frames_;
+  absl::Status too_deep_;
 };
 
+// A first pass over the events of every document, before any node is built. It refuses nesting
+// deeper than kMaxYamlDepth with the project's limit and the field's line and path. And
 // yaml-cpp 0.7's LoadAll never returns on some malformed flow text (`{a: 1},`): its parser stops
 // consuming at the stray ',' and reports an empty document there again and again, which LoadAll
-// collects until memory runs out. A first pass that only notes where documents start finds that
-// spot, since two documents cannot start at the same place.
-absl::Status CheckDocumentsAdvance(const std::string& text) {
+// collects until memory runs out; noting where documents start finds that spot, since two
+// documents cannot start at the same place.
+absl::Status ScanDocuments(const std::string& text, DocumentScan& scan) {
   std::istringstream in(text);
   YAML::Parser parser(in);
-  DocumentStarts starts;
   int previous = -1;
-  while (parser.HandleNextDocument(starts)) {
-    if (starts.last_start().pos == previous) {
-      return ErrorAt(starts.last_start(),
-                     "cannot read past this point (a stray ',', ']' or '}' outside a collection?)");
+  try {
+    while (parser.HandleNextDocument(scan)) {
+      WAVEPOOL_RETURN_IF_ERROR(scan.too_deep());
+      if (scan.last_start().pos == previous) {
+        return ErrorAt(scan.last_start(),
+                       "cannot read past this point (a stray ',', ']' or '}' outside a "
+                       "collection?)");
+      }
+      previous = scan.last_start().pos;
     }
-    previous = starts.last_start().pos;
+  } catch (const YAML::Exception&) {
+    // Past our limit yaml-cpp's own guard or a syntax error further on may stop the parse; the
+    // depth error comes first in the text, so it is the one to report.
+    if (!scan.too_deep().ok()) return scan.too_deep();
+    throw;
   }
   return absl::OkStatus();
 }
@@ -242,7 +309,8 @@ absl::Status CatchParseErrors(F&& parse) {
 absl::Status ParseYaml(std::string_view text, std::vector<YamlDocument>* documents) {
   return CatchParseErrors([&]() -> absl::Status {
     const std::string copy(text);
-    WAVEPOOL_RETURN_IF_ERROR(CheckDocumentsAdvance(copy));
+    DocumentScan scan;
+    WAVEPOOL_RETURN_IF_ERROR(ScanDocuments(copy, scan));
     const std::vector<YAML::Node> nodes = YAML::LoadAll(copy);
     for (const YAML::Node& node : nodes) {
       WAVEPOOL_RETURN_IF_ERROR(CheckExpansion(node));
@@ -287,6 +355,10 @@ absl::StatusOr<std::optional<YamlDocument>> ParseJson(std::string_view text) {
       nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return std::optional<YamlDocument>();
   if (JsonDepth(value) > kMaxYamlDepth) {
+    // JSON is YAML too: the YAML scan of the same text finds the line, column and field.
+    DocumentScan scan;
+    CatchParseErrors([&] { return ScanDocuments(std::string(text), scan); }).IgnoreError();
+    if (!scan.too_deep().ok()) return scan.too_deep();
     return absl::InvalidArgumentError(
         absl::StrCat("nesting deeper than ", kMaxYamlDepth, " levels"));
   }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
@@ -155,6 +156,36 @@ TEST(Yaml, DeepNestingIsRejectedWithoutExhaustingTheStack) {
   EXPECT_TRUE(YamlToJson("{\"a\": " + one_less + "}").ok());
   EXPECT_THAT(YamlToJson("{\"a\": " + ok_depth + "}"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nesting deeper than")));
+}
+
+// Text nested far past the limit (past yaml-cpp's own guard of 500 levels too) is refused with
+// this project's limit and the place of the first collection beyond it.
+TEST(Yaml, NestingPastTheLimitNamesTheLimitTheLineAndTheField) {
+  std::string indexes;
+  for (int i = 0; i < kMaxYamlDepth; ++i) indexes += "[0]";
+  const std::string limit = absl::StrCat("nesting deeper than ", kMaxYamlDepth, " levels");
+  const std::string flow = std::string(1000, '[') + std::string(1000, ']');
+  EXPECT_THAT(YamlToJson("a: " + flow),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("line 1, column 259: "), HasSubstr(limit),
+                             HasSubstr(absl::StrCat("at a", indexes.substr(3), ": ")))));
+  // Text that reads as JSON gets the same answer.
+  EXPECT_THAT(YamlToJson(flow),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("line 1, column 257: "),
+                             HasSubstr(absl::StrCat("at ", indexes, ": ")), HasSubstr(limit))));
+  std::string block;
+  std::string keys;
+  for (int i = 0; i < 600; ++i) {
+    block += std::string(2 * static_cast<std::size_t>(i), ' ') + "k:\n";
+    if (i > 0 && i <= kMaxYamlDepth) keys += keys.empty() ? "k" : ".k";
+  }
+  block += std::string(1200, ' ') + "x\n";
+  EXPECT_THAT(YamlToJson(block),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr(absl::StrCat("line ", kMaxYamlDepth + 1, ", column ",
+                                                    2 * kMaxYamlDepth + 1, ": at ", keys, ": ")),
+                             HasSubstr(limit))));
 }
 
 TEST(Yaml, AliasesExpandButAnAliasBombIsRejected) {

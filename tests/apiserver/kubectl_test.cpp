@@ -254,6 +254,31 @@ TEST_P(KubectlTest, InvalidObjectsAreRejectedWithTheServersCauses) {
             R"({"globalBatchSize":256,"gpus":2,"model":"gpt2","priority":"background"})");
 }
 
+// kubectl's status patches and replaces are checked against constraints deep in the status, and
+// a spec constraint two levels deep refuses an apply, each naming the field.
+TEST_P(KubectlTest, NestedStatusAndSpecConstraintsRefuseWritesNamingTheField) {
+  const KubectlResult crd = Kubectl({"apply", "-f", Testdata("gauge-crd.yaml")});
+  ASSERT_EQ(crd.exit_code, 0) << crd;
+  const std::string gauge =
+      "apiVersion: example.com/v1\nkind: Gauge\nmetadata:\n  name: g\nspec:\n  limits:\n"
+      "    memory:\n      bytes: ";
+  const KubectlResult created = Kubectl({"apply", "-f", "-"}, gauge + "1\n");
+  ASSERT_EQ(created.exit_code, 0) << created;
+  const KubectlResult status =
+      Kubectl({"patch", "gauge", "g", "--subresource=status", "--type=merge", "-p",
+               R"({"status":{"devices":[{"index":0,"wave":{"headroomBytes":-1}}]}})"});
+  EXPECT_NE(status.exit_code, 0);
+  EXPECT_THAT(status.err,
+              HasSubstr("status.devices[0].wave.headroomBytes: Invalid value: -1: "
+                        "status.devices[0].wave.headroomBytes in body should be greater than or "
+                        "equal to 0"))
+      << status;
+  const KubectlResult spec = Kubectl({"apply", "-f", "-"}, gauge + "-1\n");
+  EXPECT_NE(spec.exit_code, 0);
+  EXPECT_THAT(spec.err, HasSubstr("spec.limits.memory.bytes: Invalid value: -1")) << spec;
+  EXPECT_EQ(Kubectl({"get", "gauge", "g", "-o", "jsonpath={.spec.limits.memory.bytes}"}).out, "1");
+}
+
 TEST_P(KubectlTest, WatchPrintsARowForEachChange) {
   ASSERT_NO_FATAL_FAILURE(ApplyTrainingJobs());
   const std::string out = dir_ + "/watch.out";

@@ -43,8 +43,10 @@ class StructuralSchema {
   // Every violation: type, enum, minimum/maximum (and exclusive), multipleOf,
   // minLength/maxLength, pattern, minItems/maxItems, duplicates in x-kubernetes-list-type set and
   // map lists, required, nullable, int-or-string, additionalProperties, minProperties/
-  // maxProperties, format int32/int64. Messages as the real server words them. (uniqueItems: true
-  // is refused by Parse, as the real server refuses it.)
+  // maxProperties, format int32/int64 (an integer past int64 fails int64, as the real server's
+  // float64 decoding of it does) and date/date-time (strfmt's IsDate and IsDateTime; the other
+  // string formats the real server knows are not checked). Messages as the real server words
+  // them. (uniqueItems: true is refused by Parse, as the real server refuses it.)
   std::vector<FieldCause> Validate(const nlohmann::json& object) const;
 
   const nlohmann::json& json() const { return schema_; }

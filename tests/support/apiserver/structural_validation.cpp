@@ -1,15 +1,20 @@
 // Validation of custom objects against their CRD schema, in the order and words of kube-openapi's
 // validator (pkg/validation/validate) as apiextensions-apiserver converts its errors to field
 // causes (ValidateCustomResource): type, allOf, string, format, number, array, enum, object.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <regex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "tests/support/apiserver/field_errors.h"
 #include "tests/support/apiserver/structural_internal.h"
 #include "tests/support/apiserver/structural_schema.h"
@@ -111,17 +116,20 @@ void ValidateString(const std::string& text, const json& s, const std::string& p
   }
 }
 
-// format int32/int64: the value must fit the declared width (IsValueValidAgainstRange).
-void ValidateFormat(const json& x, const json& s, const std::string& path, Causes& causes) {
-  auto format = s.find("format");
-  if (format == s.end() || !format->is_string() || !x.is_number() || TypeOf(s) != "integer") return;
-  const std::string name = format->get<std::string>();
+// format int32/int64: the value must fit the declared width (IsValueValidAgainstRange). The
+// server decodes an integer past int64 as a float64, which then fails the int64 check.
+void ValidateIntegerFormat(const json& x, const std::string& name, const std::string& path,
+                           Causes& causes) {
   const double d = x.get<double>();
   bool fits = true;
   if (name == "int32") {
     fits = d >= std::numeric_limits<int32_t>::min() && d <= std::numeric_limits<int32_t>::max();
   } else if (name == "int64") {
-    fits = x.is_number_integer() || (d >= -9223372036854775808.0 && d < 9223372036854775808.0);
+    // nlohmann keeps 2^63 .. 2^64-1 as unsigned, which is_number_integer() also admits.
+    fits =
+        x.is_number_unsigned()
+            ? x.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+            : x.is_number_integer() || (d >= -9223372036854775808.0 && d < 9223372036854775808.0);
   } else {
     return;
   }
@@ -129,6 +137,70 @@ void ValidateFormat(const json& x, const json& s, const std::string& path, Cause
     causes.push_back(field_errors::Invalid(
         path, "",
         absl::StrCat("Checked value must be of type integer with format ", name, " in ", path)));
+  }
+}
+
+bool AllDigits(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// strfmt's IsDate: Go's time.Parse("2006-01-02", text), which checks the day against the month
+// (and February against leap years).
+bool IsDate(std::string_view text) {
+  if (text.size() != 10 || text[4] != '-' || text[7] != '-' || !AllDigits(text.substr(0, 4)) ||
+      !AllDigits(text.substr(5, 2)) || !AllDigits(text.substr(8, 2))) {
+    return false;
+  }
+  const int year = std::stoi(std::string(text.substr(0, 4)));
+  const int month = std::stoi(std::string(text.substr(5, 2)));
+  const int day = std::stoi(std::string(text.substr(8, 2)));
+  if (month < 1 || month > 12) return false;
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  const int days_in_month = month == 2 && leap ? 29 : kDays[month - 1];
+  return day >= 1 && day <= days_in_month;
+}
+
+// strfmt's IsDateTime: lowercased and split at every 't', the first part a date and the second
+// "hh:mm:ss[<any character><digits>](z|+hh:mm|-hh:mm)" with hh <= 23, mm and ss <= 59.
+bool IsDateTime(const std::string& text) {
+  if (text.size() < 4) return false;
+  const std::vector<std::string> parts = absl::StrSplit(absl::AsciiStrToLower(text), 't');
+  if (parts.size() < 2 || !IsDate(parts[0])) return false;
+  static const std::regex* kTime =
+      new std::regex("^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$",
+                     std::regex::ECMAScript);
+  std::smatch m;
+  if (!std::regex_match(parts[1], m, *kTime)) return false;
+  return m[1].str() <= "23" && m[2].str() <= "59" && m[3].str() <= "59";
+}
+
+// Of the string formats the server validates (apiextensions' supportedFormats, named without
+// dashes as go-openapi normalizes them), date and date-time; the others are not checked here.
+void ValidateStringFormat(const std::string& text, const std::string& name, const std::string& path,
+                          Causes& causes) {
+  std::string normalized = name;
+  normalized.erase(std::remove(normalized.begin(), normalized.end(), '-'), normalized.end());
+  bool valid = true;
+  if (normalized == "datetime") {
+    valid = IsDateTime(text);
+  } else if (normalized == "date") {
+    valid = IsDate(text);
+  }
+  if (!valid) {
+    causes.push_back(field_errors::TypeInvalid(
+        path, text, InBody(path, absl::StrCat("must be of type ", name, ": ", GoQuote(text)))));
+  }
+}
+
+void ValidateFormat(const json& x, const json& s, const std::string& path, Causes& causes) {
+  auto format = s.find("format");
+  if (format == s.end() || !format->is_string()) return;
+  const std::string name = format->get<std::string>();
+  if (x.is_string()) {
+    ValidateStringFormat(x.get<std::string>(), name, path, causes);
+  } else if (x.is_number() && TypeOf(s) == "integer") {
+    ValidateIntegerFormat(x, name, path, causes);
   }
 }
 
