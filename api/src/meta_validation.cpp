@@ -135,13 +135,15 @@ absl::Status CheckAtLeast(const FieldPath& path, std::int64_t value, std::int64_
 
 absl::Status CheckAtLeast(const FieldPath& path, double value, double minimum) {
   if (std::isfinite(value) && value >= minimum) return absl::OkStatus();
-  return path.Invalid(
-      absl::StrCat("must be >= ", FormatDouble(minimum), ", got ", FormatDouble(value)));
+  // "+Inf" is >= any minimum: say what is wrong with it.
+  return path.Invalid(absl::StrCat("must be ", std::isfinite(value) ? "" : "a finite number ",
+                                   ">= ", FormatDouble(minimum), ", got ", FormatDouble(value)));
 }
 
 absl::Status CheckPositive(const FieldPath& path, double value) {
   if (std::isfinite(value) && value > 0) return absl::OkStatus();
-  return path.Invalid(absl::StrCat("must be > 0.0, got ", FormatDouble(value)));
+  return path.Invalid(absl::StrCat("must be ", std::isfinite(value) ? "" : "a finite number ",
+                                   "> 0.0, got ", FormatDouble(value)));
 }
 
 absl::Status CheckLearningRateFitsFloat32(const FieldPath& path, double value) {

@@ -215,7 +215,7 @@ std::vector<RuleCase> RuleCases() {
       {"LearningRatePositive", Foreground([](TrainingJob& j) { j.spec.learning_rate = 0.0; }),
        "spec.learningRate: must be > 0.0, got 0.0"},
       {"LearningRateFinite", Foreground([nan](TrainingJob& j) { j.spec.learning_rate = nan; }),
-       "spec.learningRate: must be > 0.0, got NaN"},
+       "spec.learningRate: must be a finite number > 0.0, got NaN"},
       // The workers' float32 optimizers refuse it, but only after the job holds its GPUs.
       {"LearningRateFitsFloat32", Foreground([](TrainingJob& j) { j.spec.learning_rate = 1e300; }),
        "spec.learningRate: must be at most 3.4028234663852886e+38 (the largest float32"},
@@ -225,7 +225,7 @@ std::vector<RuleCase> RuleCases() {
       {"AmplificationFinite", Foreground([](TrainingJob& j) {
          j.spec.parallelism.amplification_limit = std::numeric_limits<double>::infinity();
        }),
-       "spec.parallelism.amplificationLimit: must be >= 1.0, got +Inf"},
+       "spec.parallelism.amplificationLimit: must be a finite number >= 1.0, got +Inf"},
       {"BurstNeedsTwoGpus",
        Background([](TrainingJob& j) { j.spec.parallelism.strategy = Strategy::kBurstParallel; }),
        "spec.parallelism.strategy: BurstParallel needs spec.gpus >= 2, got 1"},
