@@ -1,9 +1,14 @@
 // The CIFAR-10 and MNIST readers against small files written here: values after normalisation,
 // labels, sample numbering across files, and every way a dataset file can be wrong.
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -166,6 +171,22 @@ TEST_F(DatasetFiles, CifarMissingFileIsNamed) {
   WriteCifar();
   std::filesystem::remove(CifarFile(3));
   EXPECT_THAT(OpenCifar(), StatusIs(absl::StatusCode::kNotFound, HasSubstr(CifarFile(3))));
+}
+
+TEST_F(DatasetFiles, AFifoInPlaceOfAFileIsRefusedNotWaitedOn) {
+  WriteCifar();
+  std::filesystem::remove(CifarFile(2));
+  ASSERT_EQ(::mkfifo(CifarFile(2).c_str(), 0600), 0);
+  std::future<absl::StatusOr<SampleSourcePtr>> opened =
+      std::async(std::launch::async, [this] { return OpenCifar(); });
+  const bool returned = opened.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!returned) {  // a reader blocked in open(2) is let go by a writer's open
+    const int writer = ::open(CifarFile(2).c_str(), O_WRONLY | O_NONBLOCK);
+    if (writer >= 0) ::close(writer);
+  }
+  ASSERT_TRUE(returned) << "opening the dataset waited on a FIFO for a writer";
+  EXPECT_THAT(opened.get(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                     HasSubstr(CifarFile(2) + ": not a regular file")));
 }
 
 TEST_F(DatasetFiles, CifarTruncatedFileNamesWhereTheDataEnds) {

@@ -1,10 +1,19 @@
 // Stage programs compiled from plans (the sample blocks, edges, sync groups and the two wave
 // placements), store addresses and the rendezvous' errors.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/exec_test_support.h"
+#include "tests/support/files.h"
 #include "tests/support/simulated_clock.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -169,6 +178,95 @@ TEST(Rendezvous, WaitsOnTheInjectedClockNotInRealTime) {
   rank1.join();
   EXPECT_THAT(one, StatusIs(absl::StatusCode::kDeadlineExceeded,
                             HasSubstr("rank 0 of 2 did not arrive within 300 s")));
+}
+
+// Rendezvous on a thread of its own, given `limit` to return; nullopt when it did not (that thread
+// is left behind, detached: c10d spins forever on a store file it misreads, deaf to everything).
+std::optional<absl::StatusOr<StorePtr>> RendezvousWithin(const StoreAddress& address, int rank,
+                                                         int world_size,
+                                                         std::chrono::milliseconds timeout,
+                                                         std::chrono::seconds limit) {
+  auto result = std::make_shared<std::promise<absl::StatusOr<StorePtr>>>();
+  std::future<absl::StatusOr<StorePtr>> done = result->get_future();
+  std::thread([result, address, rank, world_size, timeout] {
+    result->set_value(Rendezvous(address, rank, world_size, timeout));
+  }).detach();
+  if (done.wait_for(limit) != std::future_status::ready) return std::nullopt;
+  return done.get();
+}
+
+TEST(Rendezvous, AFileStoreOverAFileOfAnotherFormatIsRefusedNamingTheOffset) {
+  ASSERT_OK_AND_ASSIGN(const ::wavepool::testing::TempDir dir,
+                       ::wavepool::testing::TempDir::Create("wavepool-rendezvous"));
+  StoreAddress address;
+  address.kind = StoreAddress::Kind::kFile;
+  address.path = dir.File("store");
+  // One whole record (key "k", value "v"), then a key whose length (4096) runs past the end.
+  ASSERT_OK(::wavepool::testing::WriteFile(address.path,
+                                           std::string("\x01\0\0\0k\x01\0\0\0v\0\x10\0\0", 14)));
+  std::optional<absl::StatusOr<StorePtr>> result =
+      RendezvousWithin(address, 1, 2, std::chrono::seconds(2), std::chrono::seconds(10));
+  ASSERT_TRUE(result.has_value()) << "the rendezvous never returned from a foreign store file";
+  EXPECT_THAT(*result, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("not a c10d FileStore file: the key at byte offset 10 "
+                                          "claims 4096 bytes, 0 follow")));
+  // A key without its value.
+  ASSERT_OK(::wavepool::testing::WriteFile(address.path, std::string("\x01\0\0\0k", 5)));
+  result = RendezvousWithin(address, 1, 2, std::chrono::seconds(2), std::chrono::seconds(10));
+  ASSERT_TRUE(result.has_value()) << "the rendezvous never returned from a record cut short";
+  EXPECT_THAT(*result,
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the value length at byte offset 5 needs 4 bytes, 0 remain")));
+}
+
+// A loopback TCP listener that never accepts: the kernel completes connections into its backlog,
+// so a client connects and sends, and its reads wait for an answer that never comes. Closing it
+// resets those connections.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+        ::listen(fd_, 16) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      port_ = ntohs(address.sin_port);
+    }
+  }
+  ~SilentListener() { Close(); }
+  SilentListener(const SilentListener&) = delete;
+  SilentListener& operator=(const SilentListener&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+TEST(Rendezvous, AStoreThatNeverAnswersFailsWithinTheTimeout) {
+  SilentListener listener;
+  ASSERT_NE(listener.port(), 0);
+  StoreAddress address;
+  address.kind = StoreAddress::Kind::kTcp;
+  address.host = "127.0.0.1";
+  address.port = listener.port();
+  std::promise<absl::StatusOr<StorePtr>> result;
+  std::future<absl::StatusOr<StorePtr>> done = result.get_future();
+  std::thread rank1([&] { result.set_value(Rendezvous(address, 1, 2, std::chrono::seconds(2))); });
+  const bool returned = done.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  listener.Close();  // a rank still waiting reads a reset connection and returns
+  rank1.join();
+  ASSERT_TRUE(returned) << "the rendezvous waited on a silent store past its 2 s timeout";
+  EXPECT_THAT(done.get(), StatusIs(absl::StatusCode::kDeadlineExceeded,
+                                   HasSubstr("the store did not answer within 2 s")));
 }
 
 }  // namespace

@@ -13,16 +13,21 @@
 #include "wavepool/planner/zoo.h"
 #include "wavepool/runtime/batch_loader.h"
 #include "wavepool/runtime/executable_model.h"
+#include "wavepool/runtime/executor_factory.h"
+#include "wavepool/runtime/launch_pacer.h"
+#include "wavepool/runtime/rendezvous.h"
 #include "wavepool/runtime/sample_source.h"
 #include "wavepool/runtime/stage_engine.h"
 
 namespace wavepool::runtime {
 namespace {
 
+using ::testing::HasSubstr;
 using testing::MergeReplicas;
 using testing::PlanFor;
 using testing::RelativeDifference;
 using testing::TrainRanks;
+using ::wavepool::testing::StatusIs;
 
 constexpr double kLearningRate = 0.1;  // SGD, momentum 0.9
 
@@ -205,6 +210,48 @@ TEST(TickTock, ConvergesLikeDataParallelOverTwiceTheWorkers) {
   std::cout << "mean loss of the last 20 tick-tock iterations " << tick_tock_final
             << ", of the last 10 data-parallel steps " << data_parallel_final << " (first " << first
             << ")\n";
+}
+
+// A checkpoint's tick-tock state is checked against the executor and the step it resumes after:
+// a gradient of another size would end the process on a wave's thread, another iteration's would
+// leave the resumed iteration waiting for its predecessor forever.
+TEST(TickTock, ExtraStateThatDoesNotFitTheModelOrTheStepIsRefused) {
+  auto graph = MlpTiny();
+  constexpr std::int64_t kBatch = 8;
+  ASSERT_OK_AND_ASSIGN(api::Plan plan, TickTockPlan(*graph, 1, kBatch, 3));
+  ASSERT_OK_AND_ASSIGN(SampleSpec spec, SampleSpecOf(*graph));
+  ASSERT_OK_AND_ASSIGN(SampleSourcePtr source, OpenSampleSource("synthetic", spec, 1));
+  std::unique_ptr<LaunchPacer> pacer = MakeUnpacedLauncher();
+  ExecutorSetup setup;
+  setup.plan = plan;
+  setup.graph = graph;
+  setup.store = LocalStore();
+  setup.pacer = pacer.get();
+  setup.source = source;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Executor> executor, MakeExecutor(setup));
+  ASSERT_OK(executor->SynchronizeInitialWeights());
+  StepHooks hooks;
+  hooks.after_step = [](const StepReport&) {};
+  ASSERT_OK_AND_ASSIGN(const std::int64_t next, executor->Train(0, 3, hooks));
+  ASSERT_EQ(next, 3);
+  const std::vector<std::pair<std::string, torch::Tensor>> state = executor->ExtraState();
+  ASSERT_EQ(state.size(), 2u);
+  EXPECT_OK(executor->LoadExtraState(3, state));
+
+  std::vector<std::pair<std::string, torch::Tensor>> short_gradient = state;
+  for (auto& [name, tensor] : short_gradient) {
+    if (name == "previous_gradient") tensor = tensor.narrow(0, 0, tensor.numel() - 1);
+  }
+  EXPECT_THAT(executor->LoadExtraState(3, short_gradient),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("'previous_gradient' has 1 dimensions")));
+  EXPECT_THAT(executor->LoadExtraState(5, state),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is [2, 8] Long; resuming after step 5 needs [4, 8] Long")));
+  // What was refused changed nothing: training resumes after step 3.
+  EXPECT_OK(executor->LoadExtraState(3, state));
+  ASSERT_OK_AND_ASSIGN(const std::int64_t end, executor->Train(3, 4, hooks));
+  EXPECT_EQ(end, 4);
 }
 
 }  // namespace

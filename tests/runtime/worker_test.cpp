@@ -1,6 +1,7 @@
 // wavepool-worker as users and the controller run it: real processes meeting over a TCP store on
 // loopback, their exit statuses and messages, SIGTERM with a checkpoint, and exact resumption.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -266,6 +268,42 @@ TEST_F(WorkerProcess, BadSettingsAndBadPlansAreRefusedWithTheirReason) {
                                   "--world-size", "2", "--store", "file://" + dir_ + "/store2"});
   EXPECT_EQ(no_gpu->Wait(), 3);
   EXPECT_THAT(no_gpu->err(), HasSubstr("device 'cuda:9999': "));
+}
+
+TEST_F(WorkerProcess, APlanThatIsNoRegularFileOrTooLargeIsRefusedNotWaitedOnOrReadWhole) {
+  // A FIFO: opening it for reading would wait for a writer that never comes.
+  const std::string fifo = dir_ + "/fifo.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto from_fifo = Worker("fifo", {"--plan", fifo});
+  EXPECT_EQ(from_fifo->Wait(std::chrono::seconds(30)), 3) << "still waiting on the FIFO";
+  EXPECT_THAT(from_fifo->err(), HasSubstr("read plan " + fifo + ": not a regular file"));
+
+  auto from_directory = Worker("directory", {"--plan", dir_});
+  EXPECT_EQ(from_directory->Wait(std::chrono::seconds(30)), 3);
+  EXPECT_THAT(from_directory->err(), HasSubstr("read plan " + dir_ + ": not a regular file"));
+
+  // 64 MiB and one byte, sparse: refused by its size before any of it is read.
+  const std::string huge = dir_ + "/huge.json";
+  ASSERT_OK(WriteFile(huge, ""));
+  std::filesystem::resize_file(huge, (std::uintmax_t{64} << 20) + 1);
+  auto from_huge = Worker("huge", {"--plan", huge});
+  EXPECT_EQ(from_huge->Wait(std::chrono::seconds(30)), 3);
+  EXPECT_THAT(from_huge->err(), HasSubstr("67108865 bytes is larger than a plan can be"));
+}
+
+TEST_F(WorkerProcess, AJobResumedAtOrPastItsLastStepTrainsNothingAndInventsNoLoss) {
+  const std::string plan = WritePlan("dp", "mlp_tiny", 1, 8, api::Strategy::kDataParallel, 3);
+  auto run = Worker("run", {"--plan", plan, "--checkpoint-dir", dir_ + "/ck"});
+  ASSERT_EQ(run->Wait(), 0) << run->err();
+  for (const char* steps : {"3", "2"}) {
+    auto again = Worker(std::string("again-") + steps,
+                        {"--plan", plan, "--steps", steps, "--checkpoint-dir", dir_ + "/ck"});
+    EXPECT_EQ(again->Wait(), 0) << again->err();
+    EXPECT_THAT(again->out(), HasSubstr(absl::StrCat("done: nothing to train, the checkpoint is at "
+                                                     "step 3 of ",
+                                                     steps)));
+    EXPECT_THAT(again->out(), Not(HasSubstr("final loss")));
+  }
 }
 
 TEST_F(WorkerProcess, SigtermCheckpointsAndTheResumedRunRepeatsTheUninterruptedLosses) {

@@ -13,7 +13,9 @@
 namespace wavepool::runtime::data_internal {
 
 absl::StatusOr<std::unique_ptr<DatasetFile>> DatasetFile::Open(std::string path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking, so that a FIFO in the dataset's place is refused below instead of holding the
+  // open until a writer comes; reads of a regular file ignore the flag.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoError(errno, absl::StrCat("open ", path));
   struct stat info {};
   if (::fstat(fd, &info) != 0) {

@@ -114,6 +114,20 @@ absl::StatusOr<StorePtr> Rendezvous(const StoreAddress& address, int rank, int w
                                                ": announcing rank ", rank, ": ",
                                                compat::ErrorText(e)));
   }
+  // The first read that waits for the store's answer is bounded: c10d's TCP client reads without
+  // a time limit until an operation with a timeout sets one (on the socket, for every later read
+  // too), so a server that accepts the connection and never answers (a wrong address reaching
+  // another service) would hold this rank forever with `check` alone. Waiting for this rank's own
+  // key, just set, answers at once from a real store; the whole timeout, so that a slow one is
+  // never taken for a silent one.
+  try {
+    store->wait({RankKey(rank)}, timeout);
+  } catch (const std::exception& e) {
+    if (stop_requested()) return stopped_error();
+    return absl::DeadlineExceededError(absl::StrCat(
+        "rendezvous at ", address.ToString(), ": the store did not answer within ",
+        Seconds(timeout), " (is it a wavepool rank 0's store?): ", compat::ErrorText(e)));
+  }
   // Rank 0 serves the store, so it decides when the rendezvous failed and tells the others
   // (under "failed"), staying until they have read it: a rank whose server vanished could only
   // say that the store broke, not which ranks were missing.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "file_store_file.h"
 
 namespace wavepool::runtime::compat {
 
@@ -42,6 +43,8 @@ absl::StatusOr<StorePtr> ConnectTcpStore(const std::string& host, std::uint16_t 
 
 absl::StatusOr<StorePtr> OpenFileStore(const std::string& path, int world_size,
                                        std::chrono::milliseconds timeout) {
+  // Its messages name the file already.
+  if (absl::Status s = CheckFileStoreFile(path, timeout); !s.ok()) return s;
   try {
     auto store = c10::make_intrusive<c10d::FileStore>(path, world_size);
     store->setTimeout(timeout);

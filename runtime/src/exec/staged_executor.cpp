@@ -25,7 +25,7 @@ std::vector<Replica> StagedExecutor::Replicas() {
 }
 
 absl::Status StagedExecutor::LoadExtraState(
-    const std::vector<std::pair<std::string, torch::Tensor>>& state) {
+    std::int64_t /*step*/, const std::vector<std::pair<std::string, torch::Tensor>>& state) {
   if (state.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(
       absl::StrCat("unexpected executor state '", state.front().first, "' for this plan"));

@@ -32,7 +32,8 @@ class StagedExecutor final : public Executor {
   bool SlicesSteps() const override { return engine_->CanSliceSteps(); }
   std::vector<Replica> Replicas() override;
   std::vector<std::pair<std::string, torch::Tensor>> ExtraState() override { return {}; }
-  absl::Status LoadExtraState(const std::vector<std::pair<std::string, torch::Tensor>>&) override;
+  absl::Status LoadExtraState(
+      std::int64_t step, const std::vector<std::pair<std::string, torch::Tensor>>& state) override;
 
  private:
   // Train's steps, before the device is synchronised.

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "step_timer.h"
 #include "wavepool/base/seconds.h"
 #include "wavepool/base/status_macros.h"
@@ -22,6 +24,17 @@ torch::Tensor FlattenGradients(ExecutableModel& model) {
                                       : torch::zeros({p.numel()}, p.options()));
   }
   return torch::cat(flat);
+}
+
+// "[3, 10] int64", for a small tensor read from a checkpoint.
+std::string DescribeValues(const torch::Tensor& tensor) {
+  std::vector<std::string> values;
+  const torch::Tensor flat = tensor.reshape({-1}).to(torch::kDouble);
+  for (std::int64_t i = 0; i < flat.numel() && i < 4; ++i) {
+    values.push_back(absl::StrCat(flat[i].item<double>()));
+  }
+  if (flat.numel() > 4) values.push_back("...");
+  return absl::StrCat("[", absl::StrJoin(values, ", "), "] ", c10::toString(tensor.scalar_type()));
 }
 
 void SetGradients(ExecutableModel& model, const torch::Tensor& flat) {
@@ -69,23 +82,43 @@ std::vector<std::pair<std::string, torch::Tensor>> TickTockExecutor::ExtraState(
 }
 
 absl::Status TickTockExecutor::LoadExtraState(
-    const std::vector<std::pair<std::string, torch::Tensor>>& state) {
-  torch::Tensor sum, step;
+    std::int64_t step, const std::vector<std::pair<std::string, torch::Tensor>>& state) {
+  torch::Tensor sum, iteration;
   for (const auto& [name, tensor] : state) {
     if (name == kPreviousGradient) {
       sum = tensor;
     } else if (name == kPreviousGradientStep) {
-      step = tensor;
+      iteration = tensor;
     } else {
       return absl::FailedPreconditionError(absl::StrCat("unexpected tick-tock state '", name, "'"));
     }
   }
-  if (!sum.defined() || !step.defined() || step.numel() != 2) {
+  if (!sum.defined() || !iteration.defined()) {
     return absl::FailedPreconditionError("tick-tock state lacks the previous iteration's gradient");
+  }
+  // Checked here because nothing later can: iteration `step` waits for the gradient of `step - 1`
+  // (forever, were it another), adds it to its own (a c10::Error on a wave's thread, which ends
+  // the process, were its shape another) and divides by the summed sample counts.
+  const torch::Tensor own = FlattenGradients(waves_[0].engine->model());
+  if (sum.dim() != 1 || sum.numel() != own.numel() || sum.scalar_type() != own.scalar_type()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tick-tock state '", std::string(kPreviousGradient), "' has ", sum.dim(),
+                     " dimensions, ", sum.numel(), " values of ", c10::toString(sum.scalar_type()),
+                     "; the model's gradients are ", own.numel(), " values of ",
+                     c10::toString(own.scalar_type())));
+  }
+  const std::int64_t samples = waves_[0].engine->program().samples_per_step();
+  const torch::Tensor expected = torch::tensor({step - 1, samples}, torch::kInt64);
+  if (iteration.scalar_type() != torch::kInt64 || !iteration.sizes().equals({2}) ||
+      !iteration.equal(expected)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tick-tock state '", std::string(kPreviousGradientStep), "' is ",
+                     DescribeValues(iteration), "; resuming after step ", step, " needs ",
+                     DescribeValues(expected), " (the previous iteration and its samples)"));
   }
   absl::MutexLock lock(&mu_);
   mailbox_.clear();
-  mailbox_[step[0].item<std::int64_t>()] = {sum, step[1].item<std::int64_t>()};
+  mailbox_[step - 1] = {sum.clone(), samples};
   return absl::OkStatus();
 }
 

@@ -58,7 +58,8 @@ class TickTockExecutor final : public Executor {
   std::vector<Replica> Replicas() override;
   // "previous_gradient.<step>": S^(next-1), which the next iteration averages with its own.
   std::vector<std::pair<std::string, torch::Tensor>> ExtraState() override;
-  absl::Status LoadExtraState(const std::vector<std::pair<std::string, torch::Tensor>>&) override;
+  absl::Status LoadExtraState(
+      std::int64_t step, const std::vector<std::pair<std::string, torch::Tensor>>& state) override;
 
  private:
   // S_i^m of one iteration, flattened over the replica's parameters.

@@ -70,7 +70,7 @@ absl::Status Checkpointing::Apply(const CheckpointFile& file) {
   }
   WAVEPOOL_ASSIGN_OR_RETURN(std::string_view extra, file.Section(kExtraSection));
   WAVEPOOL_ASSIGN_OR_RETURN(NamedTensors state, DecodeTensors(extra));
-  if (absl::Status s = executor_->LoadExtraState(state); !s.ok()) {
+  if (absl::Status s = executor_->LoadExtraState(file.step, state); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(file.source, ": ", s.message()));
   }
   WAVEPOOL_ASSIGN_OR_RETURN(std::string_view generator, file.Section(kCpuGeneratorSection));

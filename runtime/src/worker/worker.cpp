@@ -2,8 +2,10 @@
 // checkpoint restore -> training with progress, periodic checkpoints and stop requests.
 #include "wavepool/runtime/worker.h"
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +18,8 @@
 #include "checkpointing.h"
 #include "wavepool/api/manifest.h"
 #include "wavepool/api/validation.h"
+#include "wavepool/base/atomic_file.h"
+#include "wavepool/base/errno_error.h"
 #include "wavepool/base/seconds.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/planner/layer_table.h"
@@ -74,12 +78,30 @@ WorkerExit ExitFor(const absl::Status& status) {
   }
 }
 
+// A plan is a few KB, a few hundred with the layer table of a large model: a file far larger is
+// not a plan, and reading it whole would exhaust the memory first.
+constexpr std::int64_t kMaxPlanBytes = std::int64_t{64} << 20;
+
+absl::StatusOr<std::string> ReadPlanText(const std::string& path) {
+  // Non-blocking: opening a FIFO for reading would otherwise wait for a writer, forever.
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) {
+    const int error = errno;  // before StrCat allocates
+    return ErrnoError(error, absl::StrCat("plan ", path, ": cannot be read"));
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size > kMaxPlanBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("plan ", path, ": ", info.st_size,
+                                                   " bytes is larger than a plan can be (at most ",
+                                                   kMaxPlanBytes, ")"));
+  }
+  // Refuses a directory, a device (/dev/zero never ends) or a FIFO: not a regular file.
+  return ReadWholeFile(fd, path, "plan");
+}
+
 absl::StatusOr<api::Plan> ReadPlan(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("plan ", path, ": cannot be read"));
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<api::Plan> plan = api::LoadPlan(text.str());
+  WAVEPOOL_ASSIGN_OR_RETURN(const std::string text, ReadPlanText(path));
+  absl::StatusOr<api::Plan> plan = api::LoadPlan(text);
   if (plan.ok()) {
     if (absl::Status s = api::Validate(*plan); !s.ok()) plan = s;
   }
@@ -320,6 +342,13 @@ absl::Status Worker::Run() {
       next = completed_ = *restored;
       out_ << "resumed from " << checkpointing_->path() << " at step " << next << "\n";
     }
+  }
+  if (next >= steps_) {
+    // A finished job started again (or asked for fewer steps than it has): there is no step, and
+    // so no loss, to report.
+    out_ << "done: nothing to train, the checkpoint is at step " << next << " of " << steps_ << "\n"
+         << std::flush;
+    return absl::OkStatus();
   }
   if (next == 0) {
     // A fresh start makes every replica identical (a resumed one restored its weights above).

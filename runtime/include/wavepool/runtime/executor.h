@@ -92,10 +92,12 @@ class Executor {
 
   virtual std::vector<Replica> Replicas() = 0;
   // State beyond the replicas that a resumed run needs (tick-tock: the last local gradient),
-  // named; LoadExtraState receives what ExtraState returned.
+  // named; LoadExtraState receives what ExtraState returned after `step` completed steps (a
+  // checkpoint's step, from which Train resumes). It may come from a file: FailedPrecondition
+  // naming what does not fit this executor and step, and nothing loaded.
   virtual std::vector<std::pair<std::string, torch::Tensor>> ExtraState() = 0;
   virtual absl::Status LoadExtraState(
-      const std::vector<std::pair<std::string, torch::Tensor>>&) = 0;
+      std::int64_t step, const std::vector<std::pair<std::string, torch::Tensor>>& state) = 0;
 };
 
 }  // namespace wavepool::runtime
