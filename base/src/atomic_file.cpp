@@ -87,20 +87,28 @@ absl::Status WriteFileAtomically(const std::string& path,
   return SyncDirectory(DirectoryOf(path));
 }
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what,
+                                          std::uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; it changes nothing
+  // for a regular file.
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return IoError(errno, ReadOperation(what), path);
-  return ReadWholeFile(fd, path, what);
+  return ReadWholeFile(fd, path, what, max_bytes);
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const ScopedFd& fd, const std::string& path,
-                                          std::string_view what) {
+                                          std::string_view what, std::uint64_t max_bytes) {
   const std::string operation = ReadOperation(what);
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) return IoError(errno, operation, path);
   if (!S_ISREG(info.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat(operation, " ", path, ": not a regular file"));
+  }
+  if (static_cast<std::uint64_t>(info.st_size) > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(operation, " ", path, ": ", info.st_size,
+                                                   " bytes, more than the ", max_bytes,
+                                                   " such a file may hold"));
   }
   // Read straight into the result: checkpoints are up to a few GB.
   const auto size = static_cast<std::size_t>(info.st_size);

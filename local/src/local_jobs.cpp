@@ -1,17 +1,21 @@
 #include "local_jobs.h"
 
-#include <fstream>
+#include <cstdint>
 #include <set>
-#include <sstream>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "wavepool/api/manifest.h"
+#include "wavepool/base/atomic_file.h"
 
 namespace wavepool::local {
 
 bool LocalJob::background() const { return job.spec.role == api::Role::kBackground; }
 
 namespace {
+
+// Manifests are a few KB: a file far larger is not one, and is not read whole.
+constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{64} << 20;
 
 absl::Status InFile(const std::string& file, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat(file, ": ", status.message()));
@@ -24,11 +28,10 @@ absl::StatusOr<std::vector<LocalJob>> LoadJobs(const std::vector<std::string>& f
   std::vector<LocalJob> jobs;
   std::set<std::string> keys;
   for (const std::string& file : files) {
-    std::ifstream in(file);
-    if (!in) return absl::NotFoundError(absl::StrCat(file, ": cannot be read"));
-    std::stringstream text;
-    text << in.rdbuf();
-    absl::StatusOr<std::vector<api::TrainingJob>> loaded = api::LoadTrainingJobs(text.str());
+    // A regular file of a bounded size: a FIFO would block the run, /dev/zero never ends.
+    absl::StatusOr<std::string> text = ReadWholeFile(file, "manifest", kMaxManifestBytes);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<std::vector<api::TrainingJob>> loaded = api::LoadTrainingJobs(*text);
     if (!loaded.ok()) return InFile(file, loaded.status());
     for (api::TrainingJob& job : *loaded) {
       LocalJob local;

@@ -4,6 +4,7 @@
 #include "wavepool/base/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -100,6 +101,27 @@ TEST(AtomicFile, AFileTheCallerOpenedIsReadWholeAndStaysOpen) {
   EXPECT_THAT(ReadWholeFile(directory, dir.path(), ""),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("read " + dir.path() + ": not a regular file")));
+}
+
+// A FIFO is refused at once, not waited on until a writer comes (a hostile LATEST file).
+TEST(AtomicFile, AFifoIsRefusedWithoutWaitingForAWriter) {
+  ASSERT_OK_AND_ASSIGN(TempDir dir, TempDir::Create("wavepool-atomic"));
+  const std::string path = dir.File("LATEST");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  EXPECT_THAT(ReadWholeFile(path, "LATEST file"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("read LATEST file " + path + ": not a regular file")));
+}
+
+TEST(AtomicFile, AFileLargerThanItsBoundIsRefusedUnread) {
+  ASSERT_OK_AND_ASSIGN(TempDir dir, TempDir::Create("wavepool-atomic"));
+  const std::string path = dir.File("m.yaml");
+  ASSERT_OK(WriteFileAtomically(path, "0123456789"));
+  EXPECT_THAT(ReadWholeFile(path, "manifest", 10), IsOkAndHolds(std::string("0123456789")));
+  EXPECT_THAT(ReadWholeFile(path, "manifest", 9),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("read manifest " + path +
+                                 ": 10 bytes, more than the 9 such a file may hold")));
 }
 
 // /proc reports size 0 for files that have content: the read goes on to the end.

@@ -361,6 +361,15 @@ spec: {role: Foreground, model: {name: mlp_tiny}, globalBatchSize: 0, gpus: 1, s
   EXPECT_THAT(Err(), HasSubstr("bad.yaml: document 1"));
   EXPECT_THAT(Err(), HasSubstr("spec.globalBatchSize"));
 
+  // What is not a regular file is refused at once, unread: a FIFO would block the run until a
+  // writer came, /dev/zero never ends.
+  const std::string fifo = dir_ + "/fifo.yaml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& file : {fifo, std::string("/dev/zero")}) {
+    EXPECT_EQ(Run({file}), 2) << file;
+    EXPECT_THAT(Err(), HasSubstr("read manifest " + file + ": not a regular file"));
+  }
+
   const std::string ok = Manifest("ok.yaml", R"(apiVersion: wavepool.dev/v1alpha1
 kind: TrainingJob
 metadata: {name: ok, namespace: default}

@@ -4,6 +4,8 @@
 #ifndef WAVEPOOL_BASE_ATOMIC_FILE_H_
 #define WAVEPOOL_BASE_ATOMIC_FILE_H_
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,13 +38,19 @@ inline absl::Status WriteFileAtomically(const std::string& path, std::string_vie
 // not regular; DataLoss when the file ends before the size it had when opened (it shrank while
 // read: truncated in place, which WriteFileAtomically never does). A file that grows while read
 // is read to its end. Not for pseudo-files whose size is a placeholder (sysfs reports 4096).
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what);
+// The open never waits: a FIFO is refused as not regular instead of blocking until a writer
+// comes. With `max_bytes`, a file larger than that when opened is InvalidArgument naming both
+// sizes, before anything is read (a file the caller parses whole, whose size a user controls).
+absl::StatusOr<std::string> ReadWholeFile(
+    const std::string& path, std::string_view what,
+    std::uint64_t max_bytes = std::numeric_limits<std::uint64_t>::max());
 
 // The same for a file the caller opened itself (to report a failed open in its own words), with
 // the checks and messages above; `path` only names the file in messages. The caller keeps `fd`.
 // REQUIRES: fd.valid(), open for reading and at offset 0 (as open(2) leaves it).
-absl::StatusOr<std::string> ReadWholeFile(const ScopedFd& fd, const std::string& path,
-                                          std::string_view what);
+absl::StatusOr<std::string> ReadWholeFile(
+    const ScopedFd& fd, const std::string& path, std::string_view what,
+    std::uint64_t max_bytes = std::numeric_limits<std::uint64_t>::max());
 
 // fsync of a directory, so that entries created, renamed or removed in it survive a crash.
 // Filesystems that cannot sync a directory (EINVAL, ENOTSUP) count as success.
