@@ -76,6 +76,16 @@ void FakeCluster::FailNthWrite(int n, absl::Status status) {
   faults_[write_attempts_ + n] = std::move(status);
 }
 
+void FakeCluster::ValidatePods(PodValidation validation) {
+  absl::MutexLock lock(&mu_);
+  pod_validation_ = std::move(validation);
+}
+
+std::int64_t FakeCluster::refused_pod_creations() const {
+  absl::MutexLock lock(&mu_);
+  return refused_pod_creations_;
+}
+
 void FakeCluster::LoseNextPlacementWriteResponse(absl::Status status) {
   absl::MutexLock lock(&mu_);
   lost_placement_response_ = std::move(status);

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "tests/controller/pod_validation.h"
 #include "tests/support/simulated_clock.h"
 #include "wavepool/base/change_log.h"
 #include "wavepool/base/clock.h"
@@ -100,6 +101,13 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   // The next UpdateJobStatus that records a status.placement is applied, but its caller gets
   // `status`: the response lost with the connection.
   void LoseNextPlacementWriteResponse(absl::Status status);
+  // From now on CreatePod shows each pod to `validation`, standing in for kube-apiserver's pod
+  // validation (the test API server's checks end at metadata): a pod it refuses is not stored and
+  // the caller gets 422 Invalid as the API server answers it (InvalidPodStatus).
+  using PodValidation = std::function<std::optional<PodFieldError>(const nlohmann::json& pod)>;
+  void ValidatePods(PodValidation validation);
+  // CreatePod calls answered 422 by the validation so far.
+  std::int64_t refused_pod_creations() const;
   // GetJob and ListJobs show the job as it is now until ThawJobView: an informer cache behind the
   // API server. Writes still go to (and are checked against) the stored job.
   void FreezeJobView(std::string_view ns, std::string_view name);
@@ -192,6 +200,8 @@ class FakeCluster : public ClusterReader, public ClusterWriter {
   std::vector<RecordedEvent> events_ ABSL_GUARDED_BY(mu_);
   std::map<std::int64_t, absl::Status> faults_ ABSL_GUARDED_BY(mu_);  // Write number -> failure.
   absl::Status lost_placement_response_ ABSL_GUARDED_BY(mu_);
+  PodValidation pod_validation_ ABSL_GUARDED_BY(mu_);
+  std::int64_t refused_pod_creations_ ABSL_GUARDED_BY(mu_) = 0;
   // "ns/name" -> the job as reads show it.
   std::map<std::string, nlohmann::json> frozen_jobs_ ABSL_GUARDED_BY(mu_);
   std::int64_t write_attempts_ ABSL_GUARDED_BY(mu_) = 0;

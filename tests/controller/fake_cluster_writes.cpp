@@ -1,11 +1,13 @@
 // FakeCluster's ClusterWriter (fake_cluster.h): creates, deletes and status updates with the
 // API server's optimistic concurrency, errors and graceful pod deletion, and recorded Events.
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "tests/controller/fake_cluster.h"
 #include "tests/controller/fake_cluster_internal.h"
+#include "wavepool/kube/api_error.h"
 
 namespace wavepool::controller {
 
@@ -52,6 +54,15 @@ absl::StatusOr<json> FakeCluster::StoreCreated(std::map<std::string, json>& obje
 
 absl::StatusOr<json> FakeCluster::CreatePod(const json& pod) {
   absl::MutexLock lock(&mu_);
+  if (pod_validation_) {
+    if (std::optional<PodFieldError> error = pod_validation_(pod)) {
+      ++refused_pod_creations_;
+      const json meta = pod.value("metadata", json::object());
+      return kube::ApiErrorFromResponse(
+          422, InvalidPodStatus(meta.value("name", ""), *error).dump(),
+          absl::StrCat("POST /api/v1/namespaces/", meta.value("namespace", ""), "/pods"));
+    }
+  }
   json created = pod;
   created["status"] = {{"phase", "Pending"}};
   absl::StatusOr<json> stored = StoreCreated(pods_, "pods", std::move(created), "pod-uid-");

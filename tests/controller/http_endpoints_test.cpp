@@ -1,5 +1,6 @@
 // The controller's HTTP endpoints against raw sockets: slow and silent clients hold only their own
-// connection, every request has a deadline, and the number of connections is bounded.
+// connection, every request has a deadline, and the number of connections is bounded by closing
+// the oldest, never by turning a probe away.
 #include "http/http_endpoints.h"
 
 #include <arpa/inet.h>
@@ -15,10 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 
 namespace wavepool::controller::internal {
@@ -26,7 +25,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using ::wavepool::testing::Eventually;
 using ::wavepool::testing::StatusIs;
 
 // A blocking TCP connection to 127.0.0.1:port. Owns its descriptor.
@@ -137,25 +135,43 @@ TEST(HttpEndpoints, AClientTricklingItsRequestIsCutOffAtTheDeadline) {
   EXPECT_TRUE(GetHealthz(server->port(), std::chrono::seconds(5)).has_value());
 }
 
-TEST(HttpEndpoints, ConnectionsBeyondTheLimitAreClosedUntilOneFrees) {
+// A client that keeps more silent connections open than the server serves at once must not shut
+// the kubelet's probes out: a refused liveness probe restarts the controller.
+TEST(HttpEndpoints, ProbesAreAnsweredWhileMoreSilentConnectionsThanTheLimitAreOpen) {
+  HttpLimits limits;
+  limits.request_deadline = std::chrono::seconds(60);  // no silent client is cut off by it here
+  std::unique_ptr<HttpEndpoints> server = StartServer(limits);
+  ASSERT_NE(server, nullptr);
+  std::vector<std::unique_ptr<RawClient>> silent;
+  for (int i = 0; i < limits.max_connections + 6; ++i) {
+    silent.push_back(std::make_unique<RawClient>(server->port()));
+    ASSERT_TRUE(silent.back()->connected());
+  }
+  for (int probe = 0; probe < 3; ++probe) {
+    const std::optional<std::string> answer = GetHealthz(server->port(), std::chrono::seconds(3));
+    ASSERT_TRUE(answer.has_value()) << "probe " << probe << " was not answered in time";
+    EXPECT_THAT(*answer, StartsWith("HTTP/1.1 200 OK")) << "probe " << probe;
+  }
+}
+
+TEST(HttpEndpoints, AtTheLimitANewConnectionClosesTheOldest) {
   HttpLimits limits;
   limits.request_deadline = std::chrono::seconds(60);
   limits.max_connections = 2;
   std::unique_ptr<HttpEndpoints> server = StartServer(limits);
   ASSERT_NE(server, nullptr);
-  auto first = std::make_unique<RawClient>(server->port());
-  auto second = std::make_unique<RawClient>(server->port());
-  ASSERT_TRUE(first->connected() && second->connected());
-  // Once the server has accepted both, a third connection is closed unanswered, at once.
-  EXPECT_TRUE(Eventually([&] {
-    const std::optional<std::string> answer = GetHealthz(server->port(), std::chrono::seconds(2));
-    return answer.has_value() && answer->empty();
-  }));
-  first.reset();  // frees a slot: the server reads EOF and closes its side
-  EXPECT_TRUE(Eventually([&] {
-    const std::optional<std::string> answer = GetHealthz(server->port(), std::chrono::seconds(2));
-    return answer.has_value() && absl::StartsWith(*answer, "HTTP/1.1 200 OK");
-  }));
+  RawClient oldest(server->port());
+  ASSERT_TRUE(oldest.connected());
+  ASSERT_EQ(oldest.ReadToEnd(std::chrono::milliseconds(100)), std::nullopt);  // accepted, waiting
+  RawClient newer(server->port());
+  ASSERT_TRUE(newer.connected());
+  const std::optional<std::string> answer = GetHealthz(server->port(), std::chrono::seconds(3));
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_THAT(*answer, StartsWith("HTTP/1.1 200 OK"));
+  EXPECT_EQ(oldest.ReadToEnd(std::chrono::seconds(3)), std::string());  // closed, unanswered
+  // The newer one keeps its connection, and is answered when it asks.
+  ASSERT_TRUE(newer.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_THAT(newer.ReadToEnd(std::chrono::seconds(3)).value_or(""), StartsWith("HTTP/1.1 200 OK"));
 }
 
 TEST(HttpEndpoints, AnswersOnlyGetAndHeadAndStopsIdempotently) {

@@ -2,7 +2,10 @@
 // the policy refuses (template_policy.h), whose image is missing or whose model is unknown fails
 // at once with an Invalid condition and one Warning Event naming the field, and never holds a
 // GPU; a template within the policy, or widened by the operator, runs.
+#include <chrono>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -11,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/controller/fake_cluster.h"
+#include "tests/controller/pod_validation.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/controller/reconciler.h"
 #include "wavepool/controller/template_policy.h"
@@ -252,6 +256,115 @@ TEST(ReconcilerValidationAdversarial, ARunningJobEditedToPrivilegedLosesItsPodsA
   EXPECT_EQ(ConditionOf(job, api::kConditionInvalid).status, api::ConditionStatus::kFalse);
   EXPECT_THAT(PodNames(scene.CurrentPods("train")),
               ::testing::ElementsAre("train-g1-0", "train-g1-1"));
+}
+
+// A template the policy lets through but whose pods kube-apiserver refuses: an env var name
+// with '=' in it.
+json TemplateWithEnvName(const std::string& name) {
+  return Template({{"env", json::array({{{"name", name}, {"value", "64"}}})}});
+}
+
+TEST(ReconcilerValidationAdversarial,
+     APodTheApiServerRefusesFailsTheJobForItsGenerationAndHoldsNoGpu) {
+  FakeScene scene;
+  scene.AddNode("node-a", 2);
+  scene.cluster.ValidatePods(EnvVarNameError);
+  scene.AddForeground("typo", 2);
+  ASSERT_OK(scene.cluster.EditJob(kNs, "typo", SetTemplate(TemplateWithEnvName("BATCH=64"))));
+  const std::int64_t generation = scene.Job("typo").metadata.generation;
+  {
+    Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
+    ASSERT_OK_AND_ASSIGN(ReconcileResult result, reconciler.Reconcile(kNs, "typo"));
+    EXPECT_FALSE(result.requeue_after.has_value());
+  }
+  api::TrainingJob job = scene.Job("typo");
+  EXPECT_EQ(job.status.phase, api::JobPhase::kFailed);
+  const api::Condition& invalid = ConditionOf(job, api::kConditionInvalid);
+  EXPECT_EQ(invalid.status, api::ConditionStatus::kTrue);
+  EXPECT_EQ(invalid.reason, "PodRejected");
+  EXPECT_EQ(invalid.observed_generation, generation);
+  // The pod and the server's words: which field, which value.
+  EXPECT_THAT(invalid.message, HasSubstr("spec.template"));
+  EXPECT_THAT(invalid.message, HasSubstr("team/typo-g0-0"));
+  EXPECT_THAT(invalid.message, HasSubstr("spec.containers[0].env["));  // after the controller's
+  EXPECT_THAT(invalid.message, HasSubstr("BATCH=64"));
+  const std::vector<FakeCluster::RecordedEvent> warnings =
+      scene.cluster.EventsWithReason("PodRejected");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(warnings[0].warning);
+  EXPECT_EQ(warnings[0].message, invalid.message);
+  EXPECT_EQ(ConditionOf(job, api::kConditionPlaced).status, api::ConditionStatus::kFalse);
+  EXPECT_TRUE(job.status.placement.empty());
+  EXPECT_TRUE(scene.cluster.AllPods().empty());
+  EXPECT_EQ(scene.cluster.refused_pod_creations(), 1);
+
+  // Looked at again, later and by a restarted controller: still failed, nothing written, no pod
+  // tried, no second Event.
+  Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
+  scene.clock.Advance(std::chrono::minutes(10));
+  const std::int64_t writes = scene.cluster.writes();
+  ASSERT_OK_AND_ASSIGN(ReconcileResult again, reconciler.Reconcile(kNs, "typo"));
+  EXPECT_FALSE(again.requeue_after.has_value());
+  EXPECT_EQ(scene.cluster.writes(), writes);
+  EXPECT_EQ(scene.cluster.refused_pod_creations(), 1);
+  EXPECT_EQ(scene.cluster.EventsWithReason("PodRejected").size(), 1u);
+  EXPECT_EQ(scene.Job("typo").status.phase, api::JobPhase::kFailed);
+
+  // Its GPUs are free: a job that needs both of the node's gets them.
+  scene.AddForeground("honest", 2);
+  ASSERT_OK(scene.cluster.EditJob(kNs, "honest", SetTemplate(TemplateWithEnvName("BATCH"))));
+  ASSERT_OK(reconciler.Reconcile(kNs, "honest").status());
+  EXPECT_EQ(scene.Job("honest").status.phase, api::JobPhase::kPlaced);
+  EXPECT_EQ(scene.cluster.PodsOfJob(kNs, "honest").size(), 2u);
+  scene.cluster.RemoveJob(kNs, "honest");
+  for (const char* pod : {"honest-g0-0", "honest-g0-1"}) scene.cluster.RemovePod(kNs, pod);
+
+  // Fixed by a new generation: placed again, a new gang under names the refused one never used.
+  ASSERT_OK(scene.cluster.EditJob(kNs, "typo", SetTemplate(TemplateWithEnvName("BATCH"))));
+  ASSERT_OK(reconciler.Reconcile(kNs, "typo").status());
+  job = scene.Job("typo");
+  EXPECT_EQ(job.status.phase, api::JobPhase::kPlaced);
+  EXPECT_EQ(ConditionOf(job, api::kConditionInvalid).status, api::ConditionStatus::kFalse);
+  EXPECT_EQ(ConditionOf(job, api::kConditionPlaced).status, api::ConditionStatus::kTrue);
+  EXPECT_THAT(PodNames(scene.CurrentPods("typo")),
+              ::testing::ElementsAre("typo-g1-0", "typo-g1-1"));
+}
+
+// A refusal that reaches only a later rank (the server's rule may depend on the pod): the ranks
+// created before it are deleted with the gang's Service, so no half gang is left holding GPUs.
+TEST(ReconcilerValidationAdversarial, ARefusedRankTakesTheRanksCreatedBeforeItAndTheService) {
+  FakeScene scene;
+  scene.AddNode("node-a", 2);
+  scene.cluster.ValidatePods([](const json& pod) -> std::optional<PodFieldError> {
+    if (pod["metadata"].value("name", "") != "half-g0-1") return std::nullopt;
+    return PodFieldError{"spec.hostname", "Invalid value: \"half-g0-1\": must be no more than 0"};
+  });
+  scene.AddForeground("half", 2);
+  Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
+  ASSERT_OK(reconciler.Reconcile(kNs, "half").status());
+  EXPECT_EQ(scene.Job("half").status.phase, api::JobPhase::kFailed);
+  EXPECT_EQ(ConditionOf(scene.Job("half"), api::kConditionInvalid).reason, "PodRejected");
+  EXPECT_TRUE(scene.cluster.PodTerminating(kNs, "half-g0-0"));
+  EXPECT_TRUE(scene.cluster.AllServices().empty());
+  scene.cluster.FinishTerminatingPods();
+  EXPECT_TRUE(scene.cluster.Assignments().empty());
+}
+
+TEST(ReconcilerValidationAdversarial, AnEnormousRefusalIsCutToFitTheCondition) {
+  FakeScene scene;
+  scene.AddNode("node-a", 1);
+  // A server that lists a long cause (every field of a large template, say).
+  scene.cluster.ValidatePods([](const json&) {
+    return std::optional<PodFieldError>(
+        PodFieldError{"spec.containers[0].env", std::string(100'000, 'x')});
+  });
+  scene.AddForeground("long", 1);
+  Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
+  ASSERT_OK(reconciler.Reconcile(kNs, "long").status());
+  const api::Condition& invalid = ConditionOf(scene.Job("long"), api::kConditionInvalid);
+  EXPECT_EQ(invalid.reason, "PodRejected");
+  EXPECT_THAT(invalid.message, HasSubstr("spec.containers[0].env"));
+  EXPECT_LE(invalid.message.size(), 4096u);
 }
 
 }  // namespace

@@ -2,12 +2,12 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <list>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -44,40 +44,28 @@ HttpAnswer Answer(const HttpEndpoints::Handler& handler,
   return handler(target.substr(0, target.find('?')));
 }
 
-// The connections being served, counted so that their number stays bounded. Safe for concurrent
-// use; outlives every Connection (the server owns it and destroys its io_context first).
-class ConnectionSlots {
- public:
-  explicit ConnectionSlots(int limit) : limit_(limit) {}
-  bool TryAcquire() {
-    int now = used_.load(std::memory_order_relaxed);
-    do {
-      if (now >= limit_) return false;
-    } while (!used_.compare_exchange_weak(now, now + 1, std::memory_order_relaxed));
-    return true;
-  }
-  void Release() { used_.fetch_sub(1, std::memory_order_relaxed); }
-
- private:
-  const int limit_;
-  std::atomic<int> used_{0};
-};
+class Connection;
+// The open connections, oldest first. Touched only by the server's thread (and by Stop once that
+// thread is joined).
+using OpenConnections = std::list<std::shared_ptr<Connection>>;
 
 // One connection: one request read and answered within the deadline, then closed. Kept alive by
-// the asynchronous operations in flight on it; runs on the server's thread only.
+// the list of open connections and by the asynchronous operation in flight on it; runs on the
+// server's thread only.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, const HttpEndpoints::Handler* handler, ConnectionSlots* slots)
-      : stream_(std::move(socket)), handler_(handler), slots_(slots) {
+  Connection(tcp::socket socket, const HttpEndpoints::Handler* handler, OpenConnections* open)
+      : stream_(std::move(socket)), handler_(handler), open_(open) {
     parser_.body_limit(kMaxBodyBytes);
   }
-  ~Connection() { slots_->Release(); }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // The deadline covers reading the request and writing the answer: a client that sends nothing,
-  // or a byte at a time, loses its connection when it passes.
-  void Start(std::chrono::milliseconds deadline) {
+  // REQUIRES: `position` is this connection's entry in the list of open connections.
+  void Start(OpenConnections::iterator position, std::chrono::milliseconds deadline) {
+    position_ = position;
+    // The deadline covers reading the request and writing the answer: a client that sends
+    // nothing, trickles bytes or does not read loses its connection when it passes.
     stream_.expires_after(deadline);
     http::async_read(stream_, buffer_, parser_,
                      [self = shared_from_this()](boost::beast::error_code error, std::size_t) {
@@ -85,9 +73,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
                      });
   }
 
+  // Closes the socket (the operation in flight then ends with an error) and leaves the list of
+  // open connections. Idempotent.
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    const std::shared_ptr<Connection> self = shared_from_this();  // erase drops a reference
+    boost::system::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+    open_->erase(position_);
+  }
+
  private:
   void OnRead(boost::beast::error_code error) {
-    if (error) return Close();
+    if (error || closed_) return Close();
     const auto& request = parser_.get();
     const HttpAnswer answer = Answer(*handler_, request);
     response_ = http::response<http::string_body>{static_cast<http::status>(answer.status),
@@ -104,26 +104,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
         [self = shared_from_this()](boost::beast::error_code, std::size_t) { self->Close(); });
   }
 
-  void Close() {
-    boost::system::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
-  }
-
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   http::request_parser<http::string_body> parser_;
   http::response<http::string_body> response_;
-  const HttpEndpoints::Handler* handler_;
-  ConnectionSlots* slots_;
+  const HttpEndpoints::Handler* const handler_;
+  OpenConnections* const open_;
+  OpenConnections::iterator position_;
+  bool closed_ = false;
 };
 
 // Serves every connection on one thread with asynchronous I/O, so a slow or silent client holds
-// only its own connection (and one of limits.max_connections slots), never the probes behind it.
+// only its own connection, never the probes behind it.
 class BeastEndpoints final : public HttpEndpoints {
  public:
   BeastEndpoints(Handler handler, HttpLimits limits)
-      : handler_(std::move(handler)), limits_(limits), slots_(limits.max_connections) {}
+      : handler_(std::move(handler)), limits_(limits) {}
   ~BeastEndpoints() override { Stop(); }
 
   absl::Status Listen(const std::string& address, int port) {
@@ -143,40 +139,41 @@ class BeastEndpoints final : public HttpEndpoints {
     stopped_ = true;
     io_.stop();
     if (thread_.joinable()) thread_.join();
-    // The thread is gone: nothing else touches the acceptor. Connections still open are closed
-    // when io_ is destroyed.
+    // The thread is gone: nothing else touches the acceptor or the connections.
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    while (!open_.empty()) open_.front()->Close();
   }
 
  private:
   void Accept() {
     acceptor_.async_accept([this](boost::system::error_code error, tcp::socket socket) {
       if (error == asio::error::operation_aborted) return;
-      if (!error) {
-        if (slots_.TryAcquire()) {
-          std::make_shared<Connection>(std::move(socket), &handler_, &slots_)
-              ->Start(limits_.request_deadline);
-        } else {
-          // Every slot is held: refuse at once rather than queue behind the slow clients.
-          boost::system::error_code ignored;
-          socket.close(ignored);
-        }
-      }
+      if (!error) Admit(std::move(socket));
       Accept();
     });
   }
 
-  // Destroyed in reverse order: acceptor_, then io_ (and the Connections its pending handlers
-  // hold, which release their slots), then slots_ and handler_.
+  void Admit(tcp::socket socket) {
+    // At the limit the oldest connection goes: it has had the longest to send its request, and
+    // turning the new one away instead would let a client holding every connection open, silent,
+    // shut the kubelet's probes out until it lets go (and the kubelet restart the controller).
+    if (static_cast<int>(open_.size()) >= limits_.max_connections) open_.front()->Close();
+    auto connection = std::make_shared<Connection>(std::move(socket), &handler_, &open_);
+    open_.push_back(connection);
+    connection->Start(std::prev(open_.end()), limits_.request_deadline);
+  }
+
+  // Destroyed in reverse order: open_ (Stop closed them all), acceptor_, then io_ (and the
+  // Connections its pending handlers still hold), then handler_.
   const Handler handler_;
   const HttpLimits limits_;
-  ConnectionSlots slots_;
   absl::Mutex stop_mu_;
   bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
   int port_ = 0;
   asio::io_context io_;
   tcp::acceptor acceptor_{io_};
+  OpenConnections open_;
   std::thread thread_;
 };
 

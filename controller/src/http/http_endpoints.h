@@ -3,10 +3,13 @@
 // each), answered by a callback. Internal to the controller library.
 //
 // Thread-safe. One thread accepts and serves every connection concurrently, up to
-// HttpLimits::max_connections at once (a connection beyond them is closed unanswered); each has
-// HttpLimits::request_deadline to send its request and receive the answer, so a client that
-// connects and sends nothing, or trickles bytes, holds only its own connection and only that
-// long: probes keep being answered. Stop (and the destructor) joins the thread.
+// HttpLimits::max_connections at once; each has HttpLimits::request_deadline to send its request
+// and receive the answer, and when max_connections are open a new connection closes the oldest
+// one instead of being turned away. A client that connects and sends nothing (or trickles bytes,
+// or never reads its answer) thus holds one connection for at most the deadline, and however
+// many such connections it keeps opening, a kubelet probe or a scrape, which sends its request
+// at once, is answered. Stop (and the destructor) closes every connection and joins the
+// thread.
 #ifndef WAVEPOOL_CONTROLLER_SRC_HTTP_HTTP_ENDPOINTS_H_
 #define WAVEPOOL_CONTROLLER_SRC_HTTP_HTTP_ENDPOINTS_H_
 
@@ -29,7 +32,8 @@ struct HttpAnswer {
 struct HttpLimits {
   // From accepting a connection to the end of writing its answer.
   std::chrono::milliseconds request_deadline{5000};
-  // Connections served at once; kubelet probes and a scrape need a handful.
+  // Connections open at once (kubelet probes and a scrape need a handful); one more closes the
+  // oldest.
   int max_connections = 64;
 };
 
@@ -48,7 +52,7 @@ class HttpEndpoints {
   virtual ~HttpEndpoints() = default;
 
   virtual int port() const = 0;
-  // Stops accepting and joins the thread. Idempotent.
+  // Stops accepting, closes every connection and joins the thread. Idempotent.
   virtual void Stop() = 0;
 };
 

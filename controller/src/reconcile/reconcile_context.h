@@ -327,10 +327,22 @@ std::set<std::string> AddClashingPod(Inventory& inventory, const GpuAssignment& 
 void ForgetGpuClash(PlacementLedger& ledger, const std::string& key)
     ABSL_LOCKS_EXCLUDED(ledger.clash_mu);
 
-// Creates the pods of the recorded placement that do not exist (create-if-absent).
-absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
-                               const std::vector<kube::Pod>& pods,
-                               const std::vector<api::GpuNode>& nodes);
+// A pod of the recorded placement that the API server refused as invalid (422 Invalid): the pod
+// as the job's template builds it breaks a rule of the server's that the template policy does not
+// check (an env var name, a container port name, ...), so creating it again cannot succeed.
+struct RejectedPod {
+  std::string pod;      // Its name.
+  std::string message;  // What the server said (its metav1.Status message).
+};
+
+// Creates the pods of the recorded placement that do not exist (create-if-absent), then drops
+// the job's reservation. The first pod the API server refuses as invalid when there is one
+// (nothing more is created, the reservation stays for the caller to end with the gang:
+// FailRejectedPod); nullopt when every pod exists. Any other error of the server's is returned,
+// to be retried.
+absl::StatusOr<std::optional<RejectedPod>> CreateMissingPods(
+    ReconcileContext& ctx, const JobPlan& plan, const std::vector<kube::Pod>& pods,
+    const std::vector<api::GpuNode>& nodes);
 
 // Places, on `inventory`, every bg job waiting for a GPU (Planned=True, Placed=False with
 // NotPlaceable, no placement) that was first queued before ctx.job (creation time, then

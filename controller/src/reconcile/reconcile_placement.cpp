@@ -20,6 +20,7 @@
 #include "wavepool/base/seconds.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/controller/owned_objects.h"
+#include "wavepool/kube/api_error.h"
 
 namespace wavepool::controller::internal {
 namespace {
@@ -453,9 +454,9 @@ std::optional<std::string> RecordedPlacementConflict(ReconcileContext& ctx, cons
   return std::nullopt;
 }
 
-absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
-                               const std::vector<kube::Pod>& pods,
-                               const std::vector<api::GpuNode>& nodes) {
+absl::StatusOr<std::optional<RejectedPod>> CreateMissingPods(
+    ReconcileContext& ctx, const JobPlan& plan, const std::vector<kube::Pod>& pods,
+    const std::vector<api::GpuNode>& nodes) {
   std::set<std::string> existing;
   for (const kube::Pod& pod : pods) existing.insert(PodNameOf(pod));
   // The index of each GPU a missing pod takes, looked up on the nodes of those pods alone.
@@ -488,12 +489,21 @@ absl::Status CreateMissingPods(ReconcileContext& ctx, const JobPlan& plan,
         json pod, BuildPod(ctx.job, plan.plan, assignment, ctx.job.status.gang_generation,
                            ctx.options.objects));
     absl::StatusOr<json> created = ctx.writer.CreatePod(pod);
+    if (!created.ok() && kube::IsInvalid(created.status())) {
+      // The same template builds the same pod on every retry: retrying would hold the gang's
+      // GPUs for pods that are never created.
+      const std::optional<kube::ApiStatus> api = kube::ApiStatusOf(created.status());
+      return std::optional<RejectedPod>(
+          RejectedPod{p.pod, api.has_value() && !api->message.empty()
+                                 ? api->message
+                                 : std::string(created.status().message())});
+    }
     if (!created.ok() && created.status().code() != absl::StatusCode::kAlreadyExists) {
       return created.status();
     }
   }
   ReleaseReservation(ctx);
-  return absl::OkStatus();
+  return std::optional<RejectedPod>();
 }
 
 // Under the ledger's mutex, like every decision: a decision reads the pods (the kept inventory's

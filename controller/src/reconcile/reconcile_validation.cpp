@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "template_policy/template_policy_internal.h"
 #include "wavepool/api/validation.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/controller/template_policy.h"
@@ -12,6 +13,21 @@
 
 namespace wavepool::controller::internal {
 namespace {
+
+// How much of the API server's message a condition repeats: the server may list every cause, and
+// a condition message must stay within the CRD's 32768 characters.
+constexpr std::size_t kMaxServerMessageBytes = 2048;
+
+// The Invalid condition FailRejectedPod recorded at the job's current generation, if any.
+std::optional<SpecProblem> RejectedAtThisGeneration(const api::TrainingJob& job) {
+  const api::Condition* invalid = api::FindCondition(job.status.conditions, api::kConditionInvalid);
+  if (invalid == nullptr || invalid->status != api::ConditionStatus::kTrue ||
+      invalid->reason != kReasonPodRejected ||
+      invalid->observed_generation != job.metadata.generation) {
+    return std::nullopt;
+  }
+  return SpecProblem{invalid->reason, invalid->message};
+}
 
 // The planner's NotFound message (known names, a suggestion) for a model it does not know.
 std::optional<std::string> UnknownModel(const std::string& name) {
@@ -41,7 +57,28 @@ std::optional<SpecProblem> FindSpecProblem(const api::TrainingJob& job,
                          absl::StrCat("spec.model.name: ", *unknown)};
     }
   }
-  return std::nullopt;
+  return RejectedAtThisGeneration(job);
+}
+
+void MarkInvalid(ReconcileContext& ctx, const SpecProblem& problem) {
+  const api::Condition* before =
+      api::FindCondition(ctx.job.status.conditions, api::kConditionInvalid);
+  const bool news = before == nullptr || before->status != api::ConditionStatus::kTrue ||
+                    before->message != problem.message;
+  ctx.job.status.phase = api::JobPhase::kFailed;
+  SetCondition(ctx, api::kConditionInvalid, api::ConditionStatus::kTrue, problem.reason,
+               problem.message);
+  if (news) QueueEvent(ctx, /*warning=*/true, problem.reason, problem.message);
+}
+
+absl::Status FailRejectedPod(ReconcileContext& ctx, const RejectedPod& rejected) {
+  MarkInvalid(ctx,
+              SpecProblem{std::string(kReasonPodRejected),
+                          absl::StrCat("spec.template: the API server refused pod ", ctx.ns(), "/",
+                                       rejected.pod, " as invalid: ",
+                                       Truncate(rejected.message, kMaxServerMessageBytes),
+                                       "; the job is not placed again until its spec changes")});
+  return HoldNothing(ctx, kReasonPodRejected);
 }
 
 absl::Status HoldNothing(ReconcileContext& ctx, std::string_view reason) {

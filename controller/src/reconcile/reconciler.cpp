@@ -55,14 +55,7 @@ std::optional<internal::SpecProblem> CheckSpec(ReconcileContext& ctx) {
     }
     return std::nullopt;
   }
-  const std::string& message = problem->message;
-  const api::Condition* before =
-      api::FindCondition(ctx.job.status.conditions, api::kConditionInvalid);
-  const bool news =
-      before == nullptr || before->status != ConditionStatus::kTrue || before->message != message;
-  ctx.job.status.phase = api::JobPhase::kFailed;
-  SetCondition(ctx, api::kConditionInvalid, ConditionStatus::kTrue, problem->reason, message);
-  if (news) internal::QueueEvent(ctx, true, problem->reason, message);
+  internal::MarkInvalid(ctx, *problem);
   return problem;
 }
 
@@ -265,7 +258,13 @@ absl::StatusOr<ReconcileResult> ReconcileGang(ReconcileContext& ctx, const JobPl
       return *placed;
     }
   }
-  WAVEPOOL_RETURN_IF_ERROR(internal::CreateMissingPods(ctx, plan, pods, nodes));
+  WAVEPOOL_ASSIGN_OR_RETURN(std::optional<internal::RejectedPod> rejected,
+                            internal::CreateMissingPods(ctx, plan, pods, nodes));
+  if (rejected.has_value()) {
+    // The spec's fault, not the cluster's: the job fails for this generation (step 2 keeps it so).
+    WAVEPOOL_RETURN_IF_ERROR(internal::FailRejectedPod(ctx, *rejected));
+    return ReconcileResult{};
+  }
   if (internal::ConditionIs(ctx, api::kConditionPreempted, ConditionStatus::kTrue)) {
     // Only now: a job placed again but whose pods could not be created is still preempted.
     SetCondition(ctx, api::kConditionPreempted, ConditionStatus::kFalse, "Resumed",

@@ -33,7 +33,9 @@
 //     Service (BuildGangService) is created before its first pod, and earlier generations'
 //     pods and Services are deleted; a fg gang that must
 //     preempt bg pods annotates and deletes them (with their grace period) and waits for them to
-//     go. Placed=False says why a job waits.
+//     go. Placed=False says why a job waits. A pod the API server refuses as invalid (422) fails
+//     the job as in step 2 (reason PodRejected), for this generation: a later look keeps it
+//     failed until the spec changes.
 //  8. Status from what was observed: phase, conditions (metav1.Condition semantics:
 //     lastTransitionTime moves only when the status does), observedGeneration, plan summary,
 //     placement, progress (JobProgress from the GPUNodes), restarts; Degraded when the observed

@@ -1,0 +1,34 @@
+// One of kube-apiserver's pod validation rules that the template policy does not check and the
+// test API server does not apply: environment variable names. Tests refuse pods with it as a
+// real API server would (422 Invalid), through FakeCluster::ValidatePods or in front of the test
+// API server, to see what the controller does with a pod it cannot create.
+#ifndef WAVEPOOL_TESTS_CONTROLLER_POD_VALIDATION_H_
+#define WAVEPOOL_TESTS_CONTROLLER_POD_VALIDATION_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "nlohmann/json.hpp"
+
+namespace wavepool::controller {
+
+// One field error of a refused pod, as kube-apiserver's field.Error words it.
+struct PodFieldError {
+  std::string field;   // "spec.containers[0].env[1].name"
+  std::string detail;  // "Invalid value: \"A=B\": a valid environment variable name ..."
+};
+
+// The first env var name of the pod's containers and init containers that kube-apiserver refuses:
+// empty, or not printable ASCII other than '=' (apimachinery's IsRelaxedEnvVarName, the rule
+// since Kubernetes 1.30; older servers refuse more). nullopt when every name passes.
+std::optional<PodFieldError> EnvVarNameError(const nlohmann::json& pod);
+
+// The body of the 422 answer (a metav1.Status, reason Invalid, the error as its cause) to the
+// creation of pod `name`, worded as kube-apiserver words it:
+// `Pod "<name>" is invalid: <field>: <detail>`.
+nlohmann::json InvalidPodStatus(std::string_view name, const PodFieldError& error);
+
+}  // namespace wavepool::controller
+
+#endif  // WAVEPOOL_TESTS_CONTROLLER_POD_VALIDATION_H_
