@@ -83,7 +83,9 @@ TEST(WavepoolProfile, BadFlagsExitTwoNamingTheFlag) {
       {{"--model", "cnn_tiny", "--batch-sizes", "1", "--out", "/nonexistent-dir/p.csv"},
        "--out: cannot write /nonexistent-dir/p.csv"},
       {{"--model", "cnn_tiny", "--batch-sizes", "1", "--out", out, "--repeats", "0"},
-       "--repeats: must be >= 1"},
+       "--repeats: must be in [1, 1000000], got 0"},
+      {{"--model", "cnn_tiny", "--batch-sizes", "1", "--out", out, "--threads", "100000"},
+       "--threads: must be in [0, 1024]"},
       {{"--model", "cnn_tiny", "--out", out}, "--batch-sizes is required"},
   };
   for (const auto& c : cases) {

@@ -130,7 +130,22 @@ TEST(LayerProfiler, RejectsBadOptionsNamingTheField) {
   ProfileOptions options = Quick({1});
   options.repeats = 0;
   EXPECT_THAT(ProfileLayers(model, options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("repeats: must be >= 1")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("repeats: must be in [1, 1000000], got 0")));
+  options = Quick({1});
+  options.repeats = 2'000'000'000;
+  EXPECT_THAT(ProfileLayers(model, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("repeats: must be in [1, ")));
+  options = Quick({1});
+  options.warmup = 1'000'001;
+  EXPECT_THAT(ProfileLayers(model, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("warmup: must be in [0, ")));
+  options = Quick({1});
+  options.threads = 100'000;
+  EXPECT_THAT(ProfileLayers(model, options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("threads: must be in [0, 1024] (0: LibTorch's default), got "
+                                 "100000")));
 }
 
 struct CommandResult {

@@ -237,6 +237,10 @@ TEST_F(WorkerProcess, BadSettingsAndBadPlansAreRefusedWithTheirReason) {
   EXPECT_EQ(bad_flag->Wait(), 2);
   EXPECT_THAT(bad_flag->err(), HasSubstr("--rank: 'one' is not an integer >= 0"));
 
+  auto many_threads = Worker("threads", {"--plan", "x.json", "--threads", "100000"});
+  EXPECT_EQ(many_threads->Wait(), 2);
+  EXPECT_THAT(many_threads->err(), HasSubstr("--threads: '100000' is not a thread count <= 1024"));
+
   auto bad_env = Worker("env", {"--plan", "x.json"}, {{"WAVEPOOL_ROLE", "fg"}});
   EXPECT_EQ(bad_env->Wait(), 2);
   EXPECT_THAT(bad_env->err(), HasSubstr("WAVEPOOL_ROLE: 'fg' is not Foreground or Background"));

@@ -111,6 +111,9 @@ absl::Status ProfileBatch(ExecutableModel& model, std::int64_t batch, const Prof
 
 }  // namespace
 
+constexpr int kMaxProfileRuns = 1'000'000;  // warm-up or timed runs per layer and batch
+constexpr int kMaxProfileThreads = 1024;
+
 absl::Status ValidateProfileOptions(const ProfileOptions& options) {
   if (options.batch_sizes.empty()) {
     return absl::InvalidArgumentError("batch_sizes: give at least one batch size");
@@ -127,15 +130,20 @@ absl::Status ValidateProfileOptions(const ProfileOptions& options) {
                        " then ", batch));
     }
   }
-  if (options.warmup < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("warmup: must be >= 0, got ", options.warmup));
-  }
-  if (options.repeats < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("repeats: must be >= 1, got ", options.repeats));
-  }
-  if (options.threads < 0) {
+  // Bounds that no real profile comes near, so that a typo cannot start a run that never ends or
+  // ask LibTorch for a thread per count.
+  if (options.warmup < 0 || options.warmup > kMaxProfileRuns) {
     return absl::InvalidArgumentError(
-        absl::StrCat("threads: must be >= 0 (0: LibTorch's default), got ", options.threads));
+        absl::StrCat("warmup: must be in [0, ", kMaxProfileRuns, "], got ", options.warmup));
+  }
+  if (options.repeats < 1 || options.repeats > kMaxProfileRuns) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("repeats: must be in [1, ", kMaxProfileRuns, "], got ", options.repeats));
+  }
+  if (options.threads < 0 || options.threads > kMaxProfileThreads) {
+    return absl::InvalidArgumentError(absl::StrCat("threads: must be in [0, ", kMaxProfileThreads,
+                                                   "] (0: LibTorch's default), got ",
+                                                   options.threads));
   }
   if (absl::Status device = ParseDevice(options.device).status(); !device.ok()) {
     return absl::Status(device.code(), absl::StrCat("device: ", device.message()));

@@ -56,6 +56,8 @@ absl::Status Apply(std::string_view key, const std::string& source, const std::s
     const std::int64_t minimum = key == "world-size" ? 1 : 0;
     WAVEPOOL_RETURN_IF_ERROR(ParseInt(source, value, minimum, &number));
     if (number > 1'000'000) return Invalid(source, value, "a plausible count (<= 1000000)");
+    // A thread per count: far past any machine's cores, LibTorch would start them all.
+    if (key == "threads" && number > 1024) return Invalid(source, value, "a thread count <= 1024");
     (key == "rank"         ? o->rank
      : key == "world-size" ? o->world_size
                            : o->threads) = static_cast<int>(number);

@@ -32,9 +32,9 @@ namespace wavepool::runtime {
 
 struct ProfileOptions {
   std::vector<std::int64_t> batch_sizes;  // per-GPU batches, strictly ascending, each >= 1
-  int warmup = 2;                         // untimed runs before the timed ones, >= 0
-  int repeats = 5;                        // timed runs per (layer, batch), >= 1; the median counts
-  int threads = 0;  // LibTorch's intra-op threads for the whole process, >= 0 (0: its default)
+  int warmup = 2;                         // untimed runs before the timed ones, in [0, 1000000]
+  int repeats = 5;  // timed runs per (layer, batch), in [1, 1000000]; the median counts
+  int threads = 0;  // LibTorch's intra-op threads for the whole process, in [0, 1024] (0: default)
   std::uint64_t seed = 0;      // initial weights and the random inputs
   std::string device = "cpu";  // where to time: cpu, cuda, cuda:N (replica_device.h ParseDevice)
 };
