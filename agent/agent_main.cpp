@@ -99,6 +99,21 @@ std::string HostName() {
   return gethostname(name, sizeof(name)) == 0 ? name : "unknown";
 }
 
+// A duration flag in seconds: a number in [min, max]. CLI::Range lets NaN through (it fails both
+// comparisons), and a value past max would overflow its conversion to nanoseconds.
+CLI::Validator SecondsIn(double min, double max) {
+  const std::string range = absl::StrCat("[", min, ", ", max, "]");
+  return CLI::Validator(
+      [min, max, range](std::string& input) {
+        double seconds = 0;
+        if (absl::SimpleAtod(input, &seconds) && seconds >= min && seconds <= max) {
+          return std::string();
+        }
+        return absl::StrCat("must be a number of seconds in ", range, ", got ", input);
+      },
+      "SECONDS in " + range);
+}
+
 int Fail(const absl::Status& status) {
   std::cerr << "wavepool-agent: " << status.message() << "\n";
   return 1;
@@ -219,7 +234,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--cheat-quiet-period", flags.cheat_quiet_period_s,
                  "Seconds without a suspicious sample before a flag clears")
-      ->check(CLI::Range(0.001, 86400.0))
+      ->check(SecondsIn(0.001, 86400))
       ->capture_default_str();
   if (const char* node = std::getenv("NODE_NAME"); node != nullptr) flags.node_name = node;
   app.add_option("--kubeconfig", flags.kubeconfig,
@@ -228,7 +243,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--publish-interval", flags.publish_interval_s,
                  "Seconds between GPUNode status updates (the heartbeat)")
-      ->check(CLI::PositiveNumber)
+      ->check(SecondsIn(0.001, 86400))
       ->capture_default_str();
   app.add_flag("--no-publish", flags.no_publish, "Do not publish the GPUNode");
   app.add_flag("--trust-register", flags.trust_register,

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/agent/peer_process.h"
+#include "tests/agent/socket_test_util.h"
 #include "tests/support/eventually.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -29,6 +30,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
+using ::wavepool::agent::testing::RawClient;
 using ::wavepool::testing::Eventually;
 using ::wavepool::testing::IsOkAndHolds;
 using ::wavepool::testing::StatusIs;
@@ -42,6 +44,14 @@ class FixedIdentity final : public PeerIdentity {
  public:
   absl::StatusOr<WorkerIdentity> Resolve(pid_t pid) override {
     absl::MutexLock lock(&mu);
+    if (hold_next) {
+      // As a lookup waiting for an API server that does not answer: until Release (bounded, so
+      // that a broken agent fails the test instead of hanging it).
+      hold_next = false;
+      holding = true;
+      mu.AwaitWithTimeout(absl::Condition(&released), absl::Seconds(60));
+      holding = false;
+    }
     auto it = workers.find(pid);
     if (it == workers.end()) return absl::NotFoundError("no pod of this node runs it");
     return it->second;
@@ -50,10 +60,27 @@ class FixedIdentity final : public PeerIdentity {
     absl::MutexLock lock(&mu);
     workers[pid] = std::move(identity);
   }
+  // The next Resolve waits until Release.
+  void HoldNext() {
+    absl::MutexLock lock(&mu);
+    hold_next = true;
+    released = false;
+  }
+  bool Holding() {
+    absl::MutexLock lock(&mu);
+    return holding;
+  }
+  void Release() {
+    absl::MutexLock lock(&mu);
+    released = true;
+  }
 
  private:
   absl::Mutex mu;
   std::map<pid_t, WorkerIdentity> workers ABSL_GUARDED_BY(mu);
+  bool hold_next ABSL_GUARDED_BY(mu) = false;
+  bool holding ABSL_GUARDED_BY(mu) = false;
+  bool released ABSL_GUARDED_BY(mu) = true;
 };
 
 class AdversarialRegister : public ::testing::Test {
@@ -79,7 +106,10 @@ class AdversarialRegister : public ::testing::Test {
     identity_.Set(kForegroundPid, Identity("team-a", "train", "train-0", Role::kForeground, {0}));
     identity_.Set(kBackgroundPid, Identity("team-b", "sweep", "sweep-0", Role::kBackground, {0}));
   }
-  void TearDown() override { agent_.reset(); }
+  void TearDown() override {
+    identity_.Release();
+    agent_.reset();
+  }
 
   WorkerIdentity Identity(const std::string& ns, const std::string& job, const std::string& pod,
                           Role role, const std::vector<int>& gpus) {
@@ -248,6 +278,82 @@ TEST_F(AdversarialRegister, OnePeerCannotHoldEveryConnection) {
   EXPECT_EQ((*foreground)->registration().credit_limit, 2u);
   (*foreground)->Close();
   EXPECT_TRUE(Eventually([&] { return agent_->Status().gpus[0].tasks.empty(); }, kCatchUp));
+}
+
+TEST_F(AdversarialRegister, ReportsThatGoBackInTimeAreRefusedAndKeepNothing) {
+  RegisterBoth();
+  ASSERT_OK(agent_->OnReport(1, ReportMemory{{{1000, 10, 20}, {2000, 11, 20}}}));
+  // A second report starting before the first one's last sample (equal times are in order).
+  EXPECT_THAT(agent_->OnReport(1, ReportMemory{{{1500, 12, 20}, {3000, 13, 20}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("ReportMemory.samples[0].time_ns: 1500 < the task's previous "
+                                 "sample's time_ns 2000")));
+  ASSERT_OK(agent_->OnReport(1, ReportMemory{{{2000, 14, 20}}}));
+  // A reader that read up to a time gets each later sample once, none repeated.
+  const std::vector<MemorySample> kept = agent_->TaskMemorySamples(0, kForegroundPid, 0);
+  ASSERT_THAT(kept, SizeIs(3));
+  EXPECT_EQ(kept.back().allocated_bytes, 14u);
+  EXPECT_THAT(agent_->TaskMemorySamples(0, kForegroundPid, 2000), SizeIs(0));
+
+  // Each wave keeps its own order; the waves may interleave.
+  ASSERT_OK(agent_->OnReport(1, ReportWaveMemory{{{0, 5000, 1}, {1, 1000, 1}}}));
+  ASSERT_OK(agent_->OnReport(1, ReportWaveMemory{{{1, 2000, 1}, {0, 5000, 1}}}));
+  EXPECT_THAT(agent_->OnReport(1, ReportWaveMemory{{{1, 3000, 1}, {0, 4000, 1}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("ReportWaveMemory.samples[1].time_ns: 4000 < the task's "
+                                 "previous sample's time_ns 5000 of wave 0")));
+  ASSERT_OK(
+      agent_->OnReport(1, ReportWaveMemory{{{1, 2500, 1}}}));  // the refused 3000 was not kept
+}
+
+TEST_F(AdversarialRegister, AHugeIterationTimeIsRefusedAndTheTaskKeepsItsProgress) {
+  RegisterBoth();
+  ASSERT_OK(agent_->OnReport(1, ReportIteration{1, 0.5, 64}));
+  // Finite, but two such reports would make the task's iteration-time sum infinite.
+  EXPECT_THAT(agent_->OnReport(1, ReportIteration{2, 1e308, 64}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("iteration seconds")));
+  for (const TaskStatus& task : agent_->Status().gpus[0].tasks) {
+    if (task.role != Role::kForeground) continue;
+    ASSERT_TRUE(task.last_iteration.has_value());
+    EXPECT_EQ(task.last_iteration->iteration, 1u);
+  }
+}
+
+TEST_F(AdversarialRegister, AWorkerWhoseIdentityLookupHangsStallsNoOtherWorker) {
+  identity_.Set(getpid(), Foreground());
+  AgentClient::Options options;
+  options.socket_path = agent_->socket_path();
+  options.registration = Request(Foreground());
+  options.flush_interval = std::chrono::milliseconds(1);
+  options.log = [](std::string_view) {};
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<AgentClient> foreground, AgentClient::Connect(options));
+
+  // A process the identity source cannot answer for (an API server that hangs on its pod
+  // listing) registers.
+  identity_.HoldNext();
+  RawClient stuck(agent_->socket_path());
+  ASSERT_TRUE(stuck.SendWithDescriptors(Request(Background())));
+  ASSERT_TRUE(Eventually([&] { return identity_.Holding(); }, kCatchUp));
+
+  // Meanwhile the registered foreground's reports still reach the agent, and its goodbye closes
+  // its session.
+  ASSERT_OK(foreground->ReportIteration({1, 0.25, 64}));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::vector<TaskStatus> tasks = agent_->Status().gpus[0].tasks;
+        return tasks.size() == 1 && tasks[0].last_iteration.has_value();
+      },
+      kCatchUp));
+  EXPECT_TRUE(identity_.Holding());
+  foreground->Close();
+  EXPECT_TRUE(Eventually([&] { return agent_->Status().gpus[0].tasks.empty(); }, kCatchUp));
+
+  // Once the lookup answers, the stuck worker gets its answer: this process is the foreground's.
+  identity_.Release();
+  ASSERT_OK_AND_ASSIGN(Frame answer, stuck.Receive());
+  ASSERT_TRUE(std::holds_alternative<ErrorReply>(answer.message));
+  EXPECT_EQ(std::get<ErrorReply>(answer.message).code, absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::get<ErrorReply>(answer.message).message, HasSubstr("Register.role"));
 }
 
 }  // namespace

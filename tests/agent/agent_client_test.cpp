@@ -241,6 +241,10 @@ TEST_F(AgentClientTest, RejectsReportsThatCannotBeEncoded) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("time order")));
   EXPECT_THAT(client->ReportIteration({1, -1.0, 1}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("seconds")));
+  // Finite but past the protocol's bound (the agent's sums would overflow): refused here, not
+  // a dropped connection later.
+  EXPECT_THAT(client->ReportIteration({1, 1e308, 1}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("<= 1e+06, got 1e+308")));
   client->Close();
   EXPECT_THAT(client->ReportOp({1, OpKind::kCompute, 1}),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("closed")));

@@ -471,12 +471,13 @@ TEST(Metrics, AddTaskRejectsUnknownGpuEmptyNamesAndUnknownRole) {
   }
 }
 
-TEST(Metrics, ObserveIterationRejectsNegativeOrNonFiniteDurations) {
+TEST(Metrics, ObserveIterationRejectsNegativeNonFiniteOrHugeDurations) {
   auto metrics = MakeMetrics();
   ASSERT_NE(metrics, nullptr);
   ASSERT_OK_AND_ASSIGN(TaskMetrics * task, metrics->AddTask(Task("w", Role::kForeground)));
-  for (double bad :
-       {-1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+  // 1e308: finite, but two of them would make the histogram's sum infinite.
+  for (double bad : {-1.0, std::numeric_limits<double>::quiet_NaN(),
+                     std::numeric_limits<double>::infinity(), 1e308}) {
     EXPECT_THAT(task->ObserveIteration(Seconds(bad), 8),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("iteration seconds")));
   }

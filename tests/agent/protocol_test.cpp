@@ -158,7 +158,7 @@ TEST(Protocol, ReportWaveMemoryFrameHasTheDocumentedBytes) {
 
 TEST(Protocol, IterationGoodbyeErrorAndPolicyRoundTrip) {
   RoundTrip(ReportIteration{UINT64_MAX, 0.0, UINT64_MAX});
-  RoundTrip(ReportIteration{1, 1e9, 0});
+  RoundTrip(ReportIteration{1, kMaxIterationSeconds, 0});
   RoundTrip(Goodbye{});
   for (int code = 1; code <= 16; ++code) {
     const Message decoded = RoundTrip(ErrorReply{static_cast<absl::StatusCode>(code), kLongest});
@@ -352,12 +352,16 @@ TEST(Protocol, FramesOfThePreviousVersionDecodeAndEncode) {
 }
 
 TEST(Protocol, DecodeRejectsBadIterationErrorAndPolicy) {
-  for (double bad : {-0.001, std::nan(""), HUGE_VAL}) {
+  // Finite values past kMaxIterationSeconds too: two of 1e308 would sum to infinity.
+  for (double bad : {-0.001, std::nan(""), HUGE_VAL, 1e308, kMaxIterationSeconds * 1.000001}) {
     std::uint64_t bits;
     std::memcpy(&bits, &bad, sizeof bits);
     ExpectDecodeError(RawFrame(MessageType::kReportIteration, Le(1, 8) + Le(bits, 8) + Le(1, 8)),
-                      "ReportIteration.seconds: must be a finite value >= 0");
+                      "ReportIteration.seconds: must be a finite value >= 0 and <= 1e+06");
+    EXPECT_THAT(EncodeFrame(ReportIteration{1, bad, 1}, 1),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ReportIteration.seconds")));
   }
+  ASSERT_OK(EncodeFrame(ReportIteration{1, kMaxIterationSeconds, 1}, 1).status());
   ExpectDecodeError(RawFrame(MessageType::kError, Le(0, 2) + Le(0, 2)), "Error.code: 0 is not");
   ExpectDecodeError(RawFrame(MessageType::kError, Le(17, 2) + Le(0, 2)), "Error.code: 17 is not");
   ExpectDecodeError(RawFrame(MessageType::kError, Le(2, 2) + Le(254, 2) + kTooLong),

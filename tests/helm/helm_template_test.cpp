@@ -378,6 +378,7 @@ TEST_F(HelmTemplateTest, BadValuesAreRefusedNamingTheValue) {
       {"agent.devices=gpu", "/agent/devices"},
       {"agent.slotsPerGpu=64", "/agent/slotsPerGpu"},
       {"agent.hostDir=relative/dir", "/agent/hostDir"},
+      {"agent.publishIntervalSeconds=1e10", "/agent/publishIntervalSeconds"},
       {"controller.workers=0", "/controller/workers"},
       {"controller.httpPort=70000", "/controller/httpPort"},
       {"controller.allowHostPaths[0]=datasets", "/controller/allowHostPaths/0"},

@@ -238,9 +238,11 @@ absl::Status AgentClient::ReportWaveMemory(const WaveMemorySample& sample) {
 }
 
 absl::Status AgentClient::ReportIteration(const agent::ReportIteration& report) {
-  if (!(std::isfinite(report.seconds) && report.seconds >= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ReportIteration: seconds must be a finite value >= 0, got ", report.seconds));
+  // As the protocol limits it (NaN fails both comparisons).
+  if (!(report.seconds >= 0 && report.seconds <= kMaxIterationSeconds)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ReportIteration: seconds must be a finite value >= 0 and <= ", kMaxIterationSeconds,
+        ", got ", report.seconds));
   }
   absl::MutexLock lock(&mu_);
   if (closing_.load(std::memory_order_acquire)) {

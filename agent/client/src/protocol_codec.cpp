@@ -167,9 +167,10 @@ absl::Status Validate(const ReportWaveMemory& m) {
 }
 
 absl::Status Validate(const ReportIteration& m) {
-  if (std::isfinite(m.seconds) && m.seconds >= 0) return absl::OkStatus();
-  return FieldPath{kReportIteration, "seconds"}.Error(
-      absl::StrCat("must be a finite value >= 0, got ", m.seconds));
+  // NaN fails every comparison, so it fails this one.
+  if (m.seconds >= 0 && m.seconds <= kMaxIterationSeconds) return absl::OkStatus();
+  return FieldPath{kReportIteration, "seconds"}.Error(absl::StrCat(
+      "must be a finite value >= 0 and <= ", kMaxIterationSeconds, ", got ", m.seconds));
 }
 
 absl::Status Validate(const Goodbye&) { return absl::OkStatus(); }

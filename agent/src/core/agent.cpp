@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -66,6 +67,39 @@ constexpr std::size_t kMaxConnectionsPerPod = 16;
 std::vector<MemoryPoint> AllocatedPoints(const std::deque<MemorySample>& reports) {
   return PointsFromAllocatorSamples(std::vector<MemorySample>(reports.begin(), reports.end()),
                                     AllocatorField::kAllocated);
+}
+
+// The protocol keeps a report's samples in time order (DecodeFrame); these keep them in order
+// across a task's reports, which TaskMemorySamples' readers and the wave analysis rely on.
+// InvalidArgument naming the first sample that goes back in time; nothing of the report is kept.
+absl::Status CheckMemoryOrder(const std::deque<MemorySample>& kept, const ReportMemory& report) {
+  if (kept.empty() || report.samples.empty()) return absl::OkStatus();
+  const std::int64_t last = kept.back().time_ns;
+  if (report.samples.front().time_ns >= last) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("ReportMemory.samples[0].time_ns: ", report.samples.front().time_ns,
+                   " < the task's previous sample's time_ns ", last,
+                   " (samples must stay in time order across reports)"));
+}
+
+absl::Status CheckWaveMemoryOrder(const std::map<std::uint8_t, std::deque<MemorySample>>& kept,
+                                  const ReportWaveMemory& report) {
+  // Only a wave's first sample in a report can go back (DecodeFrame orders the rest); indexed by
+  // any u8, whatever the caller passes.
+  std::array<bool, 256> checked{};
+  for (std::size_t i = 0; i < report.samples.size(); ++i) {
+    const WaveMemorySample& sample = report.samples[i];
+    if (std::exchange(checked[sample.wave], true)) continue;
+    auto wave = kept.find(sample.wave);
+    if (wave == kept.end() || wave->second.empty()) continue;
+    const std::int64_t last = wave->second.back().time_ns;
+    if (sample.time_ns >= last) continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReportWaveMemory.samples[", i, "].time_ns: ", sample.time_ns,
+                     " < the task's previous sample's time_ns ", last, " of wave ", sample.wave,
+                     " (a wave's samples must stay in time order across reports)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -452,11 +486,20 @@ void Agent::SendPolicy(const Task& task) {
   (void)server_->Send(task.session, policy);
 }
 
+absl::StatusOr<std::optional<WorkerIdentity>> Agent::IdentifyPeer(const PeerCredentials& peer,
+                                                                  const RegisterRequest& request) {
+  return internal::CheckRegister(options_.trust_register ? nullptr : options_.identity, peer,
+                                 request);
+}
+
 absl::StatusOr<Registered> Agent::OnRegister(SessionId session, const PeerCredentials& peer,
                                              const RegisterRequest& request) {
-  // Who the peer is, before the lock: the identity source may wait for the API server.
-  const absl::StatusOr<std::optional<WorkerIdentity>> identity =
-      internal::CheckRegister(options_.trust_register ? nullptr : options_.identity, peer, request);
+  return OnIdentifiedRegister(session, peer, request, IdentifyPeer(peer, request));
+}
+
+absl::StatusOr<Registered> Agent::OnIdentifiedRegister(
+    SessionId session, const PeerCredentials& peer, const RegisterRequest& request,
+    const absl::StatusOr<std::optional<WorkerIdentity>>& identity) {
   absl::MutexLock lock(&mu_);
   auto reject = [&](absl::Status status) {
     metrics_->CountRegistration(request.role, status.code() == absl::StatusCode::kResourceExhausted
@@ -543,10 +586,12 @@ absl::Status Agent::OnReport(SessionId session, const Message& report) {
     }
   } else if (const auto* memory = std::get_if<ReportMemory>(&report)) {
     metrics_->CountReport(ReportType::kMemory);
+    WAVEPOOL_RETURN_IF_ERROR(CheckMemoryOrder(task.memory, *memory));
     for (const MemorySample& sample : memory->samples) task.memory.push_back(sample);
     while (task.memory.size() > kMaxTaskMemorySamples) task.memory.pop_front();
   } else if (const auto* waves = std::get_if<ReportWaveMemory>(&report)) {
     metrics_->CountReport(ReportType::kWaveMemory);
+    WAVEPOOL_RETURN_IF_ERROR(CheckWaveMemoryOrder(task.wave_memory, *waves));
     for (const WaveMemorySample& sample : waves->samples) {
       std::deque<MemorySample>& wave = task.wave_memory[sample.wave];
       wave.push_back({sample.time_ns, sample.allocated_bytes, 0});

@@ -118,10 +118,12 @@ TaskMetrics::~TaskMetrics() = default;
 
 absl::Status TaskMetrics::ObserveIteration(Seconds duration, std::uint64_t samples) {
   const double seconds = duration.count();
-  if (!std::isfinite(seconds) || seconds < 0) {
+  // The protocol's bound (NaN fails both comparisons): the histogram's sum stays finite.
+  if (!(seconds >= 0 && seconds <= kMaxIterationSeconds)) {
     return absl::InvalidArgumentError(
         absl::StrCat("task ", labels_.namespace_name, "/", labels_.pod,
-                     ": iteration seconds: must be finite and >= 0, got ", seconds));
+                     ": iteration seconds: must be finite, >= 0 and <= ", kMaxIterationSeconds,
+                     ", got ", seconds));
   }
   series_->iteration.Observe(seconds);
   series_->samples.Increment(static_cast<double>(samples));

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/identify_queue.h"
 #include "server/unix_listener.h"
 #include "wavepool/base/errno_error.h"
 #include "wavepool/base/status_macros.h"
@@ -44,6 +45,18 @@ void PatchHeader(std::string& frame, std::uint16_t version, std::uint32_t sequen
 
 }  // namespace
 
+absl::StatusOr<std::optional<WorkerIdentity>> SessionHandler::IdentifyPeer(const PeerCredentials&,
+                                                                           const RegisterRequest&) {
+  return std::optional<WorkerIdentity>();
+}
+
+absl::StatusOr<Registered> SessionHandler::OnIdentifiedRegister(
+    SessionId session, const PeerCredentials& peer, const RegisterRequest& request,
+    const absl::StatusOr<std::optional<WorkerIdentity>>& identity) {
+  if (!identity.ok()) return identity.status();
+  return OnRegister(session, peer, request);
+}
+
 // Owns the listener, the epoll instance and every connection; runs on the server's thread only.
 class SocketServer::Loop {
  public:
@@ -69,6 +82,8 @@ class SocketServer::Loop {
     // answer is sent in.
     std::uint16_t version = kProtocolVersion;
     bool registered = false;
+    // Register arrived and waits for IdentifyPeer's answer: later frames stay unread till then.
+    std::optional<RegisterRequest> identifying;
     bool writing = false;  // EPOLLOUT is armed
     std::string output;
     std::size_t written = 0;
@@ -81,7 +96,8 @@ class SocketServer::Loop {
   bool OnReadable(Connection& c);
   bool ProcessFrames(Connection& c);
   bool HandleFrame(Connection& c, Frame& frame);
-  bool Register(Connection& c, const RegisterRequest& request);
+  bool Register(Connection& c, RegisterRequest request);
+  bool FinishRegister(Connection& c, const absl::StatusOr<std::optional<WorkerIdentity>>& identity);
   bool Queue(Connection& c, std::string frame, std::vector<SharedFd> fds = {});
   bool Flush(Connection& c);
   bool Fail(Connection& c, const absl::Status& error, bool protocol_error = false);
@@ -91,6 +107,7 @@ class SocketServer::Loop {
   void Admit(int fd);
   void CloseOldestUnregistered();
   void DeliverOutbox();
+  void DeliverIdentities();
   void ExpireRegistrations();
   int NextTimeoutMs() const;
   void SetEvents(int fd, std::uint64_t token, std::uint32_t events);
@@ -149,6 +166,7 @@ void SocketServer::Loop::Run() {
       if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) OnReadable(c);
     }
     DeliverOutbox();
+    DeliverIdentities();
     ExpireRegistrations();
     if (accept_paused_ && SteadyClock::now() >= accept_resume_) {
       accept_paused_ = false;
@@ -255,6 +273,7 @@ void SocketServer::Loop::Close(Connection& c, bool said_goodbye) {
   const SessionId id = c.id;
   const bool registered = c.registered;
   if (!registered) --unregistered_;
+  if (c.identifying) server_->identify_->Cancel(id);
   if (auto group = group_connections_.find(c.group);
       group != group_connections_.end() && --group->second == 0) {
     group_connections_.erase(group);
@@ -300,13 +319,20 @@ bool SocketServer::Loop::OnReadable(Connection& c) {
     }
     c.reader.Append(std::string_view(buffer, static_cast<std::size_t>(n)));
     if (!ProcessFrames(c)) return false;
-    // What is left is a partial frame: before Register it must stay small.
+    // What is left is a partial frame, or frames sent after a Register that is being identified:
+    // before the session is registered it must stay small.
     if (!c.registered && c.reader.buffered_bytes() > server_->options_.max_unregistered_bytes) {
+      const std::size_t limit = server_->options_.max_unregistered_bytes;
       return Fail(
           c,
-          absl::InvalidArgumentError(absl::StrCat(
-              c.reader.buffered_bytes(), " bytes before Register (a Register takes at most ",
-              server_->options_.max_unregistered_bytes, ")")),
+          absl::InvalidArgumentError(
+              c.identifying
+                  ? absl::StrCat(
+                        c.reader.buffered_bytes(),
+                        " bytes sent after Register before the agent answered it (at most ", limit,
+                        " may wait)")
+                  : absl::StrCat(c.reader.buffered_bytes(),
+                                 " bytes before Register (a Register takes at most ", limit, ")")),
           /*protocol_error=*/true);
     }
     if (static_cast<std::size_t>(n) < sizeof buffer) return true;
@@ -315,12 +341,14 @@ bool SocketServer::Loop::OnReadable(Connection& c) {
 }
 
 bool SocketServer::Loop::ProcessFrames(Connection& c) {
-  for (;;) {
+  // While Register is being identified the frames after it wait: their meaning depends on it.
+  while (!c.identifying) {
     absl::StatusOr<std::optional<Frame>> next = c.reader.Next();
     if (!next.ok()) return Fail(c, next.status(), /*protocol_error=*/true);
     if (!next->has_value()) return true;
     if (!HandleFrame(c, **next)) return false;
   }
+  return true;
 }
 
 bool SocketServer::Loop::HandleFrame(Connection& c, Frame& frame) {
@@ -351,7 +379,7 @@ bool SocketServer::Loop::HandleFrame(Connection& c, Frame& frame) {
       if (absl::Status adopted = AdoptDescriptors(&frame.message, &c.received_fds); !adopted.ok()) {
         return Fail(c, adopted, /*protocol_error=*/true);
       }
-      return Register(c, std::get<RegisterRequest>(frame.message));
+      return Register(c, std::get<RegisterRequest>(std::move(frame.message)));
     case MessageType::kReportOps:
     case MessageType::kReportMemory:
     case MessageType::kReportWaveMemory:
@@ -388,12 +416,25 @@ bool SocketServer::Loop::HandleFrame(Connection& c, Frame& frame) {
   return true;
 }
 
-bool SocketServer::Loop::Register(Connection& c, const RegisterRequest& request) {
+bool SocketServer::Loop::Register(Connection& c, RegisterRequest request) {
+  // Who the peer is may take the identity source a while: asked off the loop (DeliverIdentities
+  // finishes). The identity threads never see the worker's segment.
+  internal::IdentifyQueue::Request identify{c.id, c.peer, request};
+  identify.request.worker_segment = SharedFd();
+  c.identifying = std::move(request);
+  server_->identify_->Submit(std::move(identify));
+  return true;
+}
+
+bool SocketServer::Loop::FinishRegister(
+    Connection& c, const absl::StatusOr<std::optional<WorkerIdentity>>& identity) {
+  const RegisterRequest request = *std::exchange(c.identifying, std::nullopt);
   {
     absl::MutexLock lock(&server_->mu_);
-    server_->open_sessions_.insert(c.id);  // so that OnRegister may Send already
+    server_->open_sessions_.insert(c.id);  // so that OnIdentifiedRegister may Send already
   }
-  absl::StatusOr<Registered> registered = server_->handler_->OnRegister(c.id, c.peer, request);
+  absl::StatusOr<Registered> registered =
+      server_->handler_->OnIdentifiedRegister(c.id, c.peer, request, identity);
   if (!registered.ok()) {
     {
       absl::MutexLock lock(&server_->mu_);
@@ -486,6 +527,17 @@ void SocketServer::Loop::DeliverOutbox() {
   }
 }
 
+void SocketServer::Loop::DeliverIdentities() {
+  for (internal::IdentifyQueue::Answer& answer : server_->identify_->TakeAnswers()) {
+    auto it = connections_.find(answer.session);
+    // Closed meanwhile (EOF, its deadline, the unregistered limit): nobody waits for it.
+    if (it == connections_.end() || !it->second->identifying) continue;
+    Connection& c = *it->second;
+    // The frames that arrived meanwhile are handled now, in order.
+    if (FinishRegister(c, answer.identity)) ProcessFrames(c);
+  }
+}
+
 void SocketServer::Loop::ExpireRegistrations() {
   const auto now = SteadyClock::now();
   while (!register_deadlines_.empty() && register_deadlines_.front().first <= now) {
@@ -493,9 +545,15 @@ void SocketServer::Loop::ExpireRegistrations() {
     register_deadlines_.pop_front();
     auto it = connections_.find(id);
     if (it == connections_.end() || it->second->registered) continue;
-    Fail(*it->second, absl::DeadlineExceededError(absl::StrCat(
-                          "no Register within ", server_->options_.register_timeout.count(),
-                          " ms of connecting")));
+    const auto timeout = server_->options_.register_timeout.count();
+    Fail(*it->second,
+         absl::DeadlineExceededError(
+             it->second->identifying
+                 ? absl::StrCat("Register: the identity of process ", it->second->peer.pid,
+                                " was not known within ", timeout,
+                                " ms of connecting (the agent's identity source is slow or "
+                                "unreachable); try again")
+                 : absl::StrCat("no Register within ", timeout, " ms of connecting")));
   }
 }
 
@@ -521,6 +579,11 @@ absl::StatusOr<std::unique_ptr<SocketServer>> SocketServer::Start(Options option
   if (options.register_timeout.count() <= 0) {
     return absl::InvalidArgumentError("SocketServer::Options.register_timeout: must be > 0");
   }
+  if (options.identity_threads < 1 || options.identity_threads > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SocketServer::Options.identity_threads: must be in [1, 64], got ",
+                     options.identity_threads));
+  }
   if (options.max_output_bytes < 1024) {
     return absl::InvalidArgumentError(absl::StrCat(
         "SocketServer::Options.max_output_bytes: must be >= 1024, got ", options.max_output_bytes));
@@ -535,6 +598,11 @@ absl::StatusOr<std::unique_ptr<SocketServer>> SocketServer::Start(Options option
   server->loop_ = std::make_unique<Loop>(server.get(), std::move(listener), epoll_fd);
   server->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (server->wake_fd_ < 0) return ErrnoError(errno, "agent socket: eventfd");
+  server->identify_ = std::make_unique<internal::IdentifyQueue>(
+      handler, server->options_.identity_threads, [s = server.get()] {
+        absl::MutexLock lock(&s->mu_);
+        if (s->wake_fd_ >= 0) eventfd_write(s->wake_fd_, 1);
+      });
   for (auto [fd, token] :
        {std::pair{listener_fd, kListenerToken}, {server->wake_fd_, kWakeToken}}) {
     epoll_event event{};
@@ -583,7 +651,8 @@ void SocketServer::Stop() {
   absl::MutexLock lock(&stop_mu_);
   if (wake_fd_ >= 0) eventfd_write(wake_fd_, 1);
   if (thread_.joinable()) thread_.join();
-  loop_.reset();  // closes the sockets and removes the socket file
+  if (identify_ != nullptr) identify_->Stop();  // after the loop: it no longer submits
+  loop_.reset();                                // closes the sockets and removes the socket file
   absl::MutexLock sends(&mu_);
   open_sessions_.clear();
   if (wake_fd_ >= 0) close(std::exchange(wake_fd_, -1));

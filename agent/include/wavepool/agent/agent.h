@@ -3,7 +3,7 @@
 // waves, and exports everything as Prometheus metrics. Status() is also what the node's GPUNode
 // publishes (gpunode_publisher.h).
 //
-// An Agent is safe for concurrent use: the socket server's thread calls the SessionHandler
+// An Agent is safe for concurrent use: the socket server's threads call the SessionHandler
 // methods, its own control thread samples and applies policy, and Status() may be called from
 // anywhere. It borrows the clock and the command runner (both must outlive it) and owns the rest.
 #ifndef WAVEPOOL_AGENT_AGENT_H_
@@ -145,7 +145,15 @@ class Agent final : public SessionHandler {
   std::uint16_t metrics_port() const { return metrics_->port(); }
   AgentMetrics& metrics() { return *metrics_; }
 
-  // SessionHandler (called by the socket server's thread).
+  // SessionHandler. IdentifyPeer runs on the socket server's identity threads (it may wait for
+  // the identity source), the others on its event-loop thread.
+  absl::StatusOr<std::optional<WorkerIdentity>> IdentifyPeer(
+      const PeerCredentials& peer, const RegisterRequest& request) override;
+  absl::StatusOr<Registered> OnIdentifiedRegister(
+      SessionId session, const PeerCredentials& peer, const RegisterRequest& request,
+      const absl::StatusOr<std::optional<WorkerIdentity>>& identity) override;
+  // Both steps of a registration at once, on the caller's thread (so it may block as
+  // IdentifyPeer does): for callers outside the socket server.
   absl::StatusOr<Registered> OnRegister(SessionId session, const PeerCredentials& peer,
                                         const RegisterRequest& request) override;
   absl::Status OnReport(SessionId session, const Message& report) override;

@@ -156,7 +156,8 @@ class TaskMetrics {
   const TaskLabels& labels() const { return labels_; }
 
   // One finished iteration. InvalidArgument (and nothing recorded) for a negative or non-finite
-  // duration: a worker's bad report must not corrupt the histogram's sum.
+  // duration, or one over kMaxIterationSeconds: a worker's bad report must not corrupt the
+  // histogram's sum.
   absl::Status ObserveIteration(Seconds duration, std::uint64_t samples);
   // Sets the credit gauges and adds what the totals grew by since the previous reading. A total
   // below the previous reading means the slot's statistics restarted: all of it is new.

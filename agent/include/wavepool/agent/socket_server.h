@@ -12,7 +12,8 @@
 //  - FailedPrecondition: a sequence number that is not the next one, a first message that is not
 //    Register, a second Register, a frame in another protocol version than the Register's (the
 //    agent answers each connection in its Register's version).
-//  - DeadlineExceeded: no Register within Options::register_timeout.
+//  - DeadlineExceeded: no Register within Options::register_timeout, or no answer from
+//    IdentifyPeer by then.
 //  - ResourceExhausted: more than Options::max_connections connections at once, or more than
 //    max_connections_per_group from one connection group (one pod, or one process). A connection
 //    beyond max_unregistered that have not registered yet is admitted and closes the oldest of
@@ -27,7 +28,7 @@
 //
 // Thread safety: Send and Stop are safe from any thread; Send also from inside a handler callback.
 // Ownership: the server borrows the handler, which must outlive it. The socket file is removed
-// by Stop (if it is still the server's).
+// by Stop (if it is still the server's). Stop waits for the IdentifyPeer calls under way.
 #ifndef WAVEPOOL_AGENT_SOCKET_SERVER_H_
 #define WAVEPOOL_AGENT_SOCKET_SERVER_H_
 
@@ -39,6 +40,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -52,8 +54,12 @@
 #include "wavepool/agent/client/gate_memory.h"
 #include "wavepool/agent/client/log_sink.h"
 #include "wavepool/agent/client/protocol.h"
+#include "wavepool/agent/peer_identity.h"
 
 namespace wavepool::agent {
+namespace internal {
+class IdentifyQueue;  // server/identify_queue.h
+}  // namespace internal
 
 // The connecting process as the kernel saw it at connect time (SO_PEERCRED).
 struct PeerCredentials {
@@ -65,13 +71,31 @@ struct PeerCredentials {
 // Identifies one connection for the life of the server; never reused.
 using SessionId = std::uint64_t;
 
-// The agent core's side of the server. Every call comes from the server's thread, one at a time,
-// and must not block (no I/O that can stall, no waiting on another thread that calls Stop).
+// The agent core's side of the server. Every call but IdentifyPeer comes from the server's thread,
+// one at a time, and must not block (no I/O that can stall, no waiting on another thread that
+// calls Stop).
+//
+// A Register is handled in two steps, so that what may block never runs on the server's thread:
+// IdentifyPeer on one of the server's identity threads, then, once it answered and only if the
+// connection is still open and within its register deadline, OnIdentifiedRegister on the server's
+// thread with that answer. Meanwhile the connection's later frames wait unread (bounded by
+// Options::max_unregistered_bytes) and every other connection is served.
 class SessionHandler {
  public:
   virtual ~SessionHandler() = default;
-  // A worker registers. The result is sent back as Registered; an error is sent as Error and the
-  // connection closed (OnClosed is not called then: the session never opened).
+  // Who the peer of a Register is (peer_identity.h): the step that may block, for up to the
+  // identity source's timeout. Called on an identity thread, concurrently with the other calls
+  // (and with other IdentifyPeer calls); must not call SocketServer::Stop. nullopt: the handler
+  // takes Register at its word. Default: nullopt.
+  virtual absl::StatusOr<std::optional<WorkerIdentity>> IdentifyPeer(
+      const PeerCredentials& peer, const RegisterRequest& request);
+  // The worker registers, as `identity` (IdentifyPeer's answer, an error included). The result is
+  // sent back as Registered; an error is sent as Error and the connection closed (OnClosed is not
+  // called then: the session never opened). Default: IdentifyPeer's error, else OnRegister.
+  virtual absl::StatusOr<Registered> OnIdentifiedRegister(
+      SessionId session, const PeerCredentials& peer, const RegisterRequest& request,
+      const absl::StatusOr<std::optional<WorkerIdentity>>& identity);
+  // A worker registers, for a handler that keeps the default OnIdentifiedRegister.
   virtual absl::StatusOr<Registered> OnRegister(SessionId session, const PeerCredentials& peer,
                                                 const RegisterRequest& request) = 0;
   // A ReportOps, ReportMemory, ReportWaveMemory or ReportIteration of a registered session, in the
@@ -104,9 +128,13 @@ class SocketServer {
     std::size_t max_unregistered = 64;
     std::size_t max_unregistered_bytes = 16 * 1024;
     // A connection that has not registered by then is closed (a silent client cannot hold one of
-    // max_connections). Registered sessions have no idle limit: a worker may be quiet for long,
-    // and its death always shows as EOF on a unix socket.
+    // max_connections), also one whose IdentifyPeer has not answered by then. Registered sessions
+    // have no idle limit: a worker may be quiet for long, and its death always shows as EOF on a
+    // unix socket.
     std::chrono::milliseconds register_timeout{5000};
+    // Threads that run IdentifyPeer: each slow answer holds one, and Registers wait for a free
+    // one in arrival order (at most max_unregistered of them).
+    std::size_t identity_threads = 2;
     // Unsent bytes queued for one worker (Registered, Policy, Error) before it is disconnected.
     std::size_t max_output_bytes = 256 * 1024;
     LogSink log = LogToStderr;
@@ -131,9 +159,10 @@ class SocketServer {
   // Queues `foregrounds` (with its descriptors) the same way; InvalidArgument if it does not
   // encode or a segment has no descriptor.
   absl::Status Send(SessionId session, const Foregrounds& foregrounds);
-  // Closes every connection (OnClosed for registered sessions), stops and joins the loop, removes
-  // the socket file. Idempotent. From inside a handler callback it only asks the loop to stop
-  // (it cannot join its own thread); the destructor joins later.
+  // Closes every connection (OnClosed for registered sessions), stops and joins the loop and the
+  // identity threads (after the IdentifyPeer calls under way), removes the socket file.
+  // Idempotent. From inside a handler callback it only asks the loop to stop (it cannot join its
+  // own thread); the destructor joins later. REQUIRES: not called from IdentifyPeer.
   void Stop();
 
   const std::string& path() const { return options_.path; }
@@ -154,6 +183,7 @@ class SocketServer {
 
   const Options options_;
   SessionHandler* const handler_;
+  std::unique_ptr<internal::IdentifyQueue> identify_;  // IdentifyPeer, off the loop
   std::unique_ptr<Loop> loop_;  // owns the sockets; touched only by thread_ after Start
   std::thread thread_;
   int wake_fd_ = -1;

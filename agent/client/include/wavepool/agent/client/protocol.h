@@ -73,6 +73,9 @@ inline constexpr std::uint32_t kMaxMemorySamplesPerReport = 32768;
 inline constexpr std::uint32_t kMaxWavesPerTask = 8;
 // Op groups are numbered 0..kMaxOpGroups-1 within a job (the gate's sensitive set is a bitmap).
 inline constexpr std::uint32_t kMaxOpGroups = 4096;
+// ReportIteration.seconds: far beyond any training step (11.6 days), and small enough that the
+// agent's sums of a task's iteration times stay finite for any number of reports.
+inline constexpr double kMaxIterationSeconds = 1e6;
 
 enum class Role : std::uint8_t { kForeground = 1, kBackground = 2 };
 
@@ -180,7 +183,7 @@ struct ReportWaveMemory {
 
 struct ReportIteration {
   std::uint64_t iteration = 0;
-  double seconds = 0;  // finite, >= 0
+  double seconds = 0;  // finite, in [0, kMaxIterationSeconds]
   std::uint64_t samples = 0;
 };
 
