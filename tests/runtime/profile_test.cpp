@@ -221,7 +221,7 @@ TEST(ProfileCommand, BadFlagsExitTwoNamingTheFlag) {
   }
   cli::ProfileFlags negative = Flags("mlp_tiny", "1", path);
   negative.warmup = -1;
-  EXPECT_THAT(Profile(negative).err, HasSubstr("--warmup: must be >= 0"));
+  EXPECT_THAT(Profile(negative).err, HasSubstr("--warmup: must be in [0, 1000000], got -1"));
   cli::ProfileFlags missing = Flags("", "1", path);
   missing.layer_table = TempPath("no_such_table.csv");
   const CommandResult run = Profile(missing);
