@@ -1,5 +1,6 @@
-// The agent's HTTP endpoint for /metrics: Boost.Beast with asynchronous I/O on one thread, one
-// request per connection (Prometheus scrapes and the kubelet's liveness probe open one each).
+// The agent's HTTP endpoint for /metrics: its routing on net::ShortRequestServer
+// (wavepool/net/short_request_server.h), which answers one request per connection (Prometheus
+// scrapes and the kubelet's liveness probe open one each) on one thread with asynchronous I/O.
 // The port is reachable from every pod of the cluster network, so no client may hold it: each
 // connection has MetricsEndpointLimits::request_deadline to send its request and receive the
 // answer, and when max_connections are open a new connection closes the oldest one instead of

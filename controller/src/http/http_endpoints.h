@@ -1,6 +1,7 @@
-// The controller's small HTTP server for /healthz, /readyz and /metrics: Boost.Beast with
-// asynchronous I/O, one request per connection (probes and Prometheus scrapes open a connection
-// each), answered by a callback. Internal to the controller library.
+// The controller's small HTTP server for /healthz, /readyz and /metrics: the routing of a
+// net::ShortRequestServer (wavepool/net/short_request_server.h), one request per connection
+// (probes and Prometheus scrapes open a connection each), answered by a callback. Internal to the
+// controller library.
 //
 // Thread-safe. One thread accepts and serves every connection concurrently, up to
 // HttpLimits::max_connections at once; each has HttpLimits::request_deadline to send its request
@@ -20,14 +21,12 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "wavepool/net/short_request_server.h"
 
 namespace wavepool::controller::internal {
 
-struct HttpAnswer {
-  int status = 200;
-  std::string content_type = "text/plain; charset=utf-8";
-  std::string body;
-};
+// A status code, a content type (plain text unless set) and a body.
+using HttpAnswer = net::ShortAnswer;
 
 struct HttpLimits {
   // From accepting a connection to the end of writing its answer.

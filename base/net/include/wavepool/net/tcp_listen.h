@@ -1,8 +1,9 @@
 // A listening TCP socket from an address and a port, for the project's small Boost.Beast HTTP
-// servers: the controller's /healthz, /readyz and /metrics and the test API server. Each serves
-// its connections its own way (one asynchronous request per connection; keep-alive connections,
-// each on a thread, with chunked watch streams); this is the part they share, so that both read
-// an address and a port alike and fail with the same codes.
+// servers: ShortRequestServer (short_request_server.h: the agent's /metrics, the controller's
+// /healthz, /readyz and /metrics) and the test API server. Each serves its connections its own
+// way (one asynchronous request per connection; keep-alive connections, each on a thread, with
+// chunked watch streams); this is the part they share, so that both read an address and a port
+// alike and fail with the same codes.
 //
 // Part of wavepool::net (base/net/), not of wavepool::base: it brings Boost.Asio, which
 // wavepool::base does not depend on.
