@@ -15,6 +15,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/gpunode_crd.h"
 #include "tests/agent/metrics_test_util.h"
 #include "tests/support/apiserver/test_server.h"
 #include "tests/support/eventually.h"
@@ -49,31 +50,6 @@ constexpr char kNamespace[] = "team-a";
 constexpr std::int32_t kCheaterPid = 3'000'001;
 constexpr std::int32_t kHonestPid = 3'000'002;
 
-nlohmann::json MinimalGpuNodeCrd() {
-  const nlohmann::json preserved = {{"type", "object"},
-                                    {"x-kubernetes-preserve-unknown-fields", true}};
-  return {{"apiVersion", "apiextensions.k8s.io/v1"},
-          {"kind", "CustomResourceDefinition"},
-          {"metadata", {{"name", "gpunodes.wavepool.dev"}}},
-          {"spec",
-           {{"group", "wavepool.dev"},
-            {"scope", "Cluster"},
-            {"names",
-             {{"plural", "gpunodes"},
-              {"singular", "gpunode"},
-              {"kind", "GPUNode"},
-              {"listKind", "GPUNodeList"}}},
-            {"versions",
-             {{{"name", "v1alpha1"},
-               {"served", true},
-               {"storage", true},
-               {"subresources", {{"status", nlohmann::json::object()}}},
-               {"schema",
-                {{"openAPIV3Schema",
-                  {{"type", "object"},
-                   {"properties", {{"spec", preserved}, {"status", preserved}}}}}}}}}}}}};
-}
-
 class CheatAdversarialTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -82,7 +58,8 @@ class CheatAdversarialTest : public ::testing::Test {
     config.server = server_->url();
     config.timeout = std::chrono::seconds(5);
     ASSERT_OK_AND_ASSIGN(client_, kube::Client::Connect(config));
-    ASSERT_OK(client_->Create(kube::kCustomResourceDefinitions, MinimalGpuNodeCrd()).status());
+    ASSERT_OK_AND_ASSIGN(nlohmann::json crd, gpunode_testing::ProjectGpuNodeCrd());
+    ASSERT_OK(client_->Create(kube::kCustomResourceDefinitions, crd).status());
     // The pods' namespace, where their Events go.
     ASSERT_OK(client_
                   ->Create(kube::kNamespaces, {{"apiVersion", "v1"},

@@ -1,8 +1,8 @@
 // The agent's GPUNode publisher against the embedded test API server: the object created on the
 // first publish from an agent on simulated GPUs (owned by its Node), the heartbeat advancing on a
 // simulated clock, tasks appearing and vanishing, a node without NVML saying so, conflicts with
-// another writer, and the API server going away and coming back. The GPUNode CRD is a minimal
-// one built here (status preserved as is), so these tests do not depend on crds/.
+// another writer, and the API server going away and coming back. The GPUNode CRD is the project's
+// own (crds/), so the test server refuses every status the real API server would refuse.
 #include "wavepool/agent/gpunode_publisher.h"
 
 #include <unistd.h>
@@ -17,6 +17,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/agent/gpunode_crd.h"
 #include "tests/support/apiserver/test_server.h"
 #include "tests/support/eventually.h"
 #include "tests/support/simulated_clock.h"
@@ -49,34 +50,30 @@ namespace apiserver = ::wavepool::testing::apiserver;
 constexpr char kNode[] = "gpu-node-1";
 constexpr std::chrono::seconds kCatchUp(20);  // A safety net for the publisher's thread.
 
-// A wavepool.dev CRD that keeps whatever spec and status it is given.
-nlohmann::json MinimalCrd(const std::string& plural, const std::string& kind,
-                          const std::string& scope, bool status_subresource) {
+// A TrainingJob CRD without a status subresource, which keeps whatever spec and status it is
+// given: the PlacementRecords tests create a job already carrying the controller's placement.
+nlohmann::json StatusAsCreatedTrainingJobCrd() {
   const nlohmann::json preserved = {{"type", "object"},
                                     {"x-kubernetes-preserve-unknown-fields", true}};
-  nlohmann::json version = {
-      {"name", "v1alpha1"},
-      {"served", true},
-      {"storage", true},
-      {"schema",
-       {{"openAPIV3Schema",
-         {{"type", "object"}, {"properties", {{"spec", preserved}, {"status", preserved}}}}}}}};
-  if (status_subresource) version["subresources"] = {{"status", nlohmann::json::object()}};
-  std::string singular = plural.substr(0, plural.size() - 1);
-  return {
-      {"apiVersion", "apiextensions.k8s.io/v1"},
-      {"kind", "CustomResourceDefinition"},
-      {"metadata", {{"name", plural + ".wavepool.dev"}}},
-      {"spec",
-       {{"group", "wavepool.dev"},
-        {"scope", scope},
-        {"names",
-         {{"plural", plural}, {"singular", singular}, {"kind", kind}, {"listKind", kind + "List"}}},
-        {"versions", {version}}}}};
-}
-
-nlohmann::json MinimalGpuNodeCrd() {
-  return MinimalCrd("gpunodes", "GPUNode", "Cluster", /*status_subresource=*/true);
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", "trainingjobs.wavepool.dev"}}},
+          {"spec",
+           {{"group", "wavepool.dev"},
+            {"scope", "Namespaced"},
+            {"names",
+             {{"plural", "trainingjobs"},
+              {"singular", "trainingjob"},
+              {"kind", "TrainingJob"},
+              {"listKind", "TrainingJobList"}}},
+            {"versions",
+             {{{"name", "v1alpha1"},
+               {"served", true},
+               {"storage", true},
+               {"schema",
+                {{"openAPIV3Schema",
+                  {{"type", "object"},
+                   {"properties", {{"spec", preserved}, {"status", preserved}}}}}}}}}}}}};
 }
 
 class GpuNodePublisherTest : public ::testing::Test {
@@ -101,7 +98,11 @@ class GpuNodePublisherTest : public ::testing::Test {
     config.server = server_->url();
     config.timeout = std::chrono::seconds(5);
     ASSERT_OK_AND_ASSIGN(client_, kube::Client::Connect(config));
-    ASSERT_OK(client_->Create(kube::kCustomResourceDefinitions, MinimalGpuNodeCrd()).status());
+    RegisterGpuNodeCrd();
+  }
+  void RegisterGpuNodeCrd() {
+    ASSERT_OK_AND_ASSIGN(nlohmann::json crd, gpunode_testing::ProjectGpuNodeCrd());
+    ASSERT_OK(client_->Create(kube::kCustomResourceDefinitions, crd).status());
   }
 
   void StartAgent(GpuDevicesPtr devices) {
@@ -382,7 +383,7 @@ TEST_F(GpuNodePublisherTest, RecoversWhenTheApiServerComesBack) {
   apiserver::TestApiServer::Options again;
   again.port = port;
   ASSERT_OK_AND_ASSIGN(server_, apiserver::TestApiServer::Start(again));
-  ASSERT_OK(client_->Create(kube::kCustomResourceDefinitions, MinimalGpuNodeCrd()).status());
+  RegisterGpuNodeCrd();
   ASSERT_TRUE(Eventually(
       [&] {
         clock_.Advance(std::chrono::seconds(2));  // past the 2 s backoff
@@ -574,10 +575,8 @@ TEST_F(GpuNodePublisherTest, ThePodSourceFindsThisNodesManagedPodsByUid) {
 
 TEST_F(GpuNodePublisherTest, PlacementRecordsReadThePodsTrainingJob) {
   // Without a status subresource the status is stored as created: the controller's record.
-  ASSERT_OK(client_
-                ->Create(kube::kCustomResourceDefinitions,
-                         MinimalCrd("trainingjobs", "TrainingJob", "Namespaced", false))
-                .status());
+  ASSERT_OK(
+      client_->Create(kube::kCustomResourceDefinitions, StatusAsCreatedTrainingJobCrd()).status());
   api::TrainingJob job;
   job.metadata.namespace_ = "default";
   job.metadata.name = "sweep";

@@ -1,6 +1,8 @@
 // A job's progress read from the GPUNodes (controller/job_progress.h).
 #include "wavepool/controller/job_progress.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,22 @@ TEST(JobProgress, RanksNotYetReportingDoNotHoldTheStepAtZero) {
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->step, 3);
   EXPECT_DOUBLE_EQ(p->foreground_slowdown, 0);
+}
+
+TEST(JobProgress, AdversarialHugeRatesSaturateInsteadOfOverflowingToInfinity) {
+  // Each rate is finite, as the GPUNode codec requires, but their sum is not: JSON has no
+  // infinity and the TrainingJob CRD would refuse the job's status carrying it.
+  const double huge = std::numeric_limits<double>::max();
+  const std::vector<api::GpuNode> nodes = {
+      Node("a", {{Task("ns", "vgg", "vgg-g0-0", Progress(10, huge, 0.5, 1.0))},
+                 {Task("ns", "vgg", "vgg-g0-1", Progress(11, huge, 0.4, 1.0))}}),
+      Node("b", {{Task("ns", "vgg", "vgg-g0-2", Progress(12, 25.0, 0.3, 1.0))}}),
+  };
+  const std::optional<api::TrainingProgress> p = JobProgress(nodes, "ns", "vgg", kGang);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(std::isfinite(p->samples_per_second));
+  EXPECT_EQ(p->samples_per_second, huge);
+  EXPECT_EQ(p->step, 10);
 }
 
 TEST(JobProgress, NulloptWhenNoTaskOfTheJobReports) {

@@ -2,9 +2,22 @@
 #include "wavepool/controller/job_progress.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace wavepool::controller {
+namespace {
+
+// a + b for rates >= 0, saturating at the largest finite double. Each GPUNode rate is finite (the
+// codec refuses others) but unbounded: a broken or hostile agent can publish rates near the largest
+// double, whose sum would overflow to +inf, which JSON cannot carry and the TrainingJob CRD's
+// samplesPerSecond would refuse, and with it the job's whole status.
+double SaturatingRateSum(double a, double b) {
+  constexpr double kMax = std::numeric_limits<double>::max();
+  return a > kMax - b ? kMax : a + b;
+}
+
+}  // namespace
 
 std::optional<api::TrainingProgress> JobProgress(const std::vector<api::GpuNode>& nodes,
                                                  std::string_view ns, std::string_view job,
@@ -29,7 +42,8 @@ std::optional<api::TrainingProgress> JobProgress(const std::vector<api::GpuNode>
     // A gang is as far as its slowest rank; its throughput is every rank's together, and the
     // iteration and the slowdown are those of the rank that holds the others back.
     total.step = std::min(total.step, progress->step);
-    total.samples_per_second += progress->samples_per_second;
+    total.samples_per_second =
+        SaturatingRateSum(total.samples_per_second, progress->samples_per_second);
     total.iteration_seconds = std::max(total.iteration_seconds, progress->iteration_seconds);
     total.foreground_slowdown = std::max(total.foreground_slowdown, progress->foreground_slowdown);
   }
