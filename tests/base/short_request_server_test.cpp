@@ -4,11 +4,17 @@
 // settings or addresses are refused naming the server.
 #include "wavepool/net/short_request_server.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -167,6 +173,45 @@ TEST(ShortRequestServer, ARequestWithABodyOverTheLimitIsClosedUnanswered) {
   EXPECT_THAT(Ask(server->port(),
                   "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n" + at_limit + "x"),
               Optional(std::string()));
+}
+
+// The process's CPU time (every thread's), user and system.
+std::chrono::microseconds ProcessCpuTime() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto us = [](const timeval& t) {
+    return std::chrono::seconds(t.tv_sec) + std::chrono::microseconds(t.tv_usec);
+  };
+  return us(usage.ru_utime) + us(usage.ru_stime);
+}
+
+// Out of descriptors, a connection waits in the backlog that the server cannot accept: it must
+// wait for a descriptor to free, not spin on the ready listener, and then answer.
+TEST(ShortRequestServer, OutOfDescriptorsItRestsInsteadOfSpinningThenAnswers) {
+  std::unique_ptr<ShortRequestServer> server = StartServer(Settings(5s));
+  ASSERT_NE(server, nullptr);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  // Every descriptor a lowered limit allows is taken, but one for the client.
+  rlimit lowered = saved;
+  lowered.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 256);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  std::vector<int> filler;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) filler.push_back(fd);
+  ASSERT_FALSE(filler.empty());
+  ::close(filler.back());
+  filler.pop_back();
+  RawTcpClient client(server->port());  // the kernel completes it; the server cannot accept it
+  const bool sent = client.connected() && client.Send("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::chrono::microseconds before = ProcessCpuTime();
+  std::this_thread::sleep_for(500ms);
+  const std::chrono::microseconds spent = ProcessCpuTime() - before;
+  for (int fd : filler) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_TRUE(sent);
+  EXPECT_LT(spent.count(), 100'000)
+      << "microseconds of CPU in 500 ms: the server spun on a connection it could not accept";
+  EXPECT_THAT(client.ReadToEnd(5s), Optional(EndsWith("\r\n\r\nGET /echo\n")));
 }
 
 TEST(ShortRequestServer, StopClosesOpenConnectionsAndIsIdempotent) {

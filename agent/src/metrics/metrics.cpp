@@ -182,7 +182,7 @@ struct AgentMetrics::Impl {
 
   std::uint16_t port = 0;
   // Declared last: destroyed first, so no scrape runs while the rest goes away.
-  std::unique_ptr<internal::MetricsEndpoint> endpoint;
+  std::unique_ptr<net::ShortRequestServer> endpoint;
 
   GpuMetrics* FindGpu(std::uint32_t index) const {
     for (const auto& gpu : gpus) {
@@ -308,10 +308,9 @@ absl::Status AgentMetrics::Impl::StartEndpoint(const MetricsOptions& options) {
   limits.request_deadline = options.http_request_deadline;
   limits.max_connections = options.http_max_connections;
   // The registry outlives the endpoint, which is declared after it and so destroyed first.
-  absl::StatusOr<std::unique_ptr<internal::MetricsEndpoint>> started =
-      internal::MetricsEndpoint::Start(
-          options.bind_address, options.port,
-          [this] { return prometheus::TextSerializer().Serialize(registry->Collect()); }, limits);
+  absl::StatusOr<std::unique_ptr<net::ShortRequestServer>> started = internal::StartMetricsEndpoint(
+      options.bind_address, options.port,
+      [this] { return prometheus::TextSerializer().Serialize(registry->Collect()); }, limits);
   if (!started.ok()) {
     if (started.status().code() != absl::StatusCode::kUnavailable) return started.status();
     return absl::UnavailableError(

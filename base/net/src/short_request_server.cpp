@@ -1,5 +1,6 @@
 #include "wavepool/net/short_request_server.h"
 
+#include <chrono>
 #include <iterator>
 #include <list>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/core/tcp_stream.hpp"
 #include "boost/beast/http.hpp"
@@ -101,6 +103,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 }  // namespace
 
+// After a failed accept (out of descriptors) the server rests this long before the next.
+constexpr std::chrono::milliseconds kAcceptPause{100};
+
 class ShortRequestServer::Impl {
  public:
   Impl(ShortRequestSettings settings, Handler handler)
@@ -136,8 +141,17 @@ class ShortRequestServer::Impl {
   void Accept() {
     acceptor_.async_accept([this](boost::system::error_code error, tcp::socket socket) {
       if (error == asio::error::operation_aborted) return;
-      if (!error) Admit(std::move(socket));
-      Accept();
+      if (!error) {
+        Admit(std::move(socket));
+        Accept();
+        return;
+      }
+      // Out of descriptors (EMFILE, ENFILE) the waiting connection stays ready: accepting again
+      // at once would spin this thread until a descriptor frees.
+      accept_pause_.expires_after(kAcceptPause);
+      accept_pause_.async_wait([this](boost::system::error_code waited) {
+        if (waited != asio::error::operation_aborted) Accept();
+      });
     });
   }
 
@@ -165,6 +179,7 @@ class ShortRequestServer::Impl {
   // The server's thread's alone while it runs; Stop's once it is joined.
   asio::io_context io_;
   tcp::acceptor acceptor_{io_};
+  asio::steady_timer accept_pause_{io_};
   OpenConnections open_;
   std::thread thread_;
 };

@@ -295,9 +295,9 @@ void Checker::ContainerName(const json& v, const FieldPath& p) {
   const std::string name = v.get<std::string>();
   if (!IsDns1123Label(name)) {
     return Fail(kReasonMalformedTemplate, p,
-                "must be a DNS label (at most 63 lowercase letters, digits and '-', starting and "
-                "ending with a letter or digit), " +
-                    absl::StrCat("got \"", name, "\""));
+                absl::StrCat("must be a DNS label (at most 63 lowercase letters, digits and '-', "
+                             "starting and ending with a letter or digit), got \"",
+                             name, "\""));
   }
   // Containers and init containers share one namespace of names.
   if (!container_names_.insert(name).second) {

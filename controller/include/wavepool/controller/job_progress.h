@@ -18,7 +18,8 @@ namespace wavepool::controller {
 // an earlier gang still listed by a slow agent are ignored) that report one (a pod on several
 // GPUs counts once): the step is the smallest over the pods (a gang is as far as its slowest
 // rank; for a bg job, its one pod), samples/s the sum (capped at the largest finite double: a
-// report may hold any finite rate), iteration seconds and foreground slowdown the largest. nullopt when no task of the job reports progress.
+// report may hold any finite rate), iteration seconds and foreground slowdown the largest.
+// nullopt when no task of the job reports progress.
 std::optional<api::TrainingProgress> JobProgress(const std::vector<api::GpuNode>& nodes,
                                                  std::string_view ns, std::string_view job,
                                                  const std::vector<std::string>& pods);
