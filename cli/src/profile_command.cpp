@@ -1,9 +1,11 @@
 #include "wavepool/cli/profile_command.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "model_loading.h"
 #include "wavepool/base/errno_error.h"
 #include "wavepool/base/plural.h"
+#include "wavepool/base/scoped_fd.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/planner/profile.h"
 #include "wavepool/planner/zoo.h"
@@ -91,16 +94,27 @@ absl::StatusOr<planner::ModelGraph> LoadProfiledModel(const ProfileFlags& flags)
 }
 
 // Opens --out for appending (creating it, truncating nothing) to learn early that it can be
-// written. Returns whether the file existed before.
+// written. Returns whether the file existed before. Non-blocking, so that a FIFO is refused
+// instead of holding the open until a reader comes; a FIFO or device is no place for a profile
+// that replaces the file whole.
 absl::StatusOr<bool> CheckWritable(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("--out: give the profile CSV to write");
   std::error_code error;
   const bool existed = std::filesystem::exists(path, error);
-  std::ofstream probe(path, std::ios::app);
-  if (!probe) {
+  const std::string what = absl::StrCat("--out: cannot write ", path);
+  ScopedFd probe(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644));
+  if (!probe.valid()) {
     const int open_error = errno;
-    return ErrnoError(absl::StatusCode::kInvalidArgument, open_error,
-                      absl::StrCat("--out: cannot write ", path));
+    return ErrnoError(absl::StatusCode::kInvalidArgument, open_error, what);
+  }
+  struct stat info {};
+  if (::fstat(probe.get(), &info) != 0) {
+    const int stat_error = errno;
+    return ErrnoError(absl::StatusCode::kInvalidArgument, stat_error, what);
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": not a regular file"));
   }
   return existed;
 }

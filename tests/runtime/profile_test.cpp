@@ -2,9 +2,15 @@
 // profile CSV, bind back to the model and drive the plan; bad flags exit 2 naming the flag.
 #include "wavepool/planner/profile.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -228,6 +234,29 @@ TEST(ProfileCommand, BadFlagsExitTwoNamingTheFlag) {
   EXPECT_EQ(run.status, 2);
   EXPECT_THAT(run.err, HasSubstr("--layer-table: open"));
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// An --out that is not a regular file is refused before profiling: a FIFO without a reader would
+// otherwise hold the open forever, and a profile that replaces the file whole cannot go there.
+TEST(ProfileCommand, AnOutThatIsNoRegularFileIsRefusedNotWaitedOn) {
+  const std::string fifo = TempPath("profile.fifo");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::future<CommandResult> run =
+      std::async(std::launch::async, [&] { return Profile(Flags("mlp_tiny", "1", fifo)); });
+  const bool returned = run.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!returned) {  // a writer blocked in open(2) is let go by a reader's open
+    const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    if (reader >= 0) ::close(reader);
+  }
+  ASSERT_TRUE(returned) << "profile waited on an --out FIFO for a reader";
+  const CommandResult fifo_run = run.get();
+  EXPECT_EQ(fifo_run.status, 2);
+  EXPECT_THAT(fifo_run.err, HasSubstr("--out: cannot write " + fifo + ": "));
+  std::filesystem::remove(fifo);
+  const CommandResult device = Profile(Flags("mlp_tiny", "1", "/dev/null"));
+  EXPECT_EQ(device.status, 2);
+  EXPECT_THAT(device.err, HasSubstr("--out: cannot write /dev/null: not a regular file"));
 }
 
 TEST(ProfileCommand, ALayerTableTheRuntimeCannotRunFailsWithExitOne) {

@@ -65,7 +65,10 @@ class WorkerWithAgent : public ::testing::Test {
     plan_ = dir_ + "/plan.json";
     ASSERT_OK(WriteFile(plan_, api::ToJson(*plan).dump(2)));
   }
-  void TearDown() override { agent_.reset(); }
+  void TearDown() override {
+    foreground_.reset();
+    agent_.reset();
+  }
 
   // The agent's /metrics page; "" while it cannot be read.
   std::string Metrics() const {
@@ -87,12 +90,48 @@ class WorkerWithAgent : public ::testing::Test {
                            {"WAVEPOOL_GPU_INDEX", std::to_string(gpu)}}));
   }
 
+  // The test's own foreground session on GPU 0 (slowdown limit 1.1), its op groups reported as
+  // taking 1 ms alone.
+  void ConnectForeground() {
+    agent::RegisterRequest identity;
+    identity.namespace_name = "team-a";
+    identity.job = identity.pod = "fg";
+    identity.role = agent::Role::kForeground;
+    identity.max_foreground_slowdown = 1.1;
+    ASSERT_OK_AND_ASSIGN(foreground_,
+                         AgentSession::Connect(dir_ + "/agent", identity, std::chrono::seconds(5)));
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_NO_FATAL_FAILURE(ReportForeground(std::chrono::milliseconds(1)));
+    }
+  }
+
+  // Twenty of the foreground's op groups, each taking `duration`.
+  void ReportForeground(std::chrono::microseconds duration) {
+    for (std::uint32_t group = 0; group < 20; ++group) {
+      absl::StatusOr<LaunchTicket> ticket = foreground_->Begin(ForwardGroup(group));
+      ASSERT_OK(ticket.status());
+      foreground_->End(*ticket, duration);
+    }
+  }
+
+  // Whether `background` prints `line` within 60 s while the foreground's op groups take 5 ms, five
+  // times their time alone: past the advisor's patience, the agent recommends a smaller batch.
+  bool SaysWhileTheForegroundIsSlow(ChildProcess& background, const std::string& line) {
+    return Eventually(
+        [&] {
+          ReportForeground(std::chrono::milliseconds(5));
+          return background.out().find(line) != std::string::npos;
+        },
+        std::chrono::seconds(60), std::chrono::milliseconds(20));
+  }
+
   TempDir temp_dir_;
   std::string dir_;  // temp_dir_.path()
   std::string plan_;
   int metrics_port_ = 0;
   int started_ = 0;
   std::unique_ptr<ChildProcess> agent_;
+  std::unique_ptr<AgentSession> foreground_;  // ConnectForeground
 };
 
 TEST_F(WorkerWithAgent, AForegroundWorkerRegistersWithItsPodsIdentityAndReportsItsSteps) {
@@ -131,35 +170,15 @@ TEST_F(WorkerWithAgent, APreemptedBackgroundTaskResumesOnAnotherGpu) {
 }
 
 // The agent's smaller batch recommendation reaches a background worker, which then trains each
-// step in slices of that size. The foreground here is the test's own session: its op groups take
-// 1 ms alone and 5 ms once the background trains beside it, past the advisor's patience.
+// step in slices of that size.
 TEST_F(WorkerWithAgent, ABackgroundWorkerTrainsInSlicesOfTheBatchTheAgentRecommends) {
-  agent::RegisterRequest identity;
-  identity.namespace_name = "team-a";
-  identity.job = identity.pod = "fg";
-  identity.role = agent::Role::kForeground;
-  identity.max_foreground_slowdown = 1.1;
-  ASSERT_OK_AND_ASSIGN(auto foreground,
-                       AgentSession::Connect(dir_ + "/agent", identity, std::chrono::seconds(5)));
-  auto report = [&](std::chrono::microseconds duration) {
-    for (std::uint32_t group = 0; group < 20; ++group) {
-      absl::StatusOr<LaunchTicket> ticket = foreground->Begin(ForwardGroup(group));
-      ASSERT_OK(ticket.status());
-      foreground->End(*ticket, duration);
-    }
-  };
-  for (int i = 0; i < 5; ++i) report(std::chrono::microseconds(1000));
+  ASSERT_NO_FATAL_FAILURE(ConnectForeground());
   auto background = Worker("sweep", "Background", 0, {"--steps", "1000000"});
   ASSERT_TRUE(Eventually([&] { return background->out().find("step 5/") != std::string::npos; },
                          std::chrono::seconds(60)))
       << background->err();
   const std::string followed = "each step's 16 samples train in slices of at most 8";
-  EXPECT_TRUE(Eventually(
-      [&] {
-        report(std::chrono::microseconds(5000));
-        return background->out().find(followed) != std::string::npos;
-      },
-      std::chrono::seconds(60), std::chrono::milliseconds(20)))
+  EXPECT_TRUE(SaysWhileTheForegroundIsSlow(*background, followed))
       << background->out().substr(0, 2000) << Metrics();
   EXPECT_THAT(background->out(), HasSubstr("following the node agent (the foreground stays over "
                                            "its slowdown limit)"));
@@ -167,6 +186,30 @@ TEST_F(WorkerWithAgent, ABackgroundWorkerTrainsInSlicesOfTheBatchTheAgentRecomme
   const std::size_t said = background->out().find(followed);
   EXPECT_TRUE(Eventually([&] { return background->out().find("step ", said) != std::string::npos; },
                          std::chrono::seconds(30)));
+  background->Signal(SIGTERM);
+  EXPECT_EQ(background->Wait(), 143) << background->err();
+}
+
+// Tick-tock's waves cannot train a step in slices: its background worker says that it does not
+// follow the recommendation rather than ignoring it in silence.
+TEST_F(WorkerWithAgent, ABackgroundTickTockWorkerSaysItCannotFollowTheRecommendation) {
+  absl::StatusOr<planner::ModelGraph> graph = planner::BuiltinModel("mlp_tiny");
+  ASSERT_OK(graph.status());
+  planner::PlanRequest request;
+  request.global_batch = 16;
+  request.strategy = api::Strategy::kDataParallel;
+  request.tick_tock = api::Toggle::kOn;
+  ASSERT_OK_AND_ASSIGN(api::Plan plan, testing::PlanFor(*graph, request, 400, 0.05, 5));
+  ASSERT_EQ(plan.strategy, api::Strategy::kTickTock);
+  ASSERT_OK(WriteFile(plan_, api::ToJson(plan).dump(2)));
+  ASSERT_NO_FATAL_FAILURE(ConnectForeground());
+  auto background = Worker("sweep", "Background", 0, {"--steps", "1000000"});
+  ASSERT_TRUE(Eventually([&] { return background->out().find("step 5/") != std::string::npos; },
+                         std::chrono::seconds(60)))
+      << background->err();
+  EXPECT_TRUE(SaysWhileTheForegroundIsSlow(
+      *background, "but a TickTock plan cannot train its steps in slices: they train whole"))
+      << background->out().substr(0, 2000) << Metrics();
   background->Signal(SIGTERM);
   EXPECT_EQ(background->Wait(), 143) << background->err();
 }

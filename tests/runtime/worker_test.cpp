@@ -292,7 +292,8 @@ TEST_F(WorkerProcess, APlanThatIsNoRegularFileOrTooLargeIsRefusedNotWaitedOnOrRe
   std::filesystem::resize_file(huge, (std::uintmax_t{64} << 20) + 1);
   auto from_huge = Worker("huge", {"--plan", huge});
   EXPECT_EQ(from_huge->Wait(std::chrono::seconds(30)), 3);
-  EXPECT_THAT(from_huge->err(), HasSubstr("67108865 bytes is larger than a plan can be"));
+  EXPECT_THAT(from_huge->err(),
+              HasSubstr("read plan " + huge + ": 67108865 bytes, more than the 67108864"));
 }
 
 TEST_F(WorkerProcess, AJobResumedAtOrPastItsLastStepTrainsNothingAndInventsNoLoss) {

@@ -26,7 +26,7 @@ torch::Tensor FlattenGradients(ExecutableModel& model) {
   return torch::cat(flat);
 }
 
-// "[3, 10] int64", for a small tensor read from a checkpoint.
+// "[3, 10] Long" (LibTorch's dtype name), for a small tensor read from a checkpoint.
 std::string DescribeValues(const torch::Tensor& tensor) {
   std::vector<std::string> values;
   const torch::Tensor flat = tensor.reshape({-1}).to(torch::kDouble);

@@ -5,13 +5,10 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -80,23 +77,19 @@ WorkerExit ExitFor(const absl::Status& status) {
 
 // A plan is a few KB, a few hundred with the layer table of a large model: a file far larger is
 // not a plan, and reading it whole would exhaust the memory first.
-constexpr std::int64_t kMaxPlanBytes = std::int64_t{64} << 20;
+constexpr std::uint64_t kMaxPlanBytes = std::uint64_t{64} << 20;
 
 absl::StatusOr<std::string> ReadPlanText(const std::string& path) {
-  // Non-blocking: opening a FIFO for reading would otherwise wait for a writer, forever.
+  // Opened here to say "cannot be read" for a missing plan; non-blocking, so that a FIFO is
+  // refused below instead of waiting for a writer, forever.
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) {
     const int error = errno;  // before StrCat allocates
     return ErrnoError(error, absl::StrCat("plan ", path, ": cannot be read"));
   }
-  struct stat info {};
-  if (::fstat(fd.get(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size > kMaxPlanBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("plan ", path, ": ", info.st_size,
-                                                   " bytes is larger than a plan can be (at most ",
-                                                   kMaxPlanBytes, ")"));
-  }
-  // Refuses a directory, a device (/dev/zero never ends) or a FIFO: not a regular file.
-  return ReadWholeFile(fd, path, "plan");
+  // Refuses a directory, a device (/dev/zero never ends) or a FIFO, and a file larger than any
+  // plan before reading it.
+  return ReadWholeFile(fd, path, "plan", kMaxPlanBytes);
 }
 
 absl::StatusOr<api::Plan> ReadPlan(const std::string& path) {
@@ -276,7 +269,8 @@ StepRequests Worker::Requests(std::int64_t step) {
 // A background task follows its node agent's smaller batch recommendation (the foreground beside
 // it stays over its slowdown limit: deeppool-burst-parallel §5) by training each step in slices of
 // the recommended size, gradients accumulated: the kernels it launches get shorter while the job
-// trains as planned (executor.h, StepHooks::slice_rows). Said once per recommendation.
+// trains as planned (executor.h, StepHooks::slice_rows). Said once per recommendation, also by an
+// executor that cannot follow it.
 std::int64_t Worker::SliceRows() {
   if (session_ == nullptr || options_.role != api::Role::kBackground) return 0;
   const std::optional<agent::Policy> policy = session_->client().LatestPolicy();
@@ -356,8 +350,17 @@ absl::Status Worker::Run() {
   }
   StepHooks hooks;
   hooks.requests = [this](std::int64_t step) { return Requests(step); };
-  hooks.after_step = [this](const StepReport& report) { Progress(report); };
-  hooks.slice_rows = [this](std::int64_t) { return SliceRows(); };
+  if (executor_->SlicesSteps()) {
+    hooks.after_step = [this](const StepReport& report) { Progress(report); };
+    hooks.slice_rows = [this](std::int64_t) { return SliceRows(); };
+  } else {
+    // Such an executor never asks for slices (tick-tock's waves would ask from two threads): the
+    // recommendation is read after each step only to say that it is not followed.
+    hooks.after_step = [this](const StepReport& report) {
+      Progress(report);
+      SliceRows();
+    };
+  }
   std::int64_t saved = next;
   while (next < steps_) {
     agreed_ = {};
