@@ -23,8 +23,8 @@ using ::testing::StartsWith;
 using ::wavepool::testing::RawTcpClient;
 using ::wavepool::testing::StatusIs;
 
-std::unique_ptr<HttpEndpoints> StartServer(HttpLimits limits) {
-  absl::StatusOr<std::unique_ptr<HttpEndpoints>> server = HttpEndpoints::Start(
+std::unique_ptr<net::ShortRequestServer> StartServer(HttpLimits limits) {
+  absl::StatusOr<std::unique_ptr<net::ShortRequestServer>> server = StartHttpEndpoints(
       "127.0.0.1", 0,
       [](std::string_view path) {
         if (path == "/healthz") return HttpAnswer{200, "text/plain; charset=utf-8", "ok\n"};
@@ -48,7 +48,7 @@ TEST(HttpEndpoints, HttpLimitsSetTheConnectionLimitAndTheDeadline) {
   HttpLimits limited;
   limited.request_deadline = std::chrono::seconds(60);  // no silent client is cut off by it here
   limited.max_connections = 1;                          // the default, 64, would keep `oldest` open
-  std::unique_ptr<HttpEndpoints> server = StartServer(limited);
+  std::unique_ptr<net::ShortRequestServer> server = StartServer(limited);
   ASSERT_NE(server, nullptr);
   RawTcpClient oldest(server->port());
   ASSERT_TRUE(oldest.connected());
@@ -70,7 +70,7 @@ TEST(HttpEndpoints, HttpLimitsSetTheConnectionLimitAndTheDeadline) {
 }
 
 TEST(HttpEndpoints, AnswersOnlyGetAndHeadAndStopsIdempotently) {
-  std::unique_ptr<HttpEndpoints> server = StartServer(HttpLimits());
+  std::unique_ptr<net::ShortRequestServer> server = StartServer(HttpLimits());
   ASSERT_NE(server, nullptr);
   RawTcpClient post(server->port());
   ASSERT_TRUE(post.Send("POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"));
@@ -90,7 +90,7 @@ TEST(HttpEndpoints, AnswersOnlyGetAndHeadAndStopsIdempotently) {
 TEST(HttpEndpoints, RejectsLimitsThatAreNotPositive) {
   HttpLimits limits;
   limits.max_connections = 0;
-  EXPECT_THAT(HttpEndpoints::Start(
+  EXPECT_THAT(StartHttpEndpoints(
                   "127.0.0.1", 0, [](std::string_view) { return HttpAnswer{}; }, limits),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("http limits: request_deadline must be > 0 ms and "

@@ -22,24 +22,12 @@ namespace {
 // Probes and scrapes send no body; anything larger is not one of them.
 constexpr std::uint64_t kMaxBodyBytes = 64 * 1024;
 
-HttpAnswer Answer(const HttpEndpoints::Handler& handler, const net::ShortRequest& request) {
+HttpAnswer Answer(const HttpHandler& handler, const net::ShortRequest& request) {
   if (request.method != "GET" && request.method != "HEAD") {
     return HttpAnswer{405, "text/plain; charset=utf-8", "method not allowed\n"};
   }
   return handler(request.path);
 }
-
-class ServedEndpoints final : public HttpEndpoints {
- public:
-  explicit ServedEndpoints(std::unique_ptr<net::ShortRequestServer> server)
-      : server_(std::move(server)) {}
-
-  int port() const override { return server_->port(); }
-  void Stop() override { server_->Stop(); }
-
- private:
-  const std::unique_ptr<net::ShortRequestServer> server_;
-};
 
 // Fields of /proc/self/stat after the command (which may contain spaces), 0-based from field 3.
 std::vector<std::string> StatFields() {
@@ -101,17 +89,14 @@ std::string ProcessMetricsText() {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<HttpEndpoints>> HttpEndpoints::Start(const std::string& address,
-                                                                    int port, Handler handler,
-                                                                    HttpLimits limits) {
+absl::StatusOr<std::unique_ptr<net::ShortRequestServer>> StartHttpEndpoints(
+    const std::string& address, int port, HttpHandler handler, HttpLimits limits) {
   const net::ShortRequestSettings settings{"http", limits.request_deadline, limits.max_connections,
                                            kMaxBodyBytes};
-  absl::StatusOr<std::unique_ptr<net::ShortRequestServer>> server = net::ShortRequestServer::Start(
+  return net::ShortRequestServer::Start(
       address, port, settings, [handler = std::move(handler)](const net::ShortRequest& request) {
         return Answer(handler, request);
       });
-  if (!server.ok()) return server.status();
-  return std::make_unique<ServedEndpoints>(*std::move(server));
 }
 
 }  // namespace wavepool::controller::internal

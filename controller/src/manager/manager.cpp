@@ -148,7 +148,7 @@ absl::Status ControllerManager::Start() {
     if (m.started) return absl::FailedPreconditionError("ControllerManager: Start called twice");
   }
   if (m.options.http_port >= 0) {
-    WAVEPOOL_ASSIGN_OR_RETURN(m.http, internal::HttpEndpoints::Start(
+    WAVEPOOL_ASSIGN_OR_RETURN(m.http, internal::StartHttpEndpoints(
                                           m.options.http_address, m.options.http_port,
                                           [&m](std::string_view path) { return m.Answer(path); }));
   }

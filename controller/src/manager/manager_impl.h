@@ -73,7 +73,7 @@ struct ControllerManager::Impl {
   std::unique_ptr<KubeCluster> cluster;
   std::unique_ptr<Reconciler> reconciler;
   std::unique_ptr<kube::LeaderElector> elector;
-  std::unique_ptr<internal::HttpEndpoints> http;
+  std::unique_ptr<net::ShortRequestServer> http;
 
   // Events that may have freed GPUs; a reconcile that ends waiting for GPUs while this moved
   // is retried at once instead of missing the event.
