@@ -29,7 +29,6 @@
 #include "wavepool/agent/placement_records.h"
 #include "wavepool/agent/simulated_gpu.h"
 #include "wavepool/api/kube_resources.h"
-#include "wavepool/api/validation.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/typed_client.h"
@@ -319,18 +318,6 @@ TEST_F(GpuNodePublisherTest, NodeWithoutNvmlSaysSoInsteadOfFailing) {
   EXPECT_THAT(ready->message, HasSubstr("no GPUs: dlopen"));
 }
 
-TEST(NoGpuReason, TellsAMissingNvmlFromANodeWithoutGpus) {
-  EXPECT_EQ(NoGpuReasonFor(absl::UnavailableError("dlopen libnvidia-ml.so.1: not found")),
-            "NVMLUnavailable");
-  EXPECT_EQ(NoGpuReasonFor(absl::UnavailableError("nvmlInit_v2: Driver Not Loaded")),
-            "NVMLUnavailable");
-  EXPECT_EQ(NoGpuReasonFor(absl::UnavailableError(
-                "nvmlDeviceGetCount_v2: NVML sees no GPU (are the devices visible?)")),
-            "NoGPUs");
-  EXPECT_EQ(NoGpuReasonFor(absl::UnavailableError("NVML lists 2 GPUs and none is usable: x")),
-            "NoGPUs");
-}
-
 TEST_F(GpuNodePublisherTest, ConflictWithAnotherWriterIsReadAgainAndRetried) {
   StartSimulatedAgent(1);
   MakePublisher(Options());
@@ -459,26 +446,6 @@ TEST_F(GpuNodePublisherTest, AdversarialAPeakAboveTheGpusMemoryNeverStopsTheHear
   EXPECT_EQ(gpunode.status.gpus[0].memory_wave->headroom_bytes, 0);
 }
 
-TEST(GpuNodeStatus, ANegativeHeadroomIsPublishedAsNone) {
-  AgentStatus snapshot;
-  GpuStatus gpu;
-  gpu.info.uuid = "GPU-sim-0";
-  gpu.info.memory_total_bytes = 80ull << 30;
-  MemoryWave wave;
-  wave.peak_bytes = 90ull << 30;  // no capacity given: the GPU's memory minus the peak
-  gpu.memory_wave = wave;
-  snapshot.gpus.push_back(gpu);
-  api::GpuNode node;
-  node.metadata.name = "node-a";
-  node.spec.node_name = "node-a";
-  GpuNodeStatusInputs inputs;
-  inputs.now = ::wavepool::testing::kSimulatedWallStart;
-  node.status = MakeGpuNodeStatus(snapshot, inputs);
-  ASSERT_TRUE(node.status.gpus[0].memory_wave.has_value());
-  EXPECT_EQ(node.status.gpus[0].memory_wave->headroom_bytes, 0);
-  EXPECT_OK(api::Validate(node));
-}
-
 // An exception from the JSON library inside a publish is a failed publish, not the end of the
 // publishing thread (nor of the agent).
 TEST_F(GpuNodePublisherTest, AdversarialAThrowingPublishIsAFailureAndTheLoopGoesOn) {
@@ -506,24 +473,6 @@ TEST_F(GpuNodePublisherTest, AdversarialAThrowingPublishIsAFailureAndTheLoopGoes
   publisher_->Stop();
   ASSERT_OK_AND_ASSIGN(api::GpuNode gpunode, Read());
   EXPECT_THAT(gpunode.status.gpus, SizeIs(1));
-}
-
-TEST(GpuNodeStatus, UnpublishableTasksAreDroppedWithTheReason) {
-  AgentStatus snapshot;
-  GpuStatus gpu;
-  TaskStatus good;
-  good.namespace_name = "team-a";
-  good.job = "train";
-  good.pod = "train-0";
-  TaskStatus bad = good;
-  bad.job = std::string(254, 'a');
-  gpu.tasks = {good, bad};
-  snapshot.gpus.push_back(gpu);
-  const std::vector<std::string> dropped = DropUnpublishableTasks(&snapshot);
-  ASSERT_THAT(dropped, SizeIs(1));
-  EXPECT_THAT(dropped[0], HasSubstr("task.job: must be a Kubernetes name"));
-  ASSERT_THAT(snapshot.gpus[0].tasks, SizeIs(1));
-  EXPECT_EQ(snapshot.gpus[0].tasks[0].pod, "train-0");
 }
 
 // A pod of this node, as the controller creates it, for the pod source.
@@ -606,97 +555,6 @@ TEST_F(GpuNodePublisherTest, PlacementRecordsReadThePodsTrainingJob) {
               StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("is gone")));
   EXPECT_THAT(MakeKubePlacementRecords(client_.get(), "").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node_name")));
-}
-
-TEST(GpuNodeStatus, MemoryWaveAndOccupancyAreCarriedOver) {
-  AgentStatus snapshot;
-  snapshot.devices = "simulated, 1 GPUs";
-  GpuStatus gpu;
-  gpu.info.index = 0;
-  gpu.info.uuid = "GPU-sim-0";
-  gpu.info.name = "Simulated H100";
-  gpu.info.memory_total_bytes = 80ull << 30;
-  MemoryWave wave;
-  wave.period = Seconds(0.5);
-  wave.peak_bytes = 60ull << 30;
-  wave.trough_bytes = 20ull << 30;
-  gpu.memory_wave = wave;  // no capacity given: headroom is the GPU's memory minus the peak
-  gpu.phase_offset = Seconds(0.25);
-  gpu.foreground_sm_occupancy = 0.6;
-  gpu.background_sm_occupancy = 0.3;
-  snapshot.gpus.push_back(gpu);
-  GpuNodeStatusInputs inputs;
-  inputs.agent_version = "v";
-  inputs.now = ::wavepool::testing::kSimulatedWallStart;  // 2026-05-01T10:00:00Z
-  const api::GpuNodeStatus status = MakeGpuNodeStatus(snapshot, inputs);
-  ASSERT_THAT(status.gpus, SizeIs(1));
-  ASSERT_TRUE(status.gpus[0].memory_wave.has_value());
-  const api::MemoryWave& out = *status.gpus[0].memory_wave;
-  EXPECT_EQ(out.peak_bytes, 60ll << 30);
-  EXPECT_EQ(out.trough_bytes, 20ll << 30);
-  EXPECT_EQ(out.headroom_bytes, 20ll << 30);  // 80 GiB - 60 GiB
-  EXPECT_DOUBLE_EQ(out.period_seconds, 0.5);
-  EXPECT_DOUBLE_EQ(out.phase_offset_seconds, 0.25);
-  EXPECT_DOUBLE_EQ(status.gpus[0].occupancy.foreground, 0.6);
-  EXPECT_DOUBLE_EQ(status.gpus[0].occupancy.background, 0.3);
-  EXPECT_TRUE(status.message.empty());
-}
-
-TEST(GpuNodeStatus, TaskProgressComesFromTheLastIterationReport) {
-  AgentStatus snapshot;
-  GpuStatus gpu;
-  gpu.info.uuid = "GPU-sim-0";
-  TaskStatus fg;
-  fg.pod = "train-0";
-  fg.role = Role::kForeground;
-  fg.foreground_slowdown = 1.07;
-  fg.last_iteration = ReportIteration{1000, 0.125, 16};
-  TaskStatus idle = fg;  // an iteration of 0 s: no throughput rather than infinity
-  idle.pod = "train-1";
-  idle.last_iteration = ReportIteration{3, 0, 16};
-  TaskStatus bg;
-  bg.pod = "sweep-0";
-  bg.role = Role::kBackground;  // foreground_slowdown keeps its default of 1
-  bg.last_iteration = ReportIteration{5, 4.0, 2};
-  TaskStatus fresh;  // registered, no iteration finished yet
-  fresh.pod = "train-2";
-  gpu.tasks = {fg, idle, bg, fresh};
-  snapshot.gpus.push_back(gpu);
-  const api::GpuNodeStatus status = MakeGpuNodeStatus(snapshot, {});
-  const std::vector<api::GpuTask>& tasks = status.gpus.at(0).tasks;
-  ASSERT_THAT(tasks, SizeIs(4));
-  ASSERT_TRUE(tasks[0].progress.has_value());
-  EXPECT_EQ(tasks[0].progress->step, 1000);
-  EXPECT_DOUBLE_EQ(tasks[0].progress->iteration_seconds, 0.125);
-  EXPECT_DOUBLE_EQ(tasks[0].progress->samples_per_second, 128.0);  // 16 / 0.125
-  EXPECT_DOUBLE_EQ(tasks[0].progress->foreground_slowdown, 1.07);
-  ASSERT_TRUE(tasks[1].progress.has_value());
-  EXPECT_DOUBLE_EQ(tasks[1].progress->samples_per_second, 0);
-  ASSERT_TRUE(tasks[2].progress.has_value());
-  EXPECT_DOUBLE_EQ(tasks[2].progress->samples_per_second, 0.5);  // 2 / 4
-  EXPECT_DOUBLE_EQ(tasks[2].progress->foreground_slowdown, 0);
-  EXPECT_FALSE(tasks[3].progress.has_value());
-}
-
-TEST(GpuNodePublisherOptions, BadOptionsAreRefusedNamingTheOption) {
-  GpuNodePublisherOptions options;
-  EXPECT_THAT(Validate(options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("node_name")));
-  options.node_name = kNode;
-  options.interval = std::chrono::seconds(0);
-  EXPECT_THAT(Validate(options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("interval")));
-  options.interval = std::chrono::seconds(10);
-  options.max_backoff = std::chrono::milliseconds(10);
-  EXPECT_THAT(Validate(options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("initial_backoff")));
-  options.max_backoff = std::chrono::seconds(60);
-  EXPECT_OK(Validate(options));
-  SimulatedClock clock;
-  EXPECT_THAT(GpuNodePublisher::Create(
-                  options, nullptr, [] { return AgentStatus{}; }, &clock)
-                  .status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("client")));
 }
 
 }  // namespace
