@@ -20,11 +20,9 @@ namespace wavepool::agent {
 namespace {
 
 using ::testing::HasSubstr;
-using ::wavepool::agent::testing::LogLines;
 using ::wavepool::agent::testing::RawClient;
 using ::wavepool::agent::testing::RecordingHandler;
 using ::wavepool::agent::testing::WaitUntil;
-using ::wavepool::testing::TempDir;
 
 constexpr char kSlowPod[] = "slow-0";
 
@@ -75,37 +73,18 @@ class SlowIdentityHandler : public RecordingHandler {
   int slow_answered_ = 0;
 };
 
-class RegisterIdentityTest : public ::testing::Test {
+class RegisterIdentityTest : public testing::SocketServerFixture<SlowIdentityHandler> {
  protected:
-  void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(dir_, TempDir::Create("wavepool-ident"));
-    options_.path = dir_.File("agent.sock");
-    options_.log = log_.Sink();
-  }
   void TearDown() override {
     handler_.Answer();  // so that Stop, which waits for the identifications, returns
     server_.reset();
   }
 
-  void StartServer() {
-    absl::StatusOr<std::unique_ptr<SocketServer>> server = SocketServer::Start(options_, &handler_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-  }
-
   // A client that registered as `pod` and read its Registered.
   std::unique_ptr<RawClient> RegisteredClient(const std::string& pod = "resnet-0") {
-    auto client = std::make_unique<RawClient>(options_.path);
-    EXPECT_TRUE(client->connected());
     RegisterRequest request = RawClient::TypicalRequest(Role::kForeground);
     request.pod = pod;
-    EXPECT_TRUE(client->Send(request));
-    absl::StatusOr<Frame> answer = client->Receive();
-    EXPECT_TRUE(answer.ok()) << answer.status();
-    if (answer.ok()) {
-      EXPECT_TRUE(std::holds_alternative<Registered>(answer->message));
-    }
-    return client;
+    return SocketServerFixture::RegisteredClient(request);
   }
 
   // A client whose Register waits for its identity (asserted).
@@ -117,12 +96,6 @@ class RegisterIdentityTest : public ::testing::Test {
     EXPECT_TRUE(handler_.WaitForWaiting(1));
     return client;
   }
-
-  TempDir dir_;
-  LogLines log_;
-  SlowIdentityHandler handler_;
-  SocketServer::Options options_;
-  std::unique_ptr<SocketServer> server_;
 };
 
 TEST_F(RegisterIdentityTest, AWorkerWaitingForItsIdentityHoldsUpNoOtherSession) {

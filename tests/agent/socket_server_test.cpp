@@ -17,38 +17,16 @@ namespace wavepool::agent {
 namespace {
 
 using ::testing::HasSubstr;
-using ::wavepool::agent::testing::LogLines;
 using ::wavepool::agent::testing::RawClient;
 using ::wavepool::agent::testing::RecordingHandler;
 using ::wavepool::agent::testing::WaitUntil;
 using ::wavepool::testing::StatusIs;
-using ::wavepool::testing::TempDir;
 
-class SocketServerTest : public ::testing::Test {
+class SocketServerTest : public testing::SocketServerFixture<RecordingHandler> {
  protected:
-  void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(dir_, TempDir::Create("wavepool-sock"));
-    options_.path = dir_.File("agent.sock");
-    options_.log = log_.Sink();
-  }
-
-  void StartServer() {
-    absl::StatusOr<std::unique_ptr<SocketServer>> server = SocketServer::Start(options_, &handler_);
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
-  }
-
-  // A registered raw client; its Registered has been read.
+  // A registered raw client of `role` (a typical request); its Registered has been read.
   std::unique_ptr<RawClient> RegisteredClient(Role role = Role::kForeground) {
-    auto client = std::make_unique<RawClient>(options_.path);
-    EXPECT_TRUE(client->connected());
-    EXPECT_TRUE(client->Register(role));
-    absl::StatusOr<Frame> answer = client->Receive();
-    EXPECT_TRUE(answer.ok()) << answer.status();
-    if (answer.ok()) {
-      EXPECT_TRUE(std::holds_alternative<Registered>(answer->message));
-    }
-    return client;
+    return SocketServerFixture::RegisteredClient(RawClient::TypicalRequest(role));
   }
 
   // The Error the server sent before closing, checked to be followed by EOF.
@@ -64,12 +42,6 @@ class SocketServerTest : public ::testing::Test {
     EXPECT_TRUE(client.ClosedByPeer(0));
     return error;
   }
-
-  TempDir dir_;
-  LogLines log_;
-  RecordingHandler handler_;
-  SocketServer::Options options_;
-  std::unique_ptr<SocketServer> server_;
 };
 
 TEST_F(SocketServerTest, RegisterRepliesWithTheHandlersAnswerAndThePeersPid) {

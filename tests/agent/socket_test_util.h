@@ -1,6 +1,7 @@
 // Shared pieces of the socket tests: a private directory for socket and gate files, a
 // SessionHandler that records what the server tells it (and can hand out real gate slots), a raw
-// blocking client that speaks frames by hand, and a bounded wait for things other threads do.
+// blocking client that speaks frames by hand, a bounded wait for things other threads do, and a
+// fixture that starts a server on them.
 #ifndef WAVEPOOL_TESTS_AGENT_SOCKET_TEST_UTIL_H_
 #define WAVEPOOL_TESTS_AGENT_SOCKET_TEST_UTIL_H_
 
@@ -24,6 +25,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -280,6 +283,47 @@ class RawClient {
   std::uint16_t version_ = kProtocolVersion;
   FrameReader reader_;
   std::deque<ScopedFd> received_;
+};
+
+// A fixture with a SocketServer on agent.sock in a fresh directory, serving a `Handler` (a
+// RecordingHandler or one derived from it), its log kept in log_. Tests set options_ before
+// StartServer.
+template <typename Handler>
+class SocketServerFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<::wavepool::testing::TempDir> dir =
+        ::wavepool::testing::TempDir::Create("wavepool-sock");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *std::move(dir);
+    options_.path = dir_.File("agent.sock");
+    options_.log = log_.Sink();
+  }
+
+  void StartServer() {
+    absl::StatusOr<std::unique_ptr<SocketServer>> server = SocketServer::Start(options_, &handler_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+  }
+
+  // A client that sent `request` and read its Registered (checked).
+  std::unique_ptr<RawClient> RegisteredClient(const RegisterRequest& request) {
+    auto client = std::make_unique<RawClient>(options_.path);
+    EXPECT_TRUE(client->connected());
+    EXPECT_TRUE(client->Send(request));
+    absl::StatusOr<Frame> answer = client->Receive();
+    EXPECT_TRUE(answer.ok()) << answer.status();
+    if (answer.ok()) {
+      EXPECT_TRUE(std::holds_alternative<Registered>(answer->message));
+    }
+    return client;
+  }
+
+  ::wavepool::testing::TempDir dir_;
+  LogLines log_;
+  Handler handler_;
+  SocketServer::Options options_;
+  std::unique_ptr<SocketServer> server_;
 };
 
 }  // namespace wavepool::agent::testing
