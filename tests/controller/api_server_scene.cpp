@@ -1,9 +1,14 @@
 // The scene of the tests against the embedded test API server (api_server_scene.h).
 #include "tests/controller/api_server_scene.h"
 
+#include <chrono>
+#include <string_view>
 #include <utility>
 
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/support/cluster/crds.h"
+#include "tests/support/status_matchers.h"
 #include "wavepool/base/status_macros.h"
 
 namespace wavepool::controller {
@@ -32,6 +37,28 @@ absl::StatusOr<SimulatedNodes> StartSimulatedNodes(kube::Client& client,
       started.agents, SimulatedNodeAgents::Start(client, SimulatedNodeAgents::Uniform(nodes, gpus),
                                                  std::move(agent_options)));
   return started;
+}
+
+ManagerOptions TestManagerOptions() {
+  ManagerOptions options;
+  options.leader_elect = false;
+  options.http_port = -1;
+  options.workers = 2;
+  options.identity = "test";
+  options.lease_namespace = "default";
+  options.log = [](std::string_view) {};
+  options.reconciler.objects.default_image = "worker:1";
+  return options;
+}
+
+std::unique_ptr<ControllerManager> StartTestManager(kube::Client& client, ManagerOptions options) {
+  absl::StatusOr<std::unique_ptr<ControllerManager>> manager =
+      ControllerManager::Create(client, std::move(options));
+  EXPECT_THAT(manager.status(), ::wavepool::testing::IsOk());
+  if (!manager.ok()) return nullptr;
+  EXPECT_THAT((*manager)->Start(), ::wavepool::testing::IsOk());
+  EXPECT_TRUE((*manager)->WaitForSync(std::chrono::seconds(20)));
+  return *std::move(manager);
 }
 
 nlohmann::json JobManifest(const std::string& name) {

@@ -1,6 +1,7 @@
 // The scene of the tests that run against the embedded test API server (KubeCluster,
 // ControllerManager, the wavepool-controller binary): the server with wavepool's CRDs and a
-// client, simulated nodes (kubelet and GPU node agents), and a TrainingJob manifest.
+// client, simulated nodes (kubelet and GPU node agents), a manager started on it, and a
+// TrainingJob manifest.
 #ifndef WAVEPOOL_TESTS_CONTROLLER_API_SERVER_SCENE_H_
 #define WAVEPOOL_TESTS_CONTROLLER_API_SERVER_SCENE_H_
 
@@ -14,6 +15,7 @@
 #include "tests/support/apiserver/test_server.h"
 #include "tests/support/cluster/simulated_kubelet.h"
 #include "tests/support/cluster/simulated_node_agent.h"
+#include "wavepool/controller/manager.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/config.h"
 
@@ -44,6 +46,14 @@ struct SimulatedNodes {
 absl::StatusOr<SimulatedNodes> StartSimulatedNodes(
     kube::Client& client, const std::vector<std::string>& nodes, std::int64_t gpus,
     ::wavepool::testing::SimulatedNodeAgents::Options agent_options = {});
+
+// Manager options for tests against the scene: no leader election, no HTTP server, 2 workers,
+// logs dropped, the worker image "worker:1".
+ManagerOptions TestManagerOptions();
+
+// A ControllerManager on `client`, started and its caches synced (failures are test failures);
+// nullptr when it could not be created.
+std::unique_ptr<ControllerManager> StartTestManager(kube::Client& client, ManagerOptions options);
 
 // A Foreground TrainingJob `name` in namespace "default": mlp_tiny on 2 GPUs, a global batch of
 // 8, 20 steps of SGD.

@@ -96,21 +96,7 @@ class ManagerRejectedPodTest : public ::testing::Test {
   }
 
   std::unique_ptr<ControllerManager> StartManager() {
-    ManagerOptions options;
-    options.leader_elect = false;
-    options.http_port = -1;
-    options.workers = 2;
-    options.identity = "test";
-    options.lease_namespace = "default";
-    options.log = [](std::string_view) {};
-    options.reconciler.objects.default_image = "worker:1";
-    absl::StatusOr<std::unique_ptr<ControllerManager>> manager =
-        ControllerManager::Create(*controller_client_, std::move(options));
-    EXPECT_THAT(manager.status(), ::wavepool::testing::IsOk());
-    if (!manager.ok()) return nullptr;
-    EXPECT_THAT((*manager)->Start(), ::wavepool::testing::IsOk());
-    EXPECT_TRUE((*manager)->WaitForSync(std::chrono::seconds(20)));
-    return *std::move(manager);
+    return StartTestManager(*controller_client_, TestManagerOptions());
   }
 
   // JobManifest(name) on one GPU, its worker container given the env var `env_name`.

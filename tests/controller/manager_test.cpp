@@ -88,17 +88,7 @@ class ManagerTest : public ::testing::Test {
     client_ = scene_.client.get();
   }
 
-  static ManagerOptions Options() {
-    ManagerOptions options;
-    options.leader_elect = false;
-    options.http_port = -1;
-    options.workers = 2;
-    options.identity = "test";
-    options.lease_namespace = "default";
-    options.log = [](std::string_view) {};
-    options.reconciler.objects.default_image = "worker:1";
-    return options;
-  }
+  static ManagerOptions Options() { return TestManagerOptions(); }
 
   // Options() with the periodic retry of a waiting job an hour away and no resync: within a
   // test, only an event requeues a waiting job.
@@ -110,13 +100,7 @@ class ManagerTest : public ::testing::Test {
   }
 
   std::unique_ptr<ControllerManager> StartManager(ManagerOptions options) {
-    absl::StatusOr<std::unique_ptr<ControllerManager>> manager =
-        ControllerManager::Create(*client_, std::move(options));
-    EXPECT_THAT(manager.status(), ::wavepool::testing::IsOk());
-    if (!manager.ok()) return nullptr;
-    EXPECT_THAT((*manager)->Start(), ::wavepool::testing::IsOk());
-    EXPECT_TRUE((*manager)->WaitForSync(std::chrono::seconds(20)));
-    return *std::move(manager);
+    return StartTestManager(*client_, std::move(options));
   }
 
   // Creates JobManifest(name) on the server.
