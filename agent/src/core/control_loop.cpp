@@ -1,19 +1,17 @@
 // The Agent's control loop (agent.h): samples the GPUs, records each role's SM occupancy and
 // judges background processes against their gates, beats the gates, finds each GPU's memory wave
 // and advises background tasks on their batch size. Runs on the Agent's loop thread.
-#include "wavepool/agent/agent.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <iterator>
-#include <limits>
 #include <map>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "core/agent_state.h"
+#include "wavepool/agent/agent.h"
 
 namespace wavepool::agent {
 namespace {
@@ -157,13 +155,8 @@ void Agent::AnalyzeWaves(Gpu& gpu) {
   if (!wave.ok()) return;  // no wave yet: keep the last one
   gpu.wave = *wave;
   MemoryWaveSummary summary;
-  // Clamped: an allocator-derived wave may claim more than an int64 holds.
-  const auto to_gauge = [](std::uint64_t bytes) {
-    return static_cast<std::int64_t>(
-        std::min<std::uint64_t>(bytes, std::numeric_limits<std::int64_t>::max()));
-  };
-  summary.peak_bytes = to_gauge(wave->peak_bytes);
-  summary.trough_bytes = to_gauge(wave->trough_bytes);
+  summary.peak_bytes = SaturatedBytes(wave->peak_bytes);
+  summary.trough_bytes = SaturatedBytes(wave->trough_bytes);
   summary.period = wave->period;
   summary.headroom_bytes = wave->headroom_bytes.value_or(0);
   // Tick-tock (wavelet-tick-tock §3.2): the offset between the waves' memory, from a foreground

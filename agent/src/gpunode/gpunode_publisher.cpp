@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "identity/worker_strings.h"
+#include "wavepool/agent/memory_wave.h"
 #include "wavepool/api/kube_resources.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/kube/api_error.h"
@@ -22,11 +23,6 @@ namespace wavepool::agent {
 namespace {
 
 double Finite(double value) { return std::isfinite(value) ? value : 0; }
-
-std::int64_t ClampBytes(std::uint64_t bytes) {
-  return static_cast<std::int64_t>(
-      std::min<std::uint64_t>(bytes, std::numeric_limits<std::int64_t>::max()));
-}
 
 api::Role ToApiRole(Role role) {
   return role == Role::kBackground ? api::Role::kBackground : api::Role::kForeground;
@@ -57,13 +53,13 @@ api::GpuStatus ToApiGpu(const GpuStatus& gpu) {
   out.index = gpu.info.index;
   out.uuid = gpu.info.uuid;
   out.model = gpu.info.name;
-  out.memory_bytes = ClampBytes(gpu.info.memory_total_bytes);
+  out.memory_bytes = SaturatedBytes(gpu.info.memory_total_bytes);
   out.occupancy.foreground = Finite(gpu.foreground_sm_occupancy.value_or(0));
   out.occupancy.background = Finite(gpu.background_sm_occupancy.value_or(0));
   if (gpu.memory_wave) {
     api::MemoryWave wave;
-    wave.peak_bytes = ClampBytes(gpu.memory_wave->peak_bytes);
-    wave.trough_bytes = ClampBytes(gpu.memory_wave->trough_bytes);
+    wave.peak_bytes = SaturatedBytes(gpu.memory_wave->peak_bytes);
+    wave.trough_bytes = SaturatedBytes(gpu.memory_wave->trough_bytes);
     wave.period_seconds = Finite(gpu.memory_wave->period.count());
     wave.phase_offset_seconds = Finite(gpu.phase_offset.value_or(Seconds(0)).count());
     // Without a capacity the analysis has no headroom; the GPU's memory minus the peak is it.
@@ -71,8 +67,8 @@ api::GpuStatus ToApiGpu(const GpuStatus& gpu) {
     // none: the CRD requires headroomBytes >= 0, and one negative value would make the API server
     // refuse the node's whole status, heartbeat included.
     wave.headroom_bytes =
-        std::max<std::int64_t>(0, gpu.memory_wave->headroom_bytes.value_or(
-                                      ClampBytes(gpu.info.memory_total_bytes) - wave.peak_bytes));
+        std::max<std::int64_t>(0, gpu.memory_wave->headroom_bytes.value_or(HeadroomBytes(
+                                      gpu.info.memory_total_bytes, gpu.memory_wave->peak_bytes)));
     out.memory_wave = wave;
   }
   for (const TaskStatus& task : gpu.tasks) {

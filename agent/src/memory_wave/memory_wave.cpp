@@ -325,6 +325,11 @@ std::int64_t HeadroomBytes(std::uint64_t capacity_bytes, std::uint64_t peak_byte
                          : -static_cast<std::int64_t>(short_by);
 }
 
+std::int64_t SaturatedBytes(std::uint64_t bytes) {
+  return static_cast<std::int64_t>(
+      std::min<std::uint64_t>(bytes, std::numeric_limits<std::int64_t>::max()));
+}
+
 std::vector<MemoryPoint> PointsFromAllocatorSamples(const std::vector<MemorySample>& samples,
                                                     AllocatorField field) {
   std::vector<MemoryPoint> points;

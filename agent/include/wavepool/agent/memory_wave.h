@@ -80,6 +80,10 @@ struct MemoryWave {
 // capacity - peak, saturated to the int64 range (both may be anything a worker reported).
 std::int64_t HeadroomBytes(std::uint64_t capacity_bytes, std::uint64_t peak_bytes);
 
+// `bytes` as the signed count gauges and the GPUNode status hold, saturated at INT64_MAX (a wave
+// derived from a worker's allocator reports may claim more).
+std::int64_t SaturatedBytes(std::uint64_t bytes);
+
 // InvalidArgument when times do not strictly increase or options are out of range;
 // FailedPrecondition when the samples cannot support an answer (the message says why).
 absl::StatusOr<MemoryWave> AnalyzeMemoryWave(const std::vector<MemoryPoint>& samples,
