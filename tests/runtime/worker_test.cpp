@@ -241,6 +241,16 @@ TEST_F(WorkerProcess, BadSettingsAndBadPlansAreRefusedWithTheirReason) {
   EXPECT_EQ(many_threads->Wait(), 2);
   EXPECT_THAT(many_threads->err(), HasSubstr("--threads: '100000' is not a thread count <= 1024"));
 
+  // Below 1 s LibTorch's store would not wait at all; past 1e6 s the milliseconds overflow.
+  auto short_rendezvous = Worker("rendezvous", {"--plan", "x.json", "--rendezvous-timeout", "0.5"});
+  EXPECT_EQ(short_rendezvous->Wait(), 2);
+  EXPECT_THAT(short_rendezvous->err(),
+              HasSubstr("--rendezvous-timeout: '0.5' is not a number of seconds in [1, 1000000]"));
+  auto endless_agent = Worker("agent-timeout", {"--plan", "x.json", "--agent-timeout", "1e300"});
+  EXPECT_EQ(endless_agent->Wait(), 2);
+  EXPECT_THAT(endless_agent->err(),
+              HasSubstr("--agent-timeout: '1e300' is not a number of seconds in [0.001, 1000000]"));
+
   auto bad_env = Worker("env", {"--plan", "x.json"}, {{"WAVEPOOL_ROLE", "fg"}});
   EXPECT_EQ(bad_env->Wait(), 2);
   EXPECT_THAT(bad_env->err(), HasSubstr("WAVEPOOL_ROLE: 'fg' is not Foreground or Background"));

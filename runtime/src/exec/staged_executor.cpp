@@ -87,8 +87,9 @@ absl::StatusOr<std::int64_t> StagedExecutor::TrainSteps(std::int64_t first, std:
       batches = std::move(loaded);
     }
     ++next_step_;
+    const std::int64_t rows = batches.size() == 1 ? batches.front().rows() : 0;
     WAVEPOOL_ASSIGN_OR_RETURN(StageEngine::StepResult result,
-                              engine_->RunStep(step, batches, hooks.slice_rows(step)));
+                              engine_->RunStep(step, batches, hooks.slice_rows(rows)));
     WAVEPOOL_RETURN_IF_ERROR(Agree(result.loss_sum, hooks.requests(step), &report));
     const double data_seconds = report.times.data;
     report.times = result.times;

@@ -132,7 +132,7 @@ class Worker {
                                                    : agent::Role::kForeground;
   }
   StepRequests Requests(std::int64_t step);
-  std::int64_t SliceRows();
+  std::int64_t SliceRows(std::int64_t rows);
   absl::Status StopWhileWaiting(std::int64_t saved);
   void Progress(const StepReport& report);
 
@@ -270,13 +270,12 @@ StepRequests Worker::Requests(std::int64_t step) {
 // it stays over its slowdown limit: deeppool-burst-parallel §5) by training each step in slices of
 // the recommended size, gradients accumulated: the kernels it launches get shorter while the job
 // trains as planned (executor.h, StepHooks::slice_rows). Said once per recommendation, also by an
-// executor that cannot follow it.
-std::int64_t Worker::SliceRows() {
+// executor that cannot follow it. `rows`: the samples of this rank's block.
+std::int64_t Worker::SliceRows(std::int64_t rows) {
   if (session_ == nullptr || options_.role != api::Role::kBackground) return 0;
   const std::optional<agent::Policy> policy = session_->client().LatestPolicy();
-  const std::int64_t batch = plan_.stages.front().per_gpu_batch;
   std::int64_t recommended = policy.has_value() ? policy->recommended_batch_size : 0;
-  if (recommended >= batch) recommended = 0;
+  if (recommended >= rows) recommended = 0;
   if (recommended != recommended_batch_) {
     recommended_batch_ = recommended;
     if (recommended == 0) {
@@ -284,7 +283,7 @@ std::int64_t Worker::SliceRows() {
     } else if (executor_->SlicesSteps()) {
       out_ << absl::StrFormat(
           "following the node agent (%s): each step's %d samples train in slices of at most %d\n",
-          policy->reason, batch, recommended);
+          policy->reason, rows, recommended);
     } else {
       out_ << absl::StrFormat(
           "the node agent recommends a per-GPU batch of %d (%s), but a %s plan cannot train its "
@@ -352,13 +351,13 @@ absl::Status Worker::Run() {
   hooks.requests = [this](std::int64_t step) { return Requests(step); };
   if (executor_->SlicesSteps()) {
     hooks.after_step = [this](const StepReport& report) { Progress(report); };
-    hooks.slice_rows = [this](std::int64_t) { return SliceRows(); };
+    hooks.slice_rows = [this](std::int64_t rows) { return SliceRows(rows); };
   } else {
     // Such an executor never asks for slices (tick-tock's waves would ask from two threads): the
     // recommendation is read after each step only to say that it is not followed.
     hooks.after_step = [this](const StepReport& report) {
       Progress(report);
-      SliceRows();
+      SliceRows(plan_.stages.front().per_gpu_batch);
     };
   }
   std::int64_t saved = next;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/runtime/replica_device.h"
 #include "wavepool/runtime/worker.h"
@@ -36,11 +37,15 @@ absl::Status ParseInt(const std::string& source, const std::string& text, std::i
   return absl::OkStatus();
 }
 
-absl::Status ParseSeconds(const std::string& source, const std::string& text,
+// Seconds in [minimum, 1000000]: past that the millisecond count would overflow long before
+// anyone waited so long.
+absl::Status ParseSeconds(const std::string& source, const std::string& text, double minimum,
                           std::chrono::milliseconds* out) {
+  constexpr double kMaximum = 1e6;
   double seconds = 0;
-  if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) || seconds <= 0) {
-    return Invalid(source, text, "a number of seconds > 0");
+  if (!absl::SimpleAtod(text, &seconds) || !(seconds >= minimum && seconds <= kMaximum)) {
+    return Invalid(source, text,
+                   absl::StrFormat("a number of seconds in [%g, %.0f]", minimum, kMaximum));
   }
   *out = std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000)));
   return absl::OkStatus();
@@ -81,9 +86,11 @@ absl::Status Apply(std::string_view key, const std::string& source, const std::s
     }
     o->device = value;
   } else if (key == "rendezvous-timeout") {
-    return ParseSeconds(source, value, &o->rendezvous_timeout);
+    // LibTorch's TCP store counts its connect timeout in whole seconds: below 1 s it would not
+    // wait for the store at all.
+    return ParseSeconds(source, value, 1, &o->rendezvous_timeout);
   } else if (key == "agent-timeout") {
-    return ParseSeconds(source, value, &o->agent_timeout);
+    return ParseSeconds(source, value, 0.001, &o->agent_timeout);
   } else if (key == "namespace") {
     o->namespace_name = value;
   } else if (key == "job") {

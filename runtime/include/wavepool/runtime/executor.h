@@ -54,14 +54,14 @@ struct StepHooks {
   };
   // Called once per completed step, in step order, never concurrently.
   std::function<void(const StepReport&)> after_step = [](const StepReport&) {};
-  // The most samples one pass of step `step` may hold on this rank; 0: its whole block. An
-  // executor that slices steps (Executor::SlicesSteps) then runs the block as consecutive slices
-  // and accumulates their gradients before the all-reduce and the optimizer: the step trains as
-  // it would whole (the same samples, losses and dropout masks; BatchNorm normalises each slice),
-  // while each launch holds fewer samples. A background task follows its node agent's smaller
-  // batch recommendation this way, so that the foreground waits less for its kernels. Asked from
-  // the executor's thread before each step.
-  std::function<std::int64_t(std::int64_t step)> slice_rows = [](std::int64_t) { return 0; };
+  // The most samples one pass may hold when this rank's block of a step has `rows` samples; 0:
+  // the whole block. An executor that slices steps (Executor::SlicesSteps) then runs the block as
+  // consecutive slices and accumulates their gradients before the all-reduce and the optimizer:
+  // the step trains as it would whole (the same samples, losses and dropout masks; BatchNorm
+  // normalises each slice), while each launch holds fewer samples. A background task follows its
+  // node agent's smaller batch recommendation this way, so that the foreground waits less for its
+  // kernels. Asked from the executor's thread before each step.
+  std::function<std::int64_t(std::int64_t rows)> slice_rows = [](std::int64_t) { return 0; };
 };
 
 // One trained replica of the model: its modules and its optimizer (tick-tock has two).
