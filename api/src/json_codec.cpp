@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "wavepool/base/status_macros.h"
+#include "wavepool/base/truncate.h"
 
 namespace wavepool::api {
 namespace {
@@ -77,10 +78,7 @@ std::string Quote(std::string_view text, std::size_t max_bytes) {
     return nlohmann::json(std::string(text))
         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
-  // Cut on a character boundary: never inside a UTF-8 sequence.
-  std::size_t cut = max_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return Quote(text.substr(0, cut), max_bytes) + "...";
+  return Quote(Utf8Prefix(text, max_bytes), max_bytes) + "...";
 }
 
 std::string FormatDouble(double value) {

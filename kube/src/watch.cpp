@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "wavepool/base/status_macros.h"
+#include "wavepool/base/truncate.h"
 #include "wavepool/kube/api_error.h"
 
 namespace wavepool::kube {
@@ -24,9 +25,8 @@ std::optional<WatchEventType> ParseEventType(std::string_view type) {
 }
 
 std::string Excerpt(std::string_view line) {
-  constexpr std::size_t kMaxChars = 120;
-  return line.size() <= kMaxChars ? std::string(line)
-                                  : absl::StrCat(std::string(line.substr(0, kMaxChars)), "...");
+  constexpr std::size_t kMaxBytes = 120;
+  return Truncate(line, kMaxBytes);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "wavepool/base/truncate.h"
 
 namespace wavepool::local {
 namespace {
@@ -156,14 +157,6 @@ std::string Text(double x, double y, const std::string& anchor, const std::strin
                  const std::string& extra = "") {
   return absl::StrFormat("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s>%s</text>", x, y, anchor,
                          extra, EscapeHtml(text));
-}
-
-// `text` cut to at most `limit` bytes on a UTF-8 character boundary, "..." marking the cut.
-std::string Truncate(std::string text, std::size_t limit) {
-  if (text.size() <= limit) return text;
-  std::size_t cut = limit - 1;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "...";
 }
 
 struct LegendEntry {

@@ -15,6 +15,7 @@ namespace wavepool::kube {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::wavepool::kube::testing::ScriptedLineReader;
 using ::wavepool::testing::StatusIs;
 
@@ -42,6 +43,19 @@ TEST(DecodeWatchEvent, RejectsLinesThatAreNotEvents) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("RENAMED")));
   EXPECT_THAT(DecodeWatchEvent(R"({"type":"ADDED","object":3})"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("object")));
+}
+
+// The message repeats a bounded excerpt of the line, cut between characters: a status or log
+// line holding it stays valid UTF-8.
+TEST(DecodeWatchEvent, RepeatsABoundedExcerptOfABadLineCutBetweenCharacters) {
+  // The cut (120 bytes, less the "...") falls inside the "é".
+  const std::string line = "{" + std::string(115, 'x') + "\xC3\xA9" + std::string(200, 'y');
+  absl::StatusOr<WatchEvent> event = DecodeWatchEvent(line);
+  ASSERT_THAT(event, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not JSON")));
+  const std::string message(event.status().message());
+  EXPECT_THAT(message, HasSubstr("{" + std::string(115, 'x') + "..."));
+  EXPECT_THAT(message, Not(HasSubstr("\xC3")));
+  EXPECT_THAT(message, Not(HasSubstr("y")));
 }
 
 WatchStream StreamOf(std::vector<std::string> lines, absl::Status end = absl::OkStatus()) {
