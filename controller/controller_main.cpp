@@ -17,9 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "wavepool/api/kube_resources.h"
-#include "wavepool/controller/image_reference.h"
 #include "wavepool/controller/manager.h"
-#include "wavepool/controller/template_policy.h"
 #include "wavepool/kube/api_error.h"
 #include "wavepool/kube/client.h"
 #include "wavepool/kube/kubeconfig.h"
@@ -83,18 +81,6 @@ int Fail(const absl::Status& status, int code) {
   return code;
 }
 
-// The flags that shape what a job's pods may be: an image that would never pull, or an allowed
-// field, account or host path that means nothing, is refused at start-up, naming the flag.
-absl::Status CheckTemplateFlags(const ManagerOptions& options) {
-  const std::string& image = options.reconciler.objects.default_image;
-  if (!image.empty()) {
-    if (absl::Status s = wavepool::controller::ParseImageReference(image).status(); !s.ok()) {
-      return absl::InvalidArgumentError("--default-image: " + std::string(s.message()));
-    }
-  }
-  return wavepool::controller::ValidateTemplatePolicyOptions(options.reconciler.template_policy);
-}
-
 void AddFlags(CLI::App& app, Flags& flags) {
   ManagerOptions& o = flags.options;
   auto& objects = o.reconciler.objects;
@@ -137,7 +123,7 @@ void AddFlags(CLI::App& app, Flags& flags) {
   app.add_option("--agent-socket-gid", objects.agent_socket_gid,
                  "Group id of the agent's --socket-group: added to worker pods' "
                  "supplementalGroups (-1: none)")
-      ->check(CLI::Range(std::int64_t{-1}, std::int64_t{4294967294}))
+      ->check(CLI::Range(std::int64_t{-1}, wavepool::controller::kMaxPodGroupId))
       ->capture_default_str();
   app.add_option("--agent-dir", objects.agent_directory, "The node agent's --dir on the hosts")
       ->capture_default_str();
@@ -186,7 +172,12 @@ int main(int argc, char** argv) {
   options.reconciler.heartbeat_timeout = std::chrono::seconds(flags.heartbeat_timeout_s);
   options.reconciler.start_timeout = std::chrono::seconds(flags.pod_start_timeout_s);
   options.reconciler.cheating_quarantine = std::chrono::seconds(flags.cheating_quarantine_s);
-  if (absl::Status status = CheckTemplateFlags(options); !status.ok()) return Fail(status, 2);
+  // Every option that ends up in a job's pods or the Lease, checked before the first request:
+  // one the API server refuses would fail every job with PodRejected, and fixing the flag would
+  // not bring those jobs back without a spec edit.
+  if (absl::Status status = wavepool::controller::ValidateManagerOptions(options); !status.ok()) {
+    return Fail(status, 2);
+  }
 
   absl::StatusOr<wavepool::kube::ClientConfig> config = LoadConfig(flags.kubeconfig);
   if (!config.ok()) return Fail(config.status(), 1);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -88,14 +89,9 @@ TEST(ControllerMain, BadTemplatePolicyFlagsExitTwoNamingTheFlag) {
   EXPECT_THAT(RunController("--default-image Registry/Worker:1"), RejectsFlag("--default-image"));
 }
 
-TEST(ControllerMain, HelpExitsZero) {
-  const ProcessResult run = RunController("--help");
-  EXPECT_EQ(run.exit_code, 0);
-  EXPECT_THAT(run.output, HasSubstr("--leader-elect"));
-}
-
-TEST(ControllerMain, UnreachableApiServerExitsOneSayingSo) {
-  // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+// A kubeconfig naming a server nobody listens on (port 1 on loopback): a run that gets as far as
+// the API server exits 1, so an exit 2 says the flag was refused before any request.
+std::string UnreachableKubeconfig() {
   const std::string path = ::testing::TempDir() + "/unreachable.kubeconfig";
   std::ofstream(path) << R"(apiVersion: v1
 kind: Config
@@ -110,6 +106,45 @@ contexts:
   context: {cluster: c, user: u, namespace: default}
 current-context: x
 )";
+  return path;
+}
+
+// Options every job's pods (or the Lease) would carry, which the API server would refuse: the
+// controller stops before its first request instead of failing every job with PodRejected.
+TEST(ControllerMain, PodOptionsTheApiServerWouldRefuseExitTwoBeforeAnyRequest) {
+  const std::string base = "--kubeconfig " + UnreachableKubeconfig() + " --http-port -1 ";
+  const std::pair<const char*, const char*> cases[] = {
+      {"--agent-socket-gid 3000000000", "--agent-socket-gid"},
+      {"--agent-dir var/run/wavepool", "--agent-dir"},
+      {"--agent-dir /var/run/wavepool --mps-dir /var/run/wavepool", "--mps-dir"},
+      {"--mps-dir /dev/shm", "--mps-dir"},
+      {"--checkpoint-host-root /", "--checkpoint-host-root"},
+      {"--checkpoint-host-root /data/../etc", "--checkpoint-host-root"},
+      {"--background-priority-class Low_Priority", "--background-priority-class"},
+      {"--lease-name wavepool/controller", "--lease-name"},
+      {"--lease-namespace Wavepool-System", "--lease-namespace"},
+      {"--namespace ../secrets", "--namespace"},
+      {"--default-device h1000", "--default-device"},
+  };
+  for (const auto& [flags, flag] : cases) {
+    EXPECT_THAT(RunController(base + flags), RejectsFlag(flag)) << flags;
+  }
+  // The same kubeconfig with good flags gets as far as the server.
+  EXPECT_EQ(RunController(base + "--agent-socket-gid 2147483647 --background-priority-class "
+                                 "wavepool-background")
+                .exit_code,
+            1);
+}
+
+TEST(ControllerMain, HelpExitsZero) {
+  const ProcessResult run = RunController("--help");
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_THAT(run.output, HasSubstr("--leader-elect"));
+}
+
+TEST(ControllerMain, UnreachableApiServerExitsOneSayingSo) {
+  // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+  const std::string path = UnreachableKubeconfig();
   const ProcessResult run = RunController("--kubeconfig " + path + " --http-port -1");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.output, HasSubstr("cannot reach the API server at http://127.0.0.1:1"));

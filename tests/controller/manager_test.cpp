@@ -32,6 +32,7 @@ namespace wavepool::controller {
 namespace {
 
 using nlohmann::json;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
@@ -158,6 +159,41 @@ TEST_F(ManagerTest, BadOptionsAreInvalidArgumentNamingTheOption) {
   ::wavepool::testing::SimulatedClock other;
   EXPECT_THAT(create_error([&other](ManagerOptions& o) { o.reconciler.clock = &other; }),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("reconciler.clock")));
+}
+
+// What every job's pods or the Lease would carry is checked before anything reaches the server,
+// naming the option and the flag.
+TEST(ManagerOptionsValidation, NamesAndPodOptionsTheApiServerWouldRefuseAreRefused) {
+  const auto validate = [](const std::function<void(ManagerOptions&)>& change) {
+    ManagerOptions options;
+    change(options);
+    return ValidateManagerOptions(options);
+  };
+  EXPECT_OK(validate([](ManagerOptions&) {}));
+  EXPECT_OK(validate([](ManagerOptions& o) { o.watch_namespace = "team-a"; }));
+  EXPECT_THAT(validate([](ManagerOptions& o) { o.watch_namespace = "../secrets"; }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--namespace")));
+  EXPECT_THAT(validate([](ManagerOptions& o) { o.lease_namespace = "Wavepool_System"; }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--lease-namespace")));
+  EXPECT_THAT(validate([](ManagerOptions& o) { o.lease_name = "wavepool/controller"; }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--lease-name")));
+  // Without leader election there is no Lease.
+  EXPECT_OK(validate([](ManagerOptions& o) {
+    o.leader_elect = false;
+    o.lease_name = "wavepool/controller";
+  }));
+  EXPECT_THAT(validate([](ManagerOptions& o) { o.reconciler.default_device = "h1000"; }),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("--default-device"), HasSubstr("h1000"))));
+  EXPECT_THAT(
+      validate([](ManagerOptions& o) {
+        o.reconciler.objects.background_priority_class = "Low_Priority";
+      }),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--background-priority-class")));
+  EXPECT_THAT(validate([](ManagerOptions& o) {
+                o.reconciler.template_policy.allowed_host_path_prefixes = {"data"};
+              }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--allow-host-path")));
 }
 
 // With leader election on and the Lease's namespace missing, the replica says so once, naming

@@ -345,6 +345,114 @@ TEST(TemplatePolicyAdversarial, ContainerNamesTheApiServerWouldRefuseAreRefused)
   EXPECT_EQ(Check(distinct), std::nullopt);
 }
 
+TEST(TemplatePolicyAdversarial, EnvVarNamesTheApiServerWouldRefuseAreRefused) {
+  const auto env = [](const std::string& name) {
+    return WorkerWith({{"env", json::array({{{"name", "OK"}, {"value", "1"}},
+                                            {{"name", name}, {"value", "64"}}})}});
+  };
+  for (const char* bad : {"BATCH=64", "1BATCH", "MY VAR", "x$y", ".", "..", "..x", "é"}) {
+    const std::optional<TemplateViolation> violation = Check(env(bad));
+    ExpectRefused(violation, kReasonMalformedTemplate,
+                  "spec.template.spec.containers[0].env[1].name");
+    ASSERT_TRUE(violation.has_value());
+    EXPECT_THAT(violation->message, HasSubstr("must be an environment variable name")) << bad;
+  }
+  const std::optional<TemplateViolation> empty = Check(env(""));
+  ExpectRefused(empty, kReasonMalformedTemplate, "spec.template.spec.containers[0].env[1].name");
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_THAT(empty->message, HasSubstr("required"));
+  for (const char* good : {"BATCH_SIZE", "my.env-name", "MyEnvName1", "_x", "-x", ".x"}) {
+    EXPECT_EQ(Check(env(good)), std::nullopt) << good;
+  }
+  // The API server keeps the last of two equal names: no refusal.
+  EXPECT_EQ(Check(env("OK")), std::nullopt);
+  // In an init container too, and an envFrom prefix starts every name it brings.
+  ExpectRefused(Check(PodSpec({{"initContainers",
+                                json::array({{{"name", "fetch"},
+                                              {"image", "fetch:1"},
+                                              {"env", json::array({{{"name", "A=B"}}})}}})}})),
+                kReasonMalformedTemplate, "spec.template.spec.initContainers[0].env[0].name");
+  const auto prefix = [](const std::string& p) {
+    return WorkerWith(
+        {{"envFrom", json::array({{{"prefix", p}, {"configMapRef", {{"name", "cfg"}}}}})}});
+  };
+  ExpectRefused(Check(prefix("1_")), kReasonMalformedTemplate,
+                "spec.template.spec.containers[0].envFrom[0].prefix");
+  EXPECT_EQ(Check(prefix("CFG_")), std::nullopt);
+  EXPECT_EQ(Check(prefix("")), std::nullopt);
+}
+
+TEST(TemplatePolicyAdversarial, PortsTheApiServerWouldRefuseAreRefused) {
+  const auto ports = [](json list) { return WorkerWith({{"ports", std::move(list)}}); };
+  const auto named = [&](const std::string& name) {
+    return ports(json::array({{{"name", name}, {"containerPort", 8080}}}));
+  };
+  for (const char* bad :
+       {"Metrics", "abcdefghijklmnop", "8080", "-http", "http-", "ht--tp", "ht_tp", "ht.tp"}) {
+    const std::optional<TemplateViolation> violation = Check(named(bad));
+    ExpectRefused(violation, kReasonMalformedTemplate,
+                  "spec.template.spec.containers[0].ports[0].name");
+    ASSERT_TRUE(violation.has_value());
+    EXPECT_THAT(violation->message, HasSubstr("must be a port name (IANA service name)")) << bad;
+  }
+  for (const char* good : {"metrics", "grpc-2", "abcdefghijklmno", "h2c", "a-b-c"}) {
+    EXPECT_EQ(Check(named(good)), std::nullopt) << good;
+  }
+  for (const json& number : {json(0), json(65536), json(-1), json("8080"), json(80.5)}) {
+    ExpectRefused(Check(ports(json::array({{{"containerPort", number}}}))),
+                  kReasonMalformedTemplate,
+                  "spec.template.spec.containers[0].ports[0].containerPort");
+  }
+  ExpectRefused(Check(ports(json::array({{{"name", "http"}}}))), kReasonMalformedTemplate,
+                "spec.template.spec.containers[0].ports[0].containerPort");
+  ExpectRefused(Check(ports(json::array({{{"containerPort", 53}, {"protocol", "HTTP"}}}))),
+                kReasonMalformedTemplate, "spec.template.spec.containers[0].ports[0].protocol");
+  EXPECT_EQ(Check(ports(json::array({{{"containerPort", 53}, {"protocol", "UDP"}},
+                                     {{"containerPort", 53}, {"protocol", "TCP"}}}))),
+            std::nullopt);
+
+  // Two ports of one name in a container: "Duplicate value".
+  const std::optional<TemplateViolation> duplicate =
+      Check(ports(json::array({{{"name", "http"}, {"containerPort", 80}},
+                               {{"name", "metrics"}, {"containerPort", 9090}},
+                               {{"name", "http"}, {"containerPort", 8080}}})));
+  ExpectRefused(duplicate, kReasonMalformedTemplate,
+                "spec.template.spec.containers[0].ports[2].name");
+  ASSERT_TRUE(duplicate.has_value());
+  EXPECT_THAT(duplicate->message, HasSubstr("duplicate port name \"http\""));
+  EXPECT_THAT(duplicate->message, HasSubstr("spec.template.spec.containers[0].ports[0]"));
+  // In two containers the API server only warns.
+  EXPECT_EQ(Check(PodSpec(
+                {{"containers",
+                  json::array(
+                      {{{"name", "worker"},
+                        {"image", "worker:1"},
+                        {"ports", json::array({{{"name", "http"}, {"containerPort", 80}}})}},
+                       {{"name", "sidecar"},
+                        {"image", "sidecar:1"},
+                        {"ports", json::array({{{"name", "http"}, {"containerPort", 81}}})}}})}})),
+            std::nullopt);
+}
+
+TEST(TemplatePolicyAdversarial, UserAndGroupIdsBeyond31BitsAreRefused) {
+  const json pod_too_big = PodSpec({{"securityContext", {{"runAsUser", 2147483648LL}}}});
+  const std::optional<TemplateViolation> violation = Check(pod_too_big);
+  ExpectRefused(violation, kReasonMalformedTemplate,
+                "spec.template.spec.securityContext.runAsUser");
+  ASSERT_TRUE(violation.has_value());
+  EXPECT_THAT(violation->message, HasSubstr("must be at most 2147483647"));
+  ExpectRefused(
+      Check(PodSpec(
+          {{"securityContext", {{"supplementalGroups", json::array({1000, 4294967294LL})}}}})),
+      kReasonMalformedTemplate, "spec.template.spec.securityContext.supplementalGroups[1]");
+  ExpectRefused(Check(WorkerWith({{"securityContext", {{"runAsGroup", 3000000000LL}}}})),
+                kReasonMalformedTemplate,
+                "spec.template.spec.containers[0].securityContext.runAsGroup");
+  EXPECT_EQ(
+      Check(PodSpec({{"securityContext", {{"runAsUser", 2147483647}, {"fsGroup", 2147483647}}}})),
+      std::nullopt);
+}
+
 TEST(TemplatePolicy, TheOperatorWidensByFieldPath) {
   TemplatePolicyOptions options;
   options.allowed_fields = {"spec.template.spec.hostIPC",

@@ -378,6 +378,12 @@ TEST_F(HelmTemplateTest, BadValuesAreRefusedNamingTheValue) {
       {"agent.devices=gpu", "/agent/devices"},
       {"agent.slotsPerGpu=64", "/agent/slotsPerGpu"},
       {"agent.hostDir=relative/dir", "/agent/hostDir"},
+      // What the controller refuses at start-up (a clean absolute path other than "/", a group id
+      // a pod may carry) is refused at install.
+      {"agent.hostDir=/var/run/../etc", "/agent/hostDir"},
+      {"agent.socketGid=3000000000", "/agent/socketGid"},
+      {"controller.checkpointHostRoot=/", "/controller/checkpointHostRoot"},
+      {"controller.mpsDir=/run/mps/", "/controller/mpsDir"},
       {"agent.publishIntervalSeconds=1e10", "/agent/publishIntervalSeconds"},
       {"controller.workers=0", "/controller/workers"},
       {"controller.httpPort=70000", "/controller/httpPort"},

@@ -17,10 +17,12 @@
 #include "http/http_endpoints.h"
 #include "manager/manager_events.h"
 #include "manager/manager_impl.h"
+#include "wavepool/api/validation.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/controller/kube_cluster.h"
 #include "wavepool/kube/leader_election.h"
 #include "wavepool/kube/work_queue.h"
+#include "wavepool/planner/device.h"
 
 namespace wavepool::controller {
 namespace {
@@ -32,7 +34,33 @@ std::string DefaultIdentity() {
   return absl::StrFormat("%s_%08x", host, random());
 }
 
-absl::Status Validate(const ManagerOptions& o) {
+// The names the controller puts in request paths and in the Lease it creates: the API server
+// refuses (or misroutes) anything else, and leader election would retry it forever.
+absl::Status ValidateObjectNames(const ManagerOptions& o) {
+  if (!o.watch_namespace.empty() && !api::IsDns1123Label(o.watch_namespace)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "watch_namespace (--namespace): \"", o.watch_namespace,
+        "\" must be a namespace name: a DNS-1123 label (at most 63 lowercase letters, digits "
+        "and '-', starting and ending with a letter or digit), or empty for every namespace"));
+  }
+  if (o.leader_elect && !api::IsDns1123Label(o.lease_namespace)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease_namespace (--lease-namespace): \"", o.lease_namespace,
+                     "\" must be a namespace name: a DNS-1123 label (at most 63 lowercase "
+                     "letters, digits and '-', starting and ending with a letter or digit)"));
+  }
+  if (o.leader_elect && !api::IsDns1123Subdomain(o.lease_name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease_name (--lease-name): \"", o.lease_name,
+                     "\" must be a Lease name: a DNS-1123 subdomain (at most 253 lowercase "
+                     "letters, digits, '-' and '.', starting and ending with a letter or digit)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateManagerOptions(const ManagerOptions& o) {
   if (o.workers < 1) {
     return absl::InvalidArgumentError(absl::StrCat("workers: must be >= 1, got ", o.workers));
   }
@@ -66,8 +94,19 @@ absl::Status Validate(const ManagerOptions& o) {
   if (o.leader_elect && o.lease_namespace.empty()) {
     return absl::InvalidArgumentError("lease_namespace: must not be empty with leader_elect");
   }
-  return absl::OkStatus();
+  WAVEPOOL_RETURN_IF_ERROR(ValidateObjectNames(o));
+  // A device the planner does not know would leave every job on a cluster without a known GPU
+  // model waiting in PlanningFailed.
+  if (absl::Status device = planner::FindDevice(o.reconciler.default_device).status();
+      !device.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reconciler.default_device (--default-device): ", device.message()));
+  }
+  WAVEPOOL_RETURN_IF_ERROR(ValidateOwnedObjectOptions(o.reconciler.objects));
+  return ValidateTemplatePolicyOptions(o.reconciler.template_policy);
 }
+
+namespace {
 
 // The one place ManagerOptions get their defaults: a generated identity, and one clock for the
 // cluster cache, the work queue, leader election and the reconciler.
@@ -131,7 +170,7 @@ absl::Status ControllerManager::Impl::Init() {
 
 absl::StatusOr<std::unique_ptr<ControllerManager>> ControllerManager::Create(
     kube::Client& client, ManagerOptions options) {
-  WAVEPOOL_RETURN_IF_ERROR(Validate(options));
+  WAVEPOOL_RETURN_IF_ERROR(ValidateManagerOptions(options));
   auto impl = std::make_unique<Impl>(client, WithDefaults(std::move(options)));
   WAVEPOOL_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<ControllerManager>(new ControllerManager(std::move(impl)));

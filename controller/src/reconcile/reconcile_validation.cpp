@@ -7,6 +7,7 @@
 #include "template_policy/template_policy_internal.h"
 #include "wavepool/api/validation.h"
 #include "wavepool/base/status_macros.h"
+#include "wavepool/base/truncate.h"
 #include "wavepool/controller/template_policy.h"
 #include "wavepool/planner/names.h"
 #include "wavepool/planner/zoo.h"

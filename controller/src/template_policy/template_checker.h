@@ -60,7 +60,7 @@ class Checker {
   void NameRef(const json& v, const FieldPath& p);
   void Resources(const json& v, const FieldPath& p);
   void ResourceList(const json& v, const FieldPath& p);
-  void Ports(const json& v, const FieldPath& p) { List(v, p, &Checker::Port); }
+  void Ports(const json& v, const FieldPath& p);
   void Port(const json& v, const FieldPath& p);
   void Mounts(const json& v, const FieldPath& p) { List(v, p, &Checker::Mount); }
   void Mount(const json& v, const FieldPath& p);
@@ -98,6 +98,9 @@ class Checker {
   void NonNegativeInt(const json& v, const FieldPath& p);
   void FileMode(const json& v, const FieldPath& p);
   void PortNumber(const json& v, const FieldPath& p);
+  void PortName(const json& v, const FieldPath& p);
+  void EnvVarName(const json& v, const FieldPath& p);
+  void EnvPrefix(const json& v, const FieldPath& p);
   void Quantity(const json& v, const FieldPath& p);
   void RelativePath(const json& v, const FieldPath& p);
   void AbsolutePath(const json& v, const FieldPath& p);

@@ -146,6 +146,46 @@ void Checker::PortNumber(const json& v, const FieldPath& p) {
   }
 }
 
+void Checker::PortName(const json& v, const FieldPath& p) {
+  if (!v.is_string()) return String(v, p);
+  const std::string name = v.get<std::string>();
+  if (name.empty() || IsPortName(name)) return;  // An empty name is no name.
+  Fail(kReasonMalformedTemplate, p,
+       "must be a port name (IANA service name): at most 15 lowercase letters, digits and '-', "
+       "with at least one letter, not starting or ending with '-' and without \"--\" (e.g. "
+       "\"metrics\", \"grpc-2\"), " +
+           Got(v));
+}
+
+namespace {
+
+constexpr char kEnvVarNameRule[] =
+    "letters, digits, '_', '-' and '.', not starting with a digit, and not \".\", \"..\" or "
+    "starting with \"..\" (e.g. \"BATCH_SIZE\", \"my.env-name\")";
+
+}  // namespace
+
+void Checker::EnvVarName(const json& v, const FieldPath& p) {
+  if (!v.is_string()) return String(v, p);
+  if (v.get<std::string>().empty()) {
+    return Fail(kReasonMalformedTemplate, p,
+                absl::StrCat("required: an environment variable name: ", kEnvVarNameRule));
+  }
+  if (!IsEnvVarName(v.get<std::string>())) {
+    Fail(kReasonMalformedTemplate, p,
+         absl::StrCat("must be an environment variable name: ", kEnvVarNameRule, ", ", Got(v)));
+  }
+}
+
+void Checker::EnvPrefix(const json& v, const FieldPath& p) {
+  if (!v.is_string()) return String(v, p);
+  if (v.get<std::string>().empty() || IsEnvVarName(v.get<std::string>())) return;
+  Fail(kReasonMalformedTemplate, p,
+       absl::StrCat("must be empty or an environment variable name (it starts every variable "
+                    "taken from the source): ",
+                    kEnvVarNameRule, ", ", Got(v)));
+}
+
 void Checker::Quantity(const json& v, const FieldPath& p) {
   const bool ok =
       (v.is_number() && v.get<double>() >= 0) ||
@@ -281,6 +321,12 @@ void Checker::SeccompType(const json& v, const FieldPath& p) {
 void Checker::PositiveId(const json& v, const FieldPath& p) {
   const std::optional<std::int64_t> n = IntegerOf(v);
   if (!n || *n < 0) return Fail(kReasonMalformedTemplate, p, "must be an integer > 0, " + Got(v));
+  // kube-apiserver's IsValidUserID and IsValidGroupID: ids are 31-bit.
+  if (*n > kMaxPodGroupId) {
+    return Fail(kReasonMalformedTemplate, p,
+                absl::StrCat("must be at most ", kMaxPodGroupId,
+                             " (the API server's limit for user and group ids), ", Got(v)));
+  }
   if (*n == 0) {
     Fail(kReasonPrivilegedTemplate, p,
          "must be > 0: the root user and group (0) are not allowed; an operator may allow it "

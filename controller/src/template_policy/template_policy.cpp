@@ -4,6 +4,7 @@
 #include "wavepool/controller/template_policy.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "template_policy/template_checker.h"
+#include "wavepool/base/truncate.h"
 
 namespace wavepool::controller {
 namespace internal {
@@ -58,7 +60,7 @@ constexpr FieldRule kContainerRules[] = {
     {"volumeMounts", &Checker::Mounts}, {"workingDir", &Checker::String},
 };
 constexpr FieldRule kEnvVarRules[] = {
-    {"name", &Checker::String},
+    {"name", &Checker::EnvVarName},
     {"value", &Checker::String},
     {"valueFrom", &Checker::EnvVarSource},
 };
@@ -86,7 +88,7 @@ constexpr FieldRule kResourceFieldRefRules[] = {
 };
 constexpr FieldRule kEnvFromRules[] = {
     {"configMapRef", &Checker::NameRef},
-    {"prefix", &Checker::String},
+    {"prefix", &Checker::EnvPrefix},
     {"secretRef", &Checker::NameRef},
 };
 constexpr FieldRule kNameRefRules[] = {
@@ -101,7 +103,7 @@ constexpr FieldRule kResourcesRules[] = {
 constexpr std::string_view kResourceNames[] = {"cpu", "ephemeral-storage", "memory"};
 constexpr FieldRule kPortRules[] = {
     {"containerPort", &Checker::PortNumber}, {"hostIP", &Checker::HostPort},
-    {"hostPort", &Checker::HostPort},        {"name", &Checker::String},
+    {"hostPort", &Checker::HostPort},        {"name", &Checker::PortName},
     {"protocol", &Checker::Protocol},
 };
 constexpr FieldRule kMountRules[] = {
@@ -348,7 +350,31 @@ void Checker::ResourceList(const json& v, const FieldPath& p) {
   }
 }
 
-void Checker::Port(const json& v, const FieldPath& p) { Object(v, p, kPortRules); }
+// kube-apiserver refuses two ports of one name in a container ("Duplicate value"); across the
+// pod's containers it only warns.
+void Checker::Ports(const json& v, const FieldPath& p) {
+  List(v, p, &Checker::Port);
+  std::map<std::string, std::size_t> seen;  // Port name -> its first index.
+  for (std::size_t i = 0; i < v.size() && !violation_; ++i) {
+    if (!v[i].is_object() || !v[i].contains("name") || !v[i]["name"].is_string()) continue;
+    const std::string name = v[i]["name"].get<std::string>();
+    if (name.empty()) continue;
+    const auto [first, inserted] = seen.emplace(name, i);
+    if (!inserted) {
+      Fail(kReasonMalformedTemplate, p.Index(i).Child("name"),
+           absl::StrCat("duplicate port name \"", name, "\" in this container (also ",
+                        p.Index(first->second).ToString(), ")"));
+    }
+  }
+}
+
+void Checker::Port(const json& v, const FieldPath& p) {
+  Object(v, p, kPortRules);
+  if (!violation_ && v.is_object() &&
+      (!v.contains("containerPort") || v["containerPort"].is_null())) {
+    Fail(kReasonMalformedTemplate, p.Child("containerPort"), "required: a port in [1, 65535]");
+  }
+}
 
 void Checker::Mount(const json& v, const FieldPath& p) {
   Object(v, p, kMountRules);

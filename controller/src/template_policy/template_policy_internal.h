@@ -17,11 +17,6 @@ namespace wavepool::controller::internal {
 // which Debian's abseil does not take.
 std::vector<std::string_view> Split(std::string_view text, char separator);
 
-// `text` cut to at most `max_bytes` bytes (then ending in "..."), never inside a UTF-8
-// sequence: a refusal quotes the tenant's values, and a condition message must stay within the
-// CRD's 32768 characters whatever the tenant wrote. REQUIRES: max_bytes >= 3.
-std::string Truncate(std::string text, std::size_t max_bytes);
-
 // One step of a field path: a field name, or a bracketed list index or map key ("*" in an
 // allowed path matches any).
 struct PathSegment {
@@ -72,6 +67,15 @@ bool IsQualifiedName(std::string_view text);
 // A label value: empty, or at most 63 letters, digits, '-', '_' and '.', starting and ending with
 // a letter or digit.
 bool IsLabelValue(std::string_view text);
+
+// An environment variable name as kube-apiserver's IsEnvVarName accepts it:
+// [-._a-zA-Z][-._a-zA-Z0-9]*, and neither "." nor ".." nor starting with "..". (Kubernetes 1.30
+// and later also accept any printable ASCII but '='; older servers refuse that, and a name valid
+// here is valid on every server.)
+bool IsEnvVarName(std::string_view text);
+// A container port name (IANA_SVC_NAME, kube-apiserver's IsValidPortName): at most 15 lowercase
+// letters, digits and '-', at least one letter, no leading, trailing or consecutive '-'.
+bool IsPortName(std::string_view text);
 
 // An absolute path without empty, "." or ".." components ("/data" or "/data/sets"; "/" too).
 bool IsCleanAbsolutePath(std::string_view path);

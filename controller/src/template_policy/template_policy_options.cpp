@@ -41,15 +41,6 @@ std::vector<std::string_view> Split(std::string_view text, char separator) {
   return parts;
 }
 
-std::string Truncate(std::string text, std::size_t max_bytes) {
-  if (text.size() <= max_bytes) return text;
-  std::size_t cut = max_bytes - 3;
-  // Back off continuation bytes (10xxxxxx) so the cut lands on a character boundary.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  text.resize(cut);
-  return text + "...";
-}
-
 FieldPath FieldPath::Template() {
   FieldPath path;
   path.segments_ = {{false, "spec"}, {false, "template"}};
@@ -210,6 +201,31 @@ bool IsQualifiedName(std::string_view text) {
   const std::string_view name = slash == std::string_view::npos ? text : text.substr(slash + 1);
   if (slash != std::string_view::npos && !IsDns1123Subdomain(text.substr(0, slash))) return false;
   return !name.empty() && IsLabelValue(name);
+}
+
+bool IsEnvVarName(std::string_view text) {
+  const auto first = [](char c) {
+    return absl::ascii_isalpha(c) || c == '-' || c == '.' || c == '_';
+  };
+  if (text.empty() || !first(text.front())) return false;
+  if (!std::all_of(text.begin(), text.end(),
+                   [&](char c) { return first(c) || absl::ascii_isdigit(c); })) {
+    return false;
+  }
+  // A name the kubelet could mistake for a directory change.
+  return text != "." && !StartsWith(text, "..");
+}
+
+bool IsPortName(std::string_view text) {
+  constexpr std::size_t kMaxPortNameLength = 15;
+  const auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  if (text.empty() || text.size() > kMaxPortNameLength) return false;
+  if (text.front() == '-' || text.back() == '-' || text.find("--") != std::string_view::npos) {
+    return false;
+  }
+  return std::any_of(text.begin(), text.end(), lower) &&
+         std::all_of(text.begin(), text.end(),
+                     [&](char c) { return lower(c) || absl::ascii_isdigit(c) || c == '-'; });
 }
 
 bool IsCleanAbsolutePath(std::string_view path) {

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "wavepool/base/clock.h"
 #include "wavepool/controller/metrics.h"
@@ -62,10 +63,17 @@ struct ManagerOptions {
   std::function<void(std::string_view)> log;  // empty: standard error
 };
 
+// InvalidArgument naming the option (and its wavepool-controller flag) for workers < 1, a port
+// outside [-1, 65535], a --namespace or --lease-namespace that is not a DNS-1123 label, a
+// --lease-name that is not a DNS-1123 subdomain (with leader election), a --default-device the
+// planner does not know, or pod options (ValidateOwnedObjectOptions) and template policy options
+// (ValidateTemplatePolicyOptions) that every job's pods would fail on. Touches no cluster: the
+// binary calls it before it connects.
+absl::Status ValidateManagerOptions(const ManagerOptions& options);
+
 class ControllerManager {
  public:
-  // InvalidArgument naming the option for workers < 1, an empty lease name with leader election,
-  // a port outside [-1, 65535], or lease timings leader election rejects.
+  // ValidateManagerOptions' errors, or lease timings leader election rejects.
   static absl::StatusOr<std::unique_ptr<ControllerManager>> Create(kube::Client& client,
                                                                    ManagerOptions options);
   ~ControllerManager();

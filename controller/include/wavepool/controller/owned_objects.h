@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "wavepool/api/object_meta.h"
@@ -107,6 +108,20 @@ struct OwnedObjectOptions {
   // Negative: none.
   std::int64_t agent_socket_gid = -1;
 };
+
+// The largest group id a pod may name: kube-apiserver refuses supplementalGroups (and user and
+// group ids) outside [0, 2^31 - 1] (apimachinery's IsValidGroupID).
+inline constexpr std::int64_t kMaxPodGroupId = 2147483647;
+
+// InvalidArgument naming the controller flag and the problem for an option every job's pods
+// would carry and the API server (or the kubelet) would refuse, so that a bad flag stops the
+// controller at start-up instead of failing each job's pods with PodRejected: --agent-dir,
+// --mps-dir and --checkpoint-host-root not clean absolute paths other than "/" (mounted into
+// pods, the agent and MPS directories at their own paths, which must not collide with each
+// other, /dev/shm or the plan's /etc/wavepool), a --background-priority-class that is not a
+// DNS-1123 subdomain, a negative --background-grace-seconds, a --default-image that does not
+// parse (image_reference.h), and an --agent-socket-gid above kMaxPodGroupId.
+absl::Status ValidateOwnedObjectOptions(const OwnedObjectOptions& options);
 
 // `<base><suffix>`, at most `max_length` characters. A base too long is cut, trailing '-' and
 // '.' dropped, and `-<8 hex digits of a hash of base>` added, so distinct bases stay distinct.

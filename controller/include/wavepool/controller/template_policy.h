@@ -3,19 +3,21 @@
 // what a training pod needs and nothing more (docs/controller.md "What a pod template may
 // contain" lists it). Built in:
 //   - containers and initContainers: name (a DNS label, unique among both lists), image,
-//     imagePullPolicy, command, args, workingDir, env (values, ConfigMap/Secret keys, the
-//     downward API), envFrom (ConfigMaps and Secrets: always
-//     the job's namespace, since a pod cannot name another), ports without hostPort, resources
+//     imagePullPolicy, command, args, workingDir, env (names as kube-apiserver's IsEnvVarName
+//     accepts them; values, ConfigMap/Secret keys, the downward API), envFrom (ConfigMaps and
+//     Secrets: always the job's namespace, since a pod cannot name another; a prefix that is an
+//     env var name), ports without hostPort (a containerPort in [1, 65535], a name that is an
+//     IANA service name and unique in the container, protocol TCP, UDP or SCTP), resources
 //     (limits and requests of cpu, memory and ephemeral-storage), volumeMounts of the template's
-//     volumes, and a restricted securityContext (runAsNonRoot, runAsUser/runAsGroup > 0,
-//     privileged and allowPrivilegeEscalation false, capabilities.drop, readOnlyRootFilesystem,
-//     seccompProfile RuntimeDefault or Localhost);
+//     volumes, and a restricted securityContext (runAsNonRoot, runAsUser/runAsGroup in
+//     [1, 2^31 - 1], privileged and allowPrivilegeEscalation false, capabilities.drop,
+//     readOnlyRootFilesystem, seccompProfile RuntimeDefault or Localhost);
 //   - volumes: emptyDir, configMap, secret, persistentVolumeClaim, projected (configMap, secret,
 //     downwardAPI sources) and downwardAPI;
 //   - nodeSelector, tolerations, affinity, imagePullSecrets, terminationGracePeriodSeconds,
 //     restartPolicy (replaced by Never), automountServiceAccountToken, a restricted pod
-//     securityContext (runAsNonRoot, runAsUser/runAsGroup/fsGroup/supplementalGroups > 0,
-//     fsGroupChangePolicy, seccompProfile), serviceAccountName "default";
+//     securityContext (runAsNonRoot, runAsUser/runAsGroup/fsGroup/supplementalGroups in
+//     [1, 2^31 - 1], fsGroupChangePolicy, seccompProfile), serviceAccountName "default";
 //   - hostPID, hostIPC and hostNetwork only as false;
 //   - metadata: labels and annotations with keys and values the API server accepts on a pod,
 //     none under wavepool.dev/ (the controller's own keys: IsControllerMetadataKey).
