@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -98,6 +99,31 @@ TEST(OwnedObjectOptions, GraceImageAndSocketGroupAreCheckedAsTheApiServerWould) 
               RefusedNaming("--agent-socket-gid", "got 2147483648"));
   EXPECT_OK(ValidateWith([](OwnedObjectOptions& o) { o.agent_socket_gid = -1; }));
   EXPECT_OK(ValidateWith([](OwnedObjectOptions& o) { o.agent_socket_gid = 0; }));
+}
+
+// A job's checkpoint directory is mounted beside the worker's own mounts (pod_builder.cpp).
+TEST(CheckpointMountPath, MustNotSitOnOrUnderAMountEveryWorkerHas) {
+  OwnedObjectOptions options;
+  options.agent_directory = "/run/wavepool";
+  options.mps_directory = "/run/mps";
+  for (const char* good : {"/checkpoints", "/run/wavepool-checkpoints", "/dev/shmem",
+                           "s3://bucket/ckpt", "gs://bucket"}) {
+    EXPECT_OK(CheckCheckpointMountPath(good, options)) << good;
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"/dev/shm", "must not be /dev/shm or under it"},
+      {"/etc/wavepool/ckpt", "must not be /etc/wavepool or under it: worker pods mount the plan"},
+      {"/run/wavepool", "the node agent's directory"},
+      {"/run/wavepool/x", "the node agent's directory"},
+      {"/run/mps", "the MPS pipe directory"},
+      {"/", "must not be \"/\""},
+      {"/ckpt/../etc", "must be an absolute path without empty"},
+      {"/ckpt/", "must be an absolute path without empty"},
+  };
+  for (const auto& [path, why] : bad) {
+    EXPECT_THAT(CheckCheckpointMountPath(path, options), RefusedNaming("spec.checkpoint.path", why))
+        << path;
+  }
 }
 
 }  // namespace

@@ -90,6 +90,14 @@ std::vector<RefusedJob> RefusedJobs() {
       // The API server would refuse every pod, and the gang would wait for them forever.
       {"InvalidLabelKey", SetTemplate(WithMetadata({{"labels", {{"bad key!", "x"}}}})), false,
        std::string(kReasonMalformedTemplate), "spec.template.metadata.labels[bad key!]"},
+      // Mounted at the agent's directory, the API server would refuse every pod (two mounts at
+      // one path); under it, the node would get the tenant's directory inside the agent's.
+      {"CheckpointAtTheAgentsDirectory",
+       [](api::TrainingJob& job) { job.spec.checkpoint.path = "/var/run/wavepool"; }, false,
+       "InvalidSpec", "spec.checkpoint.path"},
+      {"CheckpointInSharedMemory",
+       [](api::TrainingJob& job) { job.spec.checkpoint.path = "/dev/shm/ckpt"; }, false,
+       "InvalidSpec", "spec.checkpoint.path"},
   };
 }
 

@@ -4,6 +4,7 @@
 // once, at start-up, naming the flag.
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -74,6 +75,33 @@ absl::Status CheckDirectories(const OwnedObjectOptions& o) {
 }
 
 }  // namespace
+
+absl::Status CheckCheckpointMountPath(const std::string& path, const OwnedObjectOptions& options) {
+  if (path.empty() || path.front() != '/') return absl::OkStatus();
+  const auto bad = [&path](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.checkpoint.path: \"", path, "\" ", std::string(why)));
+  };
+  if (!internal::IsCleanAbsolutePath(path)) {
+    return bad(
+        "must be an absolute path without empty, \".\" or \"..\" components (and no "
+        "trailing '/'), or an object-store URL");
+  }
+  if (path == "/") return bad("must not be \"/\": the checkpoint directory is mounted there");
+  const std::pair<std::string_view, std::string_view> taken[] = {
+      {kShmMountPath, "the MPS shared memory"},
+      {kPlanMountPath, "the plan"},
+      {options.agent_directory, "the node agent's directory"},
+      {options.mps_directory, "the MPS pipe directory"},
+  };
+  for (const auto& [mount, what] : taken) {
+    if (!mount.empty() && internal::PathIsUnder(path, mount)) {
+      return bad(absl::StrCat("must not be ", std::string(mount),
+                              " or under it: worker pods mount ", std::string(what), " there"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateOwnedObjectOptions(const OwnedObjectOptions& options) {
   WAVEPOOL_RETURN_IF_ERROR(CheckDirectories(options));

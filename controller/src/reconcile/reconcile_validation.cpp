@@ -8,6 +8,7 @@
 #include "wavepool/api/validation.h"
 #include "wavepool/base/status_macros.h"
 #include "wavepool/base/truncate.h"
+#include "wavepool/controller/owned_objects.h"
 #include "wavepool/controller/template_policy.h"
 #include "wavepool/planner/names.h"
 #include "wavepool/planner/zoo.h"
@@ -51,6 +52,13 @@ std::optional<SpecProblem> FindSpecProblem(const api::TrainingJob& job,
   if (std::optional<TemplateViolation> violation =
           CheckPodTemplate(job, options.template_policy, options.objects.default_image)) {
     return SpecProblem{std::string(violation->reason), std::move(violation->message)};
+  }
+  if (job.spec.checkpoint.path.has_value()) {
+    if (const absl::Status mount =
+            CheckCheckpointMountPath(*job.spec.checkpoint.path, options.objects);
+        !mount.ok()) {
+      return SpecProblem{std::string(kReasonInvalidSpec), std::string(mount.message())};
+    }
   }
   if (job.spec.model.name.has_value()) {
     if (std::optional<std::string> unknown = UnknownModel(*job.spec.model.name)) {

@@ -123,6 +123,14 @@ inline constexpr std::int64_t kMaxPodGroupId = 2147483647;
 // parse (image_reference.h), and an --agent-socket-gid above kMaxPodGroupId.
 absl::Status ValidateOwnedObjectOptions(const OwnedObjectOptions& options);
 
+// InvalidArgument naming spec.checkpoint.path when a job's checkpoint directory (an absolute path:
+// the pod builder mounts the node's <checkpoint root>/<namespace>/<job> there) cannot sit beside
+// the mounts every worker gets: not a clean absolute path, "/", or at or under /dev/shm, the
+// plan's directory, the agent's or the MPS directory. The API server refuses two mounts at one
+// path, and a mount under the agent's host directory would create the tenant's directory on the
+// node, inside the agent's. Other paths (an object-store URL) are not mounted and pass.
+absl::Status CheckCheckpointMountPath(const std::string& path, const OwnedObjectOptions& options);
+
 // `<base><suffix>`, at most `max_length` characters. A base too long is cut, trailing '-' and
 // '.' dropped, and `-<8 hex digits of a hash of base>` added, so distinct bases stay distinct.
 // REQUIRES: max_length >= suffix.size() + 10.
