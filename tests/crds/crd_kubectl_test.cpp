@@ -154,6 +154,26 @@ TEST_P(CrdKubectlTest, InvalidJobIsRefusedWithItsFieldPath) {
   EXPECT_THAT(applied.err, HasSubstr("spec.gpus"));
 }
 
+// A job that breaks a cross-field rule: kubectl apply shows the server's rule message on the
+// rule's field path, and nothing is created.
+TEST_P(CrdKubectlTest, JobBreakingACelRuleIsRefusedWithTheRulesMessage) {
+  ASSERT_NO_FATAL_FAILURE(ApplyCrdsAndExamples());
+  const std::string path = dir_ + "/background.yaml";
+  ASSERT_OK(
+      WriteFile(path,
+                "apiVersion: wavepool.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: bg\n"
+                "spec:\n  role: Background\n  model:\n    name: resnet50\n  globalBatchSize: 8\n"
+                "  gpus: 2\n  steps: 10\n  checkpoint:\n    path: /ckpt\n"));
+  const KubectlResult applied = Kubectl({"apply", "-f", path});
+  EXPECT_NE(applied.exit_code, 0) << applied;
+  EXPECT_EQ(applied.err,
+            "The TrainingJob \"bg\" is invalid: spec.gpus: Invalid value: \"object\": must be 1 "
+            "for a Background job\n");
+  const KubectlResult get = Kubectl({"get", "tj", "bg", "-o", "name"});
+  EXPECT_NE(get.exit_code, 0) << get;
+  EXPECT_THAT(get.err, HasSubstr("NotFound"));
+}
+
 std::vector<std::string> KubectlBinaries() {
   return {"/usr/bin/kubectl", std::string(WAVEPOOL_TOOLS_BIN) + "/kubectl"};
 }

@@ -1,7 +1,7 @@
 // The CRDs in crds/ as the test API server sees them: accepted and served with their names,
 // scope, status subresource and printer columns; the examples accepted and defaulted exactly as
-// api::SetDefaults defaults them; and the cross-field rules present as CEL (the test server does
-// not evaluate CEL, so the rules' presence and messages are checked on the YAML itself).
+// api::SetDefaults defaults them; and the cross-field rules present as CEL and evaluated by the
+// server, refusing what api refuses with the same field path and message.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/crds/crd_fixture.h"
+#include "tests/support/apiserver/api_status.h"
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/defaults.h"
 #include "wavepool/api/gpu_node.h"
@@ -393,9 +394,26 @@ std::vector<CrossFieldCase> TrainingJobCrossFieldCases() {
   };
 }
 
-class TrainingJobCrossFieldTest : public ::testing::TestWithParam<CrossFieldCase> {};
+// The {field, message} of every cause of a 422 answer.
+std::vector<std::pair<std::string, std::string>> Causes(const absl::Status& status) {
+  std::vector<std::pair<std::string, std::string>> causes;
+  const json body = apiserver::StatusBodyOf(status);
+  for (const json& cause : body["details"].value("causes", json::array())) {
+    causes.emplace_back(cause.value("field", ""), cause.value("message", ""));
+  }
+  return causes;
+}
 
-TEST_P(TrainingJobCrossFieldTest, ApiRejectsAndCelRuleNamesTheSameField) {
+// A rule's cause as kube-apiserver words it for a rule on an object node.
+std::pair<std::string, std::string> RuleCause(const std::string& field,
+                                              const std::string& message) {
+  return {field, "Invalid value: \"object\": " + message};
+}
+
+class TrainingJobCrossFieldTest : public CrdStoreTest,
+                                  public ::testing::WithParamInterface<CrossFieldCase> {};
+
+TEST_P(TrainingJobCrossFieldTest, ApiAndServerRefuseItNamingTheSameField) {
   const CrossFieldCase& c = GetParam();
   ASSERT_OK_AND_ASSIGN(json manifest, LoadSourceYaml(c.base));
   ASSERT_EQ(ApiErrorPath(manifest), std::nullopt) << c.base;
@@ -404,6 +422,13 @@ TEST_P(TrainingJobCrossFieldTest, ApiRejectsAndCelRuleNamesTheSameField) {
   const std::vector<CelRule> rules = RulesOf(kTrainingJobCrdPath);
   EXPECT_NE(FindRule(rules, c.field, c.message), nullptr)
       << "no rule on " << c.field << " with message \"" << c.message << "\"";
+
+  // The server evaluates the rule, after its defaults, and refuses the job with that cause only.
+  const absl::StatusOr<WriteResult> made = CreateJob(manifest);
+  ASSERT_EQ(apiserver::HttpCodeOf(made.status()), 422) << made.status();
+  EXPECT_THAT(Causes(made.status()), ElementsAre(RuleCause(c.field, c.message)));
+  EXPECT_THAT(std::string(made.status().message()),
+              ::testing::HasSubstr(c.field + ": Invalid value: \"object\": " + c.message));
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, TrainingJobCrossFieldTest,
@@ -435,6 +460,28 @@ TEST(GpuNodeCel, MemoryWaveRulesMatchApi) {
   EXPECT_EQ(FindRule(rules, "status.gpus[].memoryWave.phaseOffsetSeconds",
                      "must be in [0, periodSeconds]"),
             nullptr);
+}
+
+// The server evaluates the memory-wave rule on status writes (after the defaults of peakBytes
+// and troughBytes), on each GPU of the list, as api does.
+TEST_F(CrdStoreTest, GpuNodeStatusWithTroughAbovePeakIsRefusedByTheServer) {
+  const json node = json::parse(R"({
+    "apiVersion": "wavepool.dev/v1alpha1", "kind": "GPUNode",
+    "metadata": {"name": "node-a"}, "spec": {"nodeName": "node-a"}})");
+  ASSERT_OK(CreateNode(node).status());
+  json status = json::parse(R"({"gpus": [
+    {"index": 0, "uuid": "GPU-0", "memoryWave": {"peakBytes": 10, "troughBytes": 5}},
+    {"index": 1, "uuid": "GPU-1", "memoryWave": {"troughBytes": 1}}]})");
+  const absl::StatusOr<WriteResult> written = WriteStatus(nodes_, "", "node-a", status);
+  ASSERT_EQ(apiserver::HttpCodeOf(written.status()), 422) << written.status();
+  json with_node = node;
+  with_node["status"] = status;
+  EXPECT_EQ(ApiGpuNodeErrorPath(with_node), "status.gpus[1].memoryWave.troughBytes");
+  EXPECT_THAT(
+      Causes(written.status()),
+      ElementsAre(RuleCause("status.gpus[1].memoryWave.troughBytes", "must be <= peakBytes")));
+  status["gpus"][1]["memoryWave"]["peakBytes"] = 1;
+  EXPECT_OK(WriteStatus(nodes_, "", "node-a", status).status());
 }
 
 // Every rule has a message, names an existing field when it has a fieldPath, and guards

@@ -15,6 +15,7 @@
 #include "tests/support/status_matchers.h"
 #include "wavepool/api/gpu_node.h"
 #include "wavepool/api/object_meta.h"
+#include "wavepool/base/status_macros.h"
 #include "wavepool/controller/owned_objects.h"
 #include "wavepool/kube/api_error.h"
 
@@ -129,13 +130,45 @@ TEST(ControllerLifecycle, SuspendRemovesThePodsAndResumeRunsTheJobAgain) {
   EXPECT_THAT(job.status.restarts, Eq(0));
 }
 
+// Replaces the TrainingJob CRD in `cluster` with `crd` (its current resourceVersion taken).
+absl::Status ReplaceTrainingJobCrd(TestCluster& cluster, nlohmann::json crd) {
+  apiserver::ObjectStore& store = cluster.server().store();
+  const std::optional<apiserver::ResourceInfo> crds =
+      store.FindResource("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+  if (!crds.has_value()) return absl::InternalError("no CustomResourceDefinition resource");
+  const std::string name = crd["metadata"]["name"].get<std::string>();
+  WAVEPOOL_ASSIGN_OR_RETURN(nlohmann::json current, store.Get(*crds, "", name));
+  crd["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"];
+  return store.Update(*crds, "", name, std::move(crd), "", {}).status();
+}
+
+// A job that was valid when it was created stays in the store when an upgraded CRD adds a rule it
+// breaks (an API server never revalidates stored objects): the controller's own validation
+// fails it, naming the field.
 TEST(ControllerLifecycle, InvalidSpecFailsTheJobWithAnEventNamingTheField) {
   ASSERT_OK_AND_ASSIGN(auto cluster, TestCluster::Start(1, 4));
-  // A cross-field rule the CRD states in CEL only (the test server does not evaluate CEL):
-  // maxBatchSize belongs to Background jobs.
+  apiserver::ObjectStore& store = cluster->server().store();
+  const std::optional<apiserver::ResourceInfo> crds =
+      store.FindResource("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+  ASSERT_TRUE(crds.has_value());
+  ASSERT_OK_AND_ASSIGN(nlohmann::json upgraded, store.Get(*crds, "", "trainingjobs.wavepool.dev"));
+  // The CRD before the rule that maxBatchSize belongs to Background jobs.
+  nlohmann::json older = upgraded;
+  nlohmann::json& rules = older["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+                               ["spec"]["x-kubernetes-validations"];
+  const std::size_t rule_count = rules.size();
+  for (auto it = rules.begin(); it != rules.end(); ++it) {
+    if (it->value("fieldPath", "") == ".collocation.maxBatchSize") {
+      rules.erase(it);
+      break;
+    }
+  }
+  ASSERT_EQ(rules.size(), rule_count - 1);
+  ASSERT_OK(ReplaceTrainingJobCrd(*cluster, older));
   nlohmann::json spec = ForegroundJob("bad", 2);
   spec["spec"]["collocation"] = {{"maxBatchSize", 16}};
   ASSERT_OK(cluster->CreateJob(spec).status());
+  ASSERT_OK(ReplaceTrainingJobCrd(*cluster, upgraded));
   ASSERT_OK_AND_ASSIGN(api::TrainingJob job,
                        cluster->WaitForJob("bad", PhaseIs(api::JobPhase::kFailed)));
   const api::Condition* invalid = api::FindCondition(job.status.conditions, "Invalid");

@@ -17,9 +17,10 @@ namespace wavepool::testing::apiserver {
 
 // One field's problem in a 422 Invalid answer (metav1.StatusCause).
 struct FieldCause {
-  std::string reason;   // "FieldValueRequired", "FieldValueInvalid", "FieldValueNotSupported", ...
-  std::string field;    // "spec.gpus"
-  std::string message;  // "Invalid value: 0: spec.gpus in body should be greater than or equal to 1"
+  std::string reason;  // "FieldValueRequired", "FieldValueInvalid", "FieldValueNotSupported", ...
+  std::string field;   // "spec.gpus"
+  std::string
+      message;  // "Invalid value: 0: spec.gpus in body should be greater than or equal to 1"
 };
 
 // A failure with HTTP `code`, `reason` and `message`; `details` is metav1.StatusDetails.

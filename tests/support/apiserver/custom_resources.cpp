@@ -221,7 +221,7 @@ void ServeCrdLocked(StoreCore& core, const nlohmann::json& crd) {
 
 absl::Status ApplySchemaLocked(const StoreCore& core, const ResourceInfo& resource,
                                nlohmann::json& object, FieldValidation validation,
-                               std::vector<std::string>& warnings) {
+                               std::vector<std::string>& warnings, const nlohmann::json* old) {
   auto it =
       core.custom.find(absl::StrCat(resource.group, "/", resource.version, "/", resource.plural));
   if (it == core.custom.end() || it->second.schema == nullptr) return absl::OkStatus();
@@ -238,7 +238,7 @@ absl::Status ApplySchemaLocked(const StoreCore& core, const ResourceInfo& resour
     warnings.insert(warnings.end(), unknown.begin(), unknown.end());
   }
   schema.ApplyDefaults(object);
-  std::vector<FieldCause> causes = schema.Validate(object);
+  std::vector<FieldCause> causes = schema.Validate(object, old);
   if (!causes.empty()) {
     return InvalidFailure(resource.kind, resource.group, MetaString(object, "name"), causes);
   }

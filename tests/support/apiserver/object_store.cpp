@@ -452,7 +452,8 @@ absl::StatusOr<nlohmann::json> StoreImpl::MergeUpdateLocked(
     if (absl::Status s = PrepareCrdLocked(*core_, merged, /*creating=*/false); !s.ok()) return s;
   }
   if (!info.crd_name.empty()) {
-    absl::Status s = ApplySchemaLocked(*core_, info, merged, options.field_validation, warnings);
+    absl::Status s =
+        ApplySchemaLocked(*core_, info, merged, options.field_validation, warnings, &existing);
     if (!s.ok()) return s;
   }
   if (TracksGeneration(info) && existing["metadata"].contains("generation") &&

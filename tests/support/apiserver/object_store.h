@@ -50,7 +50,8 @@ struct ResourceInfo {
   bool namespaced = true;
   std::vector<std::string> short_names;
   std::vector<std::string> categories;
-  std::vector<std::string> verbs;  // create, delete, deletecollection, get, list, patch, update, watch
+  std::vector<std::string>
+      verbs;  // create, delete, deletecollection, get, list, patch, update, watch
   bool status_subresource = false;
   // Resources served from a CustomResourceDefinition: its name, and the CRD's entry for this
   // version (schema.openAPIV3Schema, additionalPrinterColumns, subresources). Empty for built-ins.
@@ -132,7 +133,7 @@ class StoreWatch {
 class ObjectStore {
  public:
   struct Options {
-    std::string data_dir;  // empty: memory only
+    std::string data_dir;               // empty: memory only
     std::size_t history_size = 10'000;  // events kept for watches
     // Time for timestamps is the system clock; waits (graceful pod deletion) use this clock.
     Clock* clock = &RealClock();
@@ -147,8 +148,7 @@ class ObjectStore {
 
   // Served resources: the built-ins, then one per served version of every established CRD.
   virtual std::vector<ResourceInfo> Resources() const = 0;
-  virtual std::optional<ResourceInfo> FindResource(std::string_view group,
-                                                   std::string_view version,
+  virtual std::optional<ResourceInfo> FindResource(std::string_view group, std::string_view version,
                                                    std::string_view plural) const = 0;
 
   // `ns`: the namespace for namespaced resources ("" in List and Watch: every namespace); ignored

@@ -127,10 +127,12 @@ void ServeCrdLocked(StoreCore& core, const nlohmann::json& crd)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(core.mu);
 void UnserveCrdLocked(StoreCore& core, const std::string& crd_name)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(core.mu);
-// Defaults, prunes (warnings or a strict-decoding 400) and validates a custom object.
+// Defaults, prunes (warnings or a strict-decoding 400) and validates a custom object; `old`, on
+// an update, is the stored object (StructuralSchema::Validate: rules ratchet).
 absl::Status ApplySchemaLocked(const StoreCore& core, const ResourceInfo& resource,
                                nlohmann::json& object, FieldValidation validation,
-                               std::vector<std::string>& warnings)
+                               std::vector<std::string>& warnings,
+                               const nlohmann::json* old = nullptr)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(core.mu);
 
 }  // namespace wavepool::testing::apiserver::store_internal

@@ -177,7 +177,7 @@ void CheckNested(const json& v, Level level, const std::string& path, bool int_o
       causes.push_back(Forbidden(Child(path, keyword), "must be undefined to be structural"));
     }
   }
-  for (const char* keyword : {"title", "description"}) {
+  for (const char* keyword : {"title", "description", "x-kubernetes-validations"}) {
     if (v.contains(keyword)) {
       causes.push_back(Forbidden(Child(path, keyword), "must be empty to be structural"));
     }
@@ -271,6 +271,24 @@ void CheckResourceRoot(const json& s, const std::string& path, Causes& causes) {
 
 void Default(json& x, const json& s);
 
+// Whether every rule under `s` is well formed and compiles.
+bool RulesCompile(const json& s) {
+  if (!s.is_object()) return true;
+  Causes causes;
+  structural::CheckRules(s, "", causes);
+  if (!causes.empty()) return false;
+  if (const json* properties = Sub(s, "properties")) {
+    for (const auto& [key, child] : properties->items()) {
+      if (!RulesCompile(child)) return false;
+    }
+  }
+  for (const char* keyword : {"items", "additionalProperties"}) {
+    if (const json* child = Sub(s, keyword); child != nullptr && !RulesCompile(*child))
+      return false;
+  }
+  return true;
+}
+
 // A default, once given its own nested defaults, must satisfy the schema it sits in.
 void CheckDefault(const json& s, const std::string& path, Causes& causes) {
   auto it = s.find("default");
@@ -279,6 +297,8 @@ void CheckDefault(const json& s, const std::string& path, Causes& causes) {
   Default(value, s);
   Causes inner;
   structural::ValidateValue(value, s, "", inner);
+  // A default must satisfy the rules too; a rule that does not compile is reported on its own.
+  if (inner.empty() && RulesCompile(s)) structural::EvaluateRules(value, s, "", nullptr, inner);
   for (FieldCause& cause : inner) {
     cause.field =
         cause.field.empty() ? Child(path, "default") : Child(Child(path, "default"), cause.field);
@@ -296,6 +316,7 @@ void CheckNode(const json& s, Level level, const std::string& path, Causes& caus
   CheckExtensions(s, path, causes);
   CheckValueKeywords(s, path, causes);
   CheckJunctors(s, level, path, causes);
+  structural::CheckRules(s, path, causes);
   if (level == Level::kRoot) CheckResourceRoot(s, path, causes);
   if (auto it = s.find("properties"); it != s.end()) {
     if (!it->is_object()) {

@@ -15,14 +15,18 @@ namespace wavepool::testing::apiserver {
 
 // Immutable once parsed; safe to share between threads.
 //
-// x-kubernetes-validations (CEL rules) are accepted by Parse but not evaluated. anyOf, oneOf and
-// not are checked for structurality but not evaluated; allOf is evaluated.
+// x-kubernetes-validations (CEL rules) are compiled by Check and evaluated by Validate, in the
+// subset cel.h describes; a rule outside it makes Check refuse the schema. anyOf, oneOf and not
+// are checked for structurality but not evaluated; allOf is evaluated.
 class StructuralSchema {
  public:
   // Every reason `open_api_v3_schema` is not an acceptable CRD schema (empty when it is), as the
   // server's 422 for the CRD lists them: non-structural nodes ("type: Required value: must not be
   // empty for specified object fields"), unsupported keywords ($ref, uniqueItems: true, ...),
-  // invalid patterns, defaults that fail their own schema. Field paths start at `field_prefix`
+  // invalid patterns, defaults that fail their own schema or rules, x-kubernetes-validations
+  // rules that are malformed or do not compile
+  // ("...x-kubernetes-validations[0].rule: Invalid value: \"self.x\": compilation failed: ...").
+  // Field paths start at `field_prefix`
   // ("spec.versions[0].schema.openAPIV3Schema") and name properties as "properties[spec]".
   static std::vector<FieldCause> Check(const nlohmann::json& open_api_v3_schema,
                                        const std::string& field_prefix = "");
@@ -45,9 +49,18 @@ class StructuralSchema {
   // map lists, required, nullable, int-or-string, additionalProperties, minProperties/
   // maxProperties, format int32/int64 (an integer past int64 fails int64, as the real server's
   // float64 decoding of it does) and date/date-time (strfmt's IsDate and IsDateTime; the other
-  // string formats the real server knows are not checked). Messages as the real server words
-  // them. (uniqueItems: true is refused by Parse, as the real server refuses it.)
-  std::vector<FieldCause> Validate(const nlohmann::json& object) const;
+  // string formats the real server knows are not checked). Then, unless a value had the wrong
+  // type or an unsupported enum value, the x-kubernetes-validations rules of every node present:
+  // `spec.gpus: Invalid value: "object": must be 1 for a Background job` (the node's path plus
+  // the rule's fieldPath, its reason, its message or "failed rule: <rule>"), or an evaluation
+  // error ("no such key: x evaluating rule: ..."). Messages as the real server words them.
+  // (uniqueItems: true is refused by Parse, as the real server refuses it.)
+  // With `old` (an update: the stored object), rules ratchet as on Kubernetes 1.30 and later
+  // (CRDValidationRatcheting, KEP-4008): a node whose value equals the old object's at the same
+  // path (object fields and map keys correlate; list items do not) is not evaluated, so an
+  // object stored before a CRD gained a rule can still be updated, its status above all.
+  std::vector<FieldCause> Validate(const nlohmann::json& object,
+                                   const nlohmann::json* old = nullptr) const;
 
   const nlohmann::json& json() const { return schema_; }
 

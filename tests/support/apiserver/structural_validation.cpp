@@ -364,9 +364,24 @@ void ValidateValue(const nlohmann::json& x, const nlohmann::json& s, const std::
 
 }  // namespace structural
 
-std::vector<FieldCause> StructuralSchema::Validate(const nlohmann::json& object) const {
+std::vector<FieldCause> StructuralSchema::Validate(const nlohmann::json& object,
+                                                   const nlohmann::json* old) const {
   std::vector<FieldCause> causes;
   structural::ValidateValue(object, schema_, "", causes);
+  if (!structural::HasRules(schema_)) return causes;
+  // A value of the wrong type would make the rules fail for the wrong reason: the real server
+  // evaluates none then and says so (hasBlockingErr).
+  const bool blocked = std::any_of(causes.begin(), causes.end(), [](const FieldCause& cause) {
+    return cause.reason == "FieldValueTypeInvalid" || cause.reason == "FieldValueNotSupported";
+  });
+  if (blocked) {
+    causes.push_back(field_errors::Invalid(
+        "", nullptr,
+        "some validation rules were not checked because the object was invalid; correct the "
+        "existing errors to complete validation"));
+    return causes;
+  }
+  structural::EvaluateRules(object, schema_, "", old, causes);
   return causes;
 }
 
