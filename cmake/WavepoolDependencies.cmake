@@ -4,6 +4,18 @@ find_package(nlohmann_json 3.10 REQUIRED CONFIG)
 find_package(yaml-cpp REQUIRED CONFIG)
 find_package(OpenSSL REQUIRED)
 find_package(Threads REQUIRED)
+if(WAVEPOOL_WITH_TORCH)
+  # libjpeg-turbo (libjpeg62-turbo-dev) decodes the imagefolder data source's JPEGs. FindJPEG
+  # searches CMAKE_PREFIX_PATH first, so an unpacked package under PREFIX/usr is found; Debian
+  # keeps jconfig.h, which jpeglib.h includes, in the multiarch folder below the headers, which
+  # the compiler searches by itself only under /usr/include.
+  find_package(JPEG REQUIRED)
+  if(CMAKE_LIBRARY_ARCHITECTURE
+     AND EXISTS "${JPEG_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}/jconfig.h")
+    set_property(TARGET JPEG::JPEG APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
+                 "${JPEG_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}")
+  endif()
+endif()
 if(NOT WAVEPOOL_RUNTIME_ONLY)
   find_package(CLI11 REQUIRED CONFIG)
   find_package(prometheus-cpp REQUIRED CONFIG)

@@ -24,7 +24,7 @@ CLI::App* AddRunCommand(CLI::App* app, local::RunOptions* options) {
                   "all)");
   run->add_option("--device", options->device, "The GPU the plans predict for")
       ->capture_default_str();
-  run->add_option("--data", options->data, "synthetic, cifar10:DIR or mnist:DIR")
+  run->add_option("--data", options->data, "synthetic, cifar10:DIR, mnist:DIR or imagefolder:DIR")
       ->capture_default_str();
   run->add_option("--metrics-port", options->metrics_port,
                   "Serve the agent's /metrics on 127.0.0.1:PORT during the run")

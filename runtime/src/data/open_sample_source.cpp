@@ -41,7 +41,8 @@ namespace {
 constexpr char kValidForms[] =
     "valid forms: 'synthetic'; 'cifar10:DIR' (DIR holds the CIFAR-10 binary version's "
     "data_batch_1.bin .. data_batch_5.bin); 'mnist:DIR' (DIR holds train-images-idx3-ubyte and "
-    "train-labels-idx1-ubyte)";
+    "train-labels-idx1-ubyte); 'imagefolder:DIR' (DIR holds one subdirectory of .jpg/.jpeg "
+    "images per class)";
 
 // The DIR of "<kind>:DIR", or InvalidArgument when it is empty.
 // (Debian's abseil has its own string_view, so the flag travels as a std::string.)
@@ -68,6 +69,10 @@ absl::StatusOr<SampleSourcePtr> OpenSampleSource(std::string_view flag_view, con
   if (absl::StartsWith(flag, "mnist:")) {
     WAVEPOOL_ASSIGN_OR_RETURN(std::string dir, DirectoryOf(flag, "mnist"));
     return data_internal::OpenMnistSource(dir, spec);
+  }
+  if (absl::StartsWith(flag, "imagefolder:")) {
+    WAVEPOOL_ASSIGN_OR_RETURN(std::string dir, DirectoryOf(flag, "imagefolder"));
+    return data_internal::OpenImageFolderSource(dir, spec);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("data source '", flag, "' is not one wavepool reads; ", kValidForms));

@@ -27,6 +27,11 @@ absl::StatusOr<SampleSourcePtr> OpenCifar10Source(const std::string& dir, const 
 // The MNIST idx training set in `dir` (mnist_source.cpp).
 absl::StatusOr<SampleSourcePtr> OpenMnistSource(const std::string& dir, const SampleSpec& spec);
 
+// JPEG images in one directory per class under `dir`, torchvision's ImageFolder layout
+// (imagefolder_source.cpp).
+absl::StatusOr<SampleSourcePtr> OpenImageFolderSource(const std::string& dir,
+                                                      const SampleSpec& spec);
+
 // OutOfRange naming `source` unless index is in [0, size).
 absl::Status CheckSampleIndex(const SampleSource& source, std::int64_t index);
 

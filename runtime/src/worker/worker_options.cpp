@@ -15,7 +15,7 @@ namespace {
 const char* const kUsage =
     "usage: wavepool-worker --plan FILE [--rank R --world-size N --store tcp://HOST:PORT|"
     "file://PATH] [--steps K] [--checkpoint-dir DIR] [--agent-dir DIR] "
-    "[--data synthetic|cifar10:DIR|mnist:DIR] [--device cpu|cuda[:N]|auto] [--log-every N] "
+    "[--data synthetic|cifar10:DIR|mnist:DIR|imagefolder:DIR] [--device cpu|cuda[:N]|auto] [--log-every N] "
     "[--threads N] "
     "[--rendezvous-timeout SECONDS] [--agent-timeout SECONDS]\n(each may come from the environment "
     "instead: WAVEPOOL_PLAN, "

@@ -1,6 +1,6 @@
-// Where training samples come from: a dataset read sample by sample (CIFAR-10 binary, MNIST idx)
-// or a synthetic source that is a pure function of (seed, index), so that any sharding of a
-// batch over ranks sees exactly the samples one process would.
+// Where training samples come from: a dataset read sample by sample (CIFAR-10 binary, MNIST idx,
+// a folder of JPEGs per class) or a synthetic source that is a pure function of (seed, index), so
+// that any sharding of a batch over ranks sees exactly the samples one process would.
 //
 // Each rank reads only its own samples (the CPU-centric split, scalednn-data-movement §IV-A):
 // nothing is read whole and scattered. batch_loader.h pre-loads them.
@@ -47,12 +47,22 @@ using SampleSourcePtr = std::shared_ptr<const SampleSource>;
 //                    10 classes, pixels scaled to [0, 1] and normalised per channel.
 //   mnist:DIR        DIR/train-images-idx3-ubyte and train-labels-idx1-ubyte, 1x28x28 (or 784
 //                    features for a flat model input), 10 classes.
+//   imagefolder:DIR  DIR/CLASS/IMAGE.jpg (torchvision's ImageFolder layout): one class per
+//                    subdirectory, numbered in byte order of name; its .jpg/.jpeg files (any
+//                    case) in byte order. For a model of 3xHxW: each image is decoded when read,
+//                    its shorter side resized to round(min(H, W) * 256 / 224), the centre HxW
+//                    cropped and normalised with ImageNet's mean and std.
 // Files are checked when opened: a truncated file, a wrong magic number, counts that disagree or a
-// label out of range is InvalidArgument naming the file and the byte offset; a missing or
-// unreadable file gets errno's code (NotFound, PermissionDenied) naming it. A dataset whose
-// samples do not fit the model is InvalidArgument naming both specs, as is a spec no source can
-// serve (an empty shape, classes < 1). Unknown kinds list the valid ones. docs/runtime.md ("Data")
-// states the normalisation constants and the synthetic teacher.
+// label out of range is InvalidArgument naming the file and the byte offset, as is an imagefolder
+// tree without class directories, a class without images or an image that is not a regular file
+// (naming the directory or file); a missing or unreadable file gets errno's code (NotFound,
+// PermissionDenied) naming it. A dataset whose samples do not fit the model is InvalidArgument
+// naming both specs, as is a spec no source can serve (an empty shape, classes < 1). Unknown kinds
+// list the valid ones. An imagefolder Read names the image in its errors: NotFound when it has
+// vanished, InvalidArgument when it is not a JPEG, has an unknown colour space or its header
+// claims more than 16384 pixels on a side or 2^28 in all, DataLoss with libjpeg's message when it
+// is corrupt or truncated. docs/runtime.md ("Data") states the normalisation constants, the image
+// transform and the synthetic teacher.
 absl::StatusOr<SampleSourcePtr> OpenSampleSource(std::string_view flag, const SampleSpec& spec,
                                                  std::uint64_t seed,
                                                  std::int64_t synthetic_size = std::int64_t{1}

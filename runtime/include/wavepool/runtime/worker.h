@@ -14,7 +14,8 @@
 //   --checkpoint-dir DIR    WAVEPOOL_CHECKPOINT_PATH    where checkpoints live; none when unset
 //   --agent-dir DIR         WAVEPOOL_AGENT_DIR          the node agent's directory; unpaced when
 //   unset
-//   --data SOURCE           WAVEPOOL_DATA               synthetic (default), cifar10:DIR, mnist:DIR
+//   --data SOURCE           WAVEPOOL_DATA               synthetic (default), cifar10:DIR, mnist:DIR,
+//                                                       imagefolder:DIR
 //   --log-every N           (10)                        a progress line every N steps; 0: none
 //   --threads N             (LibTorch's default)        intra-op threads
 //   --rendezvous-timeout S  (300)                       seconds to wait for every rank
