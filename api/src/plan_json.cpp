@@ -69,6 +69,7 @@ absl::Status DecodeValue(const nlohmann::json& value, const FieldPath& path, Pla
   reader.Read("seed", &out->seed);
   reader.Read("checkpointIntervalSteps", &out->checkpoint_interval_steps);
   reader.Read("checkpointIntervalSeconds", &out->checkpoint_interval_seconds);
+  reader.Read("datasetSamples", &out->dataset_samples);
   return reader.Finish();
 }
 
@@ -178,6 +179,7 @@ nlohmann::json ToJson(const Plan& plan) {
                .Put("seed", plan.training.seed)
                .Put("checkpointIntervalSteps", plan.training.checkpoint_interval_steps)
                .Put("checkpointIntervalSeconds", plan.training.checkpoint_interval_seconds)
+               .OmitEmpty("datasetSamples", plan.training.dataset_samples)
                .Take())
       .Put("layerTable", plan.layer_table)
       .Take();

@@ -197,6 +197,7 @@ absl::Status ValidateTraining(const PlanTraining& training) {
   WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(path.Child("seed"), training.seed, 0));
   WAVEPOOL_RETURN_IF_ERROR(
       CheckAtLeast(path.Child("checkpointIntervalSteps"), training.checkpoint_interval_steps, 0));
+  WAVEPOOL_RETURN_IF_ERROR(CheckAtLeast(path.Child("datasetSamples"), training.dataset_samples, 0));
   return CheckAtLeast(path.Child("checkpointIntervalSeconds"), training.checkpoint_interval_seconds,
                       0.0);
 }

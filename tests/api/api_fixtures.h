@@ -142,7 +142,8 @@ inline nlohmann::json ValidPlanJson() {
                     "amplification": 1.65, "memoryPerGpuBytes": 4294967296,
                     "backgroundIdleGpuSeconds": 0.12, "samplesPerSecond": 898.9},
     "training": {"optimizer": "Adam", "learningRate": 0.001, "steps": 100, "seed": 7,
-                 "checkpointIntervalSteps": 50, "checkpointIntervalSeconds": 600.0},
+                 "checkpointIntervalSteps": 50, "checkpointIntervalSeconds": 600.0,
+                 "datasetSamples": 50000},
     "layerTable": ""
   })");
 }

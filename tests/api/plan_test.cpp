@@ -40,6 +40,7 @@ TEST(PlanJson, EveryFieldSurvivesJsonAndYamlRoundTrips) {
   EXPECT_EQ(plan.training.optimizer, Optimizer::kAdam);
   EXPECT_EQ(plan.training.steps, 100);
   EXPECT_EQ(plan.training.checkpoint_interval_seconds, 600.0);
+  EXPECT_EQ(plan.training.dataset_samples, 50000);
   EXPECT_THAT(Validate(plan), IsOk());
 
   ASSERT_OK_AND_ASSIGN(Plan from_yaml, LoadPlan(ToYaml(plan)));
@@ -73,6 +74,7 @@ TEST(PlanValidation, TrainingSettingsNameTheirField) {
        "training.checkpointIntervalSteps"},
       {[](Plan& p) { p.training.checkpoint_interval_seconds = -0.5; },
        "training.checkpointIntervalSeconds"},
+      {[](Plan& p) { p.training.dataset_samples = -1; }, "training.datasetSamples"},
   };
   for (const auto& [mutate, message] : cases) {
     Plan plan = ValidPlan();

@@ -321,6 +321,8 @@ TEST(TrainingFor, EpochsBecomeStepsRoundedUp) {
   ASSERT_OK_AND_ASSIGN(api::PlanTraining training,
                        TrainingFor(job, WavePlan(api::Strategy::kDataParallel, 1, 32)));
   EXPECT_EQ(training.steps, 94);
+  // The workers count an epoch as these samples (and refuse a dataset of another size).
+  EXPECT_EQ(training.dataset_samples, 1000);
   job.spec.dataset_samples = 320;  // exactly 30 steps
   ASSERT_OK_AND_ASSIGN(training, TrainingFor(job, WavePlan(api::Strategy::kDataParallel, 1, 32)));
   EXPECT_EQ(training.steps, 30);

@@ -24,6 +24,7 @@
 #include "tests/support/free_port.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
+#include "wavepool/api/manifest.h"
 #include "wavepool/api/plan.h"
 #include "wavepool/planner/zoo.h"
 
@@ -304,6 +305,36 @@ TEST_F(WorkerProcess, APlanThatIsNoRegularFileOrTooLargeIsRefusedNotWaitedOnOrRe
   EXPECT_EQ(from_huge->Wait(std::chrono::seconds(30)), 3);
   EXPECT_THAT(from_huge->err(),
               HasSubstr("read plan " + huge + ": 67108865 bytes, more than the 67108864"));
+}
+
+// A job counted in epochs of spec.datasetSamples samples trains on a dataset of that size only:
+// on another, its epochs would not be epochs. Synthetic data takes the size.
+TEST_F(WorkerProcess, ADatasetOfAnotherSizeThanTheJobsEpochIsRefused) {
+  const std::string cifar = dir_ + "/cifar";
+  std::filesystem::create_directories(cifar);
+  for (int file = 1; file <= 5; ++file) {  // 5 x 5 records of a label and 3x32x32 pixels
+    std::string records;
+    for (int r = 0; r < 5; ++r)
+      records += std::string(1, static_cast<char>(r)) + std::string(3072, '\x40');
+    ASSERT_OK(WriteFile(absl::StrCat(cifar, "/data_batch_", file, ".bin"), records));
+  }
+  const std::string plan_path = WritePlan("dp", "cnn_tiny", 1, 8, api::Strategy::kDataParallel, 2);
+  ASSERT_OK_AND_ASSIGN(const std::string text, ReadFile(plan_path));
+  ASSERT_OK_AND_ASSIGN(api::Plan plan, api::LoadPlan(text));
+  const auto with_epoch = [&](std::int64_t samples) {
+    plan.training.dataset_samples = samples;
+    const std::string path = absl::StrCat(dir_, "/epoch-", samples, ".json");
+    EXPECT_OK(WriteFile(path, api::ToJson(plan).dump(2)));
+    return path;
+  };
+  auto other = Worker("other", {"--plan", with_epoch(20), "--data", "cifar10:" + cifar});
+  EXPECT_EQ(other->Wait(), 3);
+  EXPECT_THAT(other->err(), HasSubstr("holds 25 samples, but the plan's training.datasetSamples "
+                                      "(the job's spec.datasetSamples) is 20"));
+  auto same = Worker("same", {"--plan", with_epoch(25), "--data", "cifar10:" + cifar});
+  EXPECT_EQ(same->Wait(), 0) << same->err();
+  auto synthetic = Worker("synthetic", {"--plan", with_epoch(20)});
+  EXPECT_EQ(synthetic->Wait(), 0) << synthetic->err();
 }
 
 TEST_F(WorkerProcess, AJobResumedAtOrPastItsLastStepTrainsNothingAndInventsNoLoss) {

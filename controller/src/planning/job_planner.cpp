@@ -297,6 +297,7 @@ absl::StatusOr<api::PlanTraining> TrainingFor(const api::TrainingJob& job, const
     training.checkpoint_interval_steps = std::max<std::int64_t>(1, CeilDiv(*interval, *per_step));
   }
   training.checkpoint_interval_seconds = spec.checkpoint.interval_seconds.value_or(0.0);
+  training.dataset_samples = spec.dataset_samples.value_or(0);
   return training;
 }
 

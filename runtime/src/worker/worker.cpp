@@ -126,6 +126,7 @@ class Worker {
 
  private:
   absl::Status Prepare();
+  absl::StatusOr<SampleSourcePtr> OpenSource(const SampleSpec& spec) const;
   absl::Status ConnectAgent();
   agent::Role AgentRole() const {
     return options_.role == api::Role::kBackground ? agent::Role::kBackground
@@ -187,6 +188,22 @@ absl::Status Worker::ConnectAgent() {
   return absl::OkStatus();
 }
 
+// The --data source, for a plan that counts an epoch as training.datasetSamples samples (the
+// job's spec.datasetSamples): synthetic data gets that many samples, and a dataset of another size
+// is refused rather than training epochs of another length than the steps were counted for.
+absl::StatusOr<SampleSourcePtr> Worker::OpenSource(const SampleSpec& spec) const {
+  const std::int64_t epoch = plan_.training.dataset_samples;
+  const auto seed = static_cast<std::uint64_t>(plan_.training.seed);
+  absl::StatusOr<SampleSourcePtr> source = epoch > 0
+                                               ? OpenSampleSource(options_.data, spec, seed, epoch)
+                                               : OpenSampleSource(options_.data, spec, seed);
+  if (!source.ok() || epoch == 0 || (*source)->size() == epoch) return source;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--data: ", (*source)->Describe(), " holds ", (*source)->size(),
+      " samples, but the plan's training.datasetSamples (the job's spec.datasetSamples) is ", epoch,
+      ": set spec.datasetSamples to the dataset's size"));
+}
+
 absl::Status Worker::Prepare() {
   WAVEPOOL_ASSIGN_OR_RETURN(api::Plan plan, ReadPlan(options_.plan_path));
   plan_ = std::move(plan);
@@ -204,9 +221,7 @@ absl::Status Worker::Prepare() {
   graph_ = std::make_shared<const planner::ModelGraph>(std::move(graph));
   if (options_.threads > 0) torch::set_num_threads(options_.threads);
   WAVEPOOL_ASSIGN_OR_RETURN(SampleSpec spec, SampleSpecOf(*graph_));
-  WAVEPOOL_ASSIGN_OR_RETURN(
-      SampleSourcePtr source,
-      OpenSampleSource(options_.data, spec, static_cast<std::uint64_t>(plan_.training.seed)));
+  WAVEPOOL_ASSIGN_OR_RETURN(SampleSourcePtr source, OpenSource(spec));
   // Before the agent and the gang: a missing GPU fails this rank alone, at once.
   WAVEPOOL_ASSIGN_OR_RETURN(const torch::Device device, ParseDevice(options_.device));
   if (!device.is_cpu()) out_ << "training on " << device.str() << "\n";

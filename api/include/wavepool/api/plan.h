@@ -84,6 +84,10 @@ struct PlanTraining {
   std::int64_t seed = 0;
   std::int64_t checkpoint_interval_steps = 0;  // 0: not by steps
   double checkpoint_interval_seconds = 0;      // 0: not by time
+  // The samples of one epoch (the job's spec.datasetSamples), 0 when not given. The workers'
+  // synthetic data then holds this many samples, and a dataset of another size is refused: the
+  // steps were counted from it, so the job's epochs would not be epochs.
+  std::int64_t dataset_samples = 0;
 };
 
 struct Plan {
