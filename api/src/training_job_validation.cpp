@@ -27,17 +27,6 @@ bool IsModelName(std::string_view name) {
   return true;
 }
 
-// A ConfigMap data key: [-._a-zA-Z0-9]+, at most 253 characters, not "." or "..".
-bool IsConfigMapKey(std::string_view key) {
-  if (key.empty() || key.size() > kMaxConfigMapKeyLength || key == "." || key == "..") {
-    return false;
-  }
-  for (char c : key) {
-    if (!absl::ascii_isalnum(c) && c != '-' && c != '.' && c != '_') return false;
-  }
-  return true;
-}
-
 absl::Status ValidateConfigMapKeyRef(const ConfigMapKeyRef& ref, const FieldPath& path) {
   const FieldPath config_map = path.Child("configMap");
   if (ref.config_map.empty()) return config_map.Invalid("required");
@@ -275,6 +264,16 @@ absl::Status ValidateTrainingJob(const TrainingJob& job) {
 }
 
 }  // namespace
+
+bool IsConfigMapKey(std::string_view key) {
+  if (key.empty() || key.size() > kMaxConfigMapKeyLength || key == "." || key == "..") {
+    return false;
+  }
+  for (char c : key) {
+    if (!absl::ascii_isalnum(c) && c != '-' && c != '.' && c != '_') return false;
+  }
+  return true;
+}
 
 absl::Status Validate(const TrainingJob& job) {
   return WithContext(ValidateTrainingJob(job),

@@ -1,6 +1,6 @@
 // A pod the API server refuses as invalid, end to end: ControllerManager over real HTTP against the
-// embedded test API server, with kube-apiserver's config key rule applied to pod creations in
-// front of it (the test API server checks a pod's metadata only). The job must fail for its
+// embedded test API server, with kube-apiserver's downward API field rule applied to pod creations
+// in front of it (the test API server checks a pod's metadata only). The job must fail for its
 // generation with Invalid, give its GPU back, never try the pod again, and run once its spec is
 // fixed.
 #include <atomic>
@@ -47,7 +47,7 @@ bool IsPodCollection(std::string_view target) {
   return ns.find('/') == std::string_view::npos;
 }
 
-// Passes every request on to `next`, except a pod creation that ConfigMapKeyError refuses: that one
+// Passes every request on to `next`, except a pod creation that EnvFieldPathError refuses: that one
 // gets kube-apiserver's 422 answer and never reaches the server. Safe for concurrent use, as
 // `next` is.
 class PodValidatingTransport : public kube::Transport {
@@ -58,7 +58,7 @@ class PodValidatingTransport : public kube::Transport {
     if (request.method == "POST" && IsPodCollection(request.target)) {
       const json pod = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
       if (pod.is_object()) {
-        if (std::optional<PodFieldError> error = ConfigMapKeyError(pod)) {
+        if (std::optional<PodFieldError> error = EnvFieldPathError(pod)) {
           refused_.fetch_add(1);
           const std::string name = pod.value("/metadata/name"_json_pointer, "");
           return kube::HttpResponse{422, "application/json", InvalidPodStatus(name, *error).dump()};
@@ -99,18 +99,16 @@ class ManagerRejectedPodTest : public ::testing::Test {
     return StartTestManager(*controller_client_, TestManagerOptions());
   }
 
-  // JobManifest(name) on one GPU, its worker container given the env var BATCH from key
-  // `config_key` of ConfigMap settings.
-  static json OneGpuJob(const std::string& name, const std::string& config_key) {
+  // JobManifest(name) on one GPU, its worker container given the env var NODE from the pod field
+  // `field_path` (the downward API).
+  static json OneGpuJob(const std::string& name, const std::string& field_path) {
     json job = JobManifest(name);
     job["spec"]["gpus"] = 1;
-    const json batch = {
-        {"name", "BATCH"},
-        {"valueFrom",
-         {{"configMapKeyRef", {{"name", "settings"}, {"key", config_key}, {"optional", true}}}}}};
+    const json node = {{"name", "NODE"},
+                       {"valueFrom", {{"fieldRef", {{"fieldPath", field_path}}}}}};
     job["spec"]["template"] = {
         {"spec",
-         {{"containers", json::array({{{"name", "worker"}, {"env", json::array({batch})}}})}}}};
+         {{"containers", json::array({{{"name", "worker"}, {"env", json::array({node})}}})}}}};
     return job;
   }
 
@@ -149,7 +147,7 @@ TEST_F(ManagerRejectedPodTest, FailsInvalidForItsGenerationFreesItsGpuAndRunsOnc
   ASSERT_OK_AND_ASSIGN(SimulatedNodes nodes, StartSimulatedNodes(*scene_.client, {"node-a"}, 1));
   std::unique_ptr<ControllerManager> manager = StartManager();
   ASSERT_NE(manager, nullptr);
-  ASSERT_OK(scene_.client->Create(api::kTrainingJobs, OneGpuJob("typo", "batch/size")).status());
+  ASSERT_OK(scene_.client->Create(api::kTrainingJobs, OneGpuJob("typo", "spec.nodeNmae")).status());
 
   ASSERT_TRUE(Eventually([&] {
     return Job("typo").value("/status/phase"_json_pointer, "") == "Failed";
@@ -158,13 +156,14 @@ TEST_F(ManagerRejectedPodTest, FailsInvalidForItsGenerationFreesItsGpuAndRunsOnc
   EXPECT_EQ(invalid.value("status", ""), "True");
   EXPECT_EQ(invalid.value("reason", ""), "PodRejected");
   EXPECT_THAT(invalid.value("message", ""), HasSubstr("default/typo-g0-0"));
-  EXPECT_THAT(invalid.value("message", ""), HasSubstr("batch/size"));
+  EXPECT_THAT(invalid.value("message", ""), HasSubstr("spec.nodeNmae"));
   EXPECT_EQ(Condition("typo", "Placed").value("status", ""), "False");
   EXPECT_THAT(Job("typo").value("/status/placement"_json_pointer, json::array()), IsEmpty());
   EXPECT_THAT(PodsOf("typo"), IsEmpty());
 
   // Its one GPU is free: another job gets it and runs.
-  ASSERT_OK(scene_.client->Create(api::kTrainingJobs, OneGpuJob("honest", "batch-size")).status());
+  ASSERT_OK(
+      scene_.client->Create(api::kTrainingJobs, OneGpuJob("honest", "spec.nodeName")).status());
   EXPECT_TRUE(Eventually([&] {
     return Job("honest").value("/status/phase"_json_pointer, "") == "Running";
   })) << Job("honest").dump();
@@ -180,7 +179,7 @@ TEST_F(ManagerRejectedPodTest, FailsInvalidForItsGenerationFreesItsGpuAndRunsOnc
 
   // Fixed (a new generation) once the GPU is free again: placed and running under a new gang.
   ASSERT_OK(scene_.client->Delete(api::kTrainingJobs, "default", "honest"));
-  json fix = {{"spec", {{"template", OneGpuJob("typo", "batch-size")["spec"]["template"]}}}};
+  json fix = {{"spec", {{"template", OneGpuJob("typo", "spec.nodeName")["spec"]["template"]}}}};
   ASSERT_OK(
       scene_.client->Patch(api::kTrainingJobs, "default", "typo", kube::PatchType::kMerge, fix)
           .status());

@@ -268,20 +268,20 @@ TEST(ReconcilerValidationAdversarial, ARunningJobEditedToPrivilegedLosesItsPodsA
 
 // A template the policy lets through but whose pods kube-apiserver refuses: an env var read
 // from a ConfigMap key with '/' in it.
-json TemplateWithConfigKey(const std::string& key) {
-  return Template(
-      {{"env", json::array({{{"name", "BATCH"},
-                             {"valueFrom",
-                              {{"configMapKeyRef", {{"name", "settings"}, {"key", key}}}}}}})}});
+// A worker whose env var NODE reads the pod field `path` (the downward API).
+json TemplateWithFieldPath(const std::string& path) {
+  return Template({{"env", json::array({{{"name", "NODE"},
+                                         {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}}})}});
 }
 
 TEST(ReconcilerValidationAdversarial,
      APodTheApiServerRefusesFailsTheJobForItsGenerationAndHoldsNoGpu) {
   FakeScene scene;
   scene.AddNode("node-a", 2);
-  scene.cluster.ValidatePods(ConfigMapKeyError);
+  scene.cluster.ValidatePods(EnvFieldPathError);
   scene.AddForeground("typo", 2);
-  ASSERT_OK(scene.cluster.EditJob(kNs, "typo", SetTemplate(TemplateWithConfigKey("batch/size"))));
+  ASSERT_OK(
+      scene.cluster.EditJob(kNs, "typo", SetTemplate(TemplateWithFieldPath("spec.nodeNmae"))));
   const std::int64_t generation = scene.Job("typo").metadata.generation;
   {
     Reconciler reconciler(scene.cluster, scene.cluster, scene.Options());
@@ -298,7 +298,7 @@ TEST(ReconcilerValidationAdversarial,
   EXPECT_THAT(invalid.message, HasSubstr("spec.template"));
   EXPECT_THAT(invalid.message, HasSubstr("team/typo-g0-0"));
   EXPECT_THAT(invalid.message, HasSubstr("spec.containers[0].env["));  // after the controller's
-  EXPECT_THAT(invalid.message, HasSubstr("batch/size"));
+  EXPECT_THAT(invalid.message, HasSubstr("spec.nodeNmae"));
   const std::vector<FakeCluster::RecordedEvent> warnings =
       scene.cluster.EventsWithReason("PodRejected");
   ASSERT_EQ(warnings.size(), 1u);
@@ -323,7 +323,8 @@ TEST(ReconcilerValidationAdversarial,
 
   // Its GPUs are free: a job that needs both of the node's gets them.
   scene.AddForeground("honest", 2);
-  ASSERT_OK(scene.cluster.EditJob(kNs, "honest", SetTemplate(TemplateWithConfigKey("batch-size"))));
+  ASSERT_OK(
+      scene.cluster.EditJob(kNs, "honest", SetTemplate(TemplateWithFieldPath("spec.nodeName"))));
   ASSERT_OK(reconciler.Reconcile(kNs, "honest").status());
   EXPECT_EQ(scene.Job("honest").status.phase, api::JobPhase::kPlaced);
   EXPECT_EQ(scene.cluster.PodsOfJob(kNs, "honest").size(), 2u);
@@ -331,7 +332,8 @@ TEST(ReconcilerValidationAdversarial,
   for (const char* pod : {"honest-g0-0", "honest-g0-1"}) scene.cluster.RemovePod(kNs, pod);
 
   // Fixed by a new generation: placed again, a new gang under names the refused one never used.
-  ASSERT_OK(scene.cluster.EditJob(kNs, "typo", SetTemplate(TemplateWithConfigKey("batch-size"))));
+  ASSERT_OK(
+      scene.cluster.EditJob(kNs, "typo", SetTemplate(TemplateWithFieldPath("spec.nodeName"))));
   ASSERT_OK(reconciler.Reconcile(kNs, "typo").status());
   job = scene.Job("typo");
   EXPECT_EQ(job.status.phase, api::JobPhase::kPlaced);

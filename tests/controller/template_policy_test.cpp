@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -380,6 +381,29 @@ TEST(TemplatePolicyAdversarial, EnvVarNamesTheApiServerWouldRefuseAreRefused) {
                 "spec.template.spec.containers[0].envFrom[0].prefix");
   EXPECT_EQ(Check(prefix("CFG_")), std::nullopt);
   EXPECT_EQ(Check(prefix("")), std::nullopt);
+}
+
+TEST(TemplatePolicyAdversarial, KeysOfConfigMapsAndSecretsTheApiServerWouldRefuseAreRefused) {
+  const auto key_ref = [](const char* source, const std::string& key) {
+    return WorkerWith(
+        {{"env", json::array({{{"name", "BATCH"},
+                               {"valueFrom", {{source, {{"name", "cfg"}, {"key", key}}}}}}})}});
+  };
+  for (const char* source : {"configMapKeyRef", "secretKeyRef"}) {
+    for (const std::string& bad :
+         std::vector<std::string>{"batch/size", "", ".", "..", "a b", std::string(254, 'k')}) {
+      const std::optional<TemplateViolation> violation = Check(key_ref(source, bad));
+      ExpectRefused(
+          violation, kReasonMalformedTemplate,
+          absl::StrCat("spec.template.spec.containers[0].env[0].valueFrom.", source, ".key"));
+      ASSERT_TRUE(violation.has_value());
+      EXPECT_THAT(violation->message, HasSubstr("must be a ConfigMap or Secret key")) << bad;
+    }
+    for (const std::string& good :
+         std::vector<std::string>{"batch", "batch.size", "BATCH_SIZE-2", std::string(253, 'k')}) {
+      EXPECT_EQ(Check(key_ref(source, good)), std::nullopt) << source << " " << good;
+    }
+  }
 }
 
 TEST(TemplatePolicyAdversarial, PortsTheApiServerWouldRefuseAreRefused) {

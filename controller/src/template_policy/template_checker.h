@@ -100,6 +100,7 @@ class Checker {
   void PortNumber(const json& v, const FieldPath& p);
   void PortName(const json& v, const FieldPath& p);
   void EnvVarName(const json& v, const FieldPath& p);
+  void DataKey(const json& v, const FieldPath& p);
   void EnvPrefix(const json& v, const FieldPath& p);
   void Quantity(const json& v, const FieldPath& p);
   void RelativePath(const json& v, const FieldPath& p);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "template_policy/template_checker.h"
+#include "wavepool/api/validation.h"
 #include "wavepool/controller/image_reference.h"
 #include "wavepool/controller/owned_objects.h"
 
@@ -175,6 +176,15 @@ void Checker::EnvVarName(const json& v, const FieldPath& p) {
     Fail(kReasonMalformedTemplate, p,
          absl::StrCat("must be an environment variable name: ", kEnvVarNameRule, ", ", Got(v)));
   }
+}
+
+void Checker::DataKey(const json& v, const FieldPath& p) {
+  if (!v.is_string()) return String(v, p);
+  if (api::IsConfigMapKey(v.get<std::string>())) return;
+  Fail(kReasonMalformedTemplate, p,
+       "must be a ConfigMap or Secret key: at most 253 letters, digits, '-', '_' and '.', not "
+       "\".\" or \"..\", " +
+           Got(v));
 }
 
 void Checker::EnvPrefix(const json& v, const FieldPath& p) {

@@ -73,7 +73,7 @@ constexpr FieldRule kEnvVarSourceRules[] = {
     {"secretKeyRef", &Checker::KeyRef},
 };
 constexpr FieldRule kKeyRefRules[] = {
-    {"key", &Checker::String},
+    {"key", &Checker::DataKey},
     {"name", &Checker::String},
     {"optional", &Checker::Bool},
 };

@@ -43,6 +43,8 @@ bool IsDns1123Subdomain(std::string_view name);
 // DNS-1123 label: at most 63 of [a-z0-9-], starting and ending with a letter or digit
 // (namespaces).
 bool IsDns1123Label(std::string_view name);
+// A ConfigMap or Secret data key: at most 253 of [-._a-zA-Z0-9], not "." or "..".
+bool IsConfigMapKey(std::string_view key);
 
 }  // namespace wavepool::api
 

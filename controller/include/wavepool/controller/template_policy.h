@@ -4,9 +4,9 @@
 // contain" lists it). Built in:
 //   - containers and initContainers: name (a DNS label, unique among both lists), image,
 //     imagePullPolicy, command, args, workingDir, env (names as kube-apiserver's IsEnvVarName
-//     accepts them; values, ConfigMap/Secret keys, the downward API), envFrom (ConfigMaps and
-//     Secrets: always the job's namespace, since a pod cannot name another; a prefix that is an
-//     env var name), ports without hostPort (a containerPort in [1, 65535], a name that is an
+//     accepts them; values, ConfigMap/Secret keys that are data keys, the downward API), envFrom
+//     (ConfigMaps and Secrets: always the job's namespace, since a pod cannot name another; a
+//     prefix that is an env var name), ports without hostPort (a containerPort in [1, 65535], a name that is an
 //     IANA service name and unique in the container, protocol TCP, UDP or SCTP), resources
 //     (limits and requests of cpu, memory and ephemeral-storage), volumeMounts of the template's
 //     volumes, and a restricted securityContext (runAsNonRoot, runAsUser/runAsGroup in
